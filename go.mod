@@ -1,0 +1,3 @@
+module github.com/watermarkhq/watermark
+
+go 1.26
