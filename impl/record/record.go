@@ -95,9 +95,11 @@ func (b *Batch) Clone() Batch {
 	return c
 }
 
+// cloneBytes keeps nil and empty apart: Kafka does (a null key is spread
+// over partitions, an empty one is hashed; a null value is a tombstone).
 func cloneBytes(b []byte) []byte {
 	if b == nil {
 		return nil
 	}
-	return append([]byte(nil), b...)
+	return append([]byte{}, b...)
 }

@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// client is a simulated producer or consumer. Each has one request in
+// flight at a time and records every operation in the run's history.
+type client struct {
+	s        *Sim
+	id       broker.NodeID
+	producer bool
+	tps      []broker.TopicPartition
+	rr       int
+	leaders  map[broker.TopicPartition]int32
+	needMeta bool
+
+	corr     uint64
+	inflight *inflight
+	nextAt   int64
+	seq      int
+	pos      map[broker.TopicPartition]int64 // consumer positions
+}
+
+type inflight struct {
+	corr     uint64
+	op       int // index in history, or -1 for a metadata request
+	deadline int64
+}
+
+func (s *Sim) startClients() {
+	var tps []broker.TopicPartition
+	for _, t := range s.cfg.Topics {
+		for p := int32(0); p < t.Partitions; p++ {
+			tps = append(tps, broker.TopicPartition{Topic: t.Name, Partition: p})
+		}
+	}
+	w := s.cfg.Workload
+	for i := 0; i < w.Producers+w.Consumers; i++ {
+		c := &client{
+			s:        s,
+			id:       broker.ClientIDBase + broker.NodeID(i),
+			producer: i < w.Producers,
+			tps:      tps,
+			rr:       s.rng.IntN(len(tps)),
+			leaders:  map[broker.TopicPartition]int32{},
+			needMeta: true,
+			pos:      map[broker.TopicPartition]int64{},
+		}
+		s.clients = append(s.clients, c)
+		s.schedule(event{at: s.rng.Int64N(s.cfg.TickMs) + s.cfg.TickMs, kind: evClientTick, node: c.id})
+	}
+}
+
+func (c *client) tick() {
+	s := c.s
+	if f := c.inflight; f != nil {
+		if s.now < f.deadline {
+			return
+		}
+		// No answer: the request or its response was lost, or the broker
+		// is stuck. The operation may or may not have happened.
+		if f.op >= 0 {
+			c.finish(f.op, linearizability.OutcomeUnknown, "client timeout")
+		}
+		c.inflight = nil
+		c.needMeta = true
+	}
+	if s.now < c.nextAt || (c.producer && s.workloadOver) {
+		return
+	}
+	if c.needMeta {
+		c.requestMetadata()
+		return
+	}
+	tp := c.tps[c.rr%len(c.tps)]
+	c.rr++
+	leader, ok := c.leaders[tp]
+	if !ok || leader < 0 {
+		c.needMeta = true
+		return
+	}
+	if c.producer {
+		c.produce(tp, broker.NodeID(leader))
+	} else {
+		c.fetch(tp, broker.NodeID(leader))
+	}
+}
+
+func (c *client) requestMetadata() {
+	live := c.s.liveBrokers()
+	to := broker.ControllerID
+	if len(live) > 0 {
+		to = live[c.s.rng.IntN(len(live))]
+	}
+	c.corr++
+	c.inflight = &inflight{corr: c.corr, op: -1, deadline: c.s.now + 500}
+	c.s.send(broker.Envelope{From: c.id, To: to, Msg: broker.MetadataRequest{Correlation: c.corr}})
+}
+
+func (c *client) produce(tp broker.TopicPartition, leader broker.NodeID) {
+	s := c.s
+	w := s.cfg.Workload
+	c.seq++
+	value := fmt.Sprintf("c%d-%d", c.id-broker.ClientIDBase, c.seq)
+	op := s.record(linearizability.Op{
+		Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProduce,
+		Topic: tp.Topic, Partition: tp.Partition, Value: value, Acks: int(w.Acks), Offset: -1,
+	})
+	c.corr++
+	s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.ProduceRequest{
+		Correlation: c.corr, TopicPartition: tp, Acks: w.Acks,
+		Records:   []record.Record{{Value: []byte(value), Timestamp: s.now}},
+		TimeoutMs: w.RequestTimeoutMs,
+	}})
+	s.stats.Produced++
+	c.nextAt = s.now + w.ProduceIntervalMs
+	if w.Acks == partition.AcksNone {
+		c.finish(op, linearizability.OutcomeUnknown, "acks=0: no answer")
+		return
+	}
+	c.inflight = &inflight{corr: c.corr, op: op, deadline: s.now + w.RequestTimeoutMs + 1000}
+}
+
+func (c *client) fetch(tp broker.TopicPartition, leader broker.NodeID) {
+	s := c.s
+	w := s.cfg.Workload
+	pos := c.pos[tp]
+	op := s.record(linearizability.Op{
+		Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindFetch,
+		Topic: tp.Topic, Partition: tp.Partition, Offset: pos,
+	})
+	c.corr++
+	s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.FetchRequest{
+		Correlation: c.corr, TopicPartition: tp, Offset: pos, MaxBytes: 64 << 10,
+		MinBytes: 1, MaxWaitMs: w.FetchMaxWaitMs, CurrentLeaderEpoch: -1,
+	}})
+	c.inflight = &inflight{corr: c.corr, op: op, deadline: s.now + w.FetchMaxWaitMs + 1000}
+}
+
+func (c *client) handle(env broker.Envelope) {
+	f := c.inflight
+	switch m := env.Msg.(type) {
+	case broker.MetadataResponse:
+		if f == nil || f.corr != m.Correlation {
+			return
+		}
+		c.inflight = nil
+		for _, p := range m.Partitions {
+			c.leaders[broker.TopicPartition(p.TopicPartition)] = p.Leader
+		}
+		c.needMeta = false
+	case broker.ProduceResponse:
+		if f == nil || f.corr != m.Correlation {
+			return
+		}
+		c.inflight = nil
+		op := &c.s.history[f.op]
+		if m.Err == nil {
+			op.Offset = m.BaseOffset
+			c.finish(f.op, linearizability.OutcomeOK, "")
+			c.s.onAck()
+			return
+		}
+		c.finish(f.op, produceOutcome(m.Err), m.Err.Error())
+		c.needMeta = true
+	case broker.FetchResponse:
+		if f == nil || f.corr != m.Correlation {
+			return
+		}
+		c.inflight = nil
+		op := &c.s.history[f.op]
+		if m.Err != nil {
+			c.finish(f.op, linearizability.OutcomeFail, m.Err.Error())
+			c.needMeta = true
+			return
+		}
+		op.HW = m.HW
+		next := op.Offset
+		for _, b := range m.Batches {
+			for i, r := range b.Records {
+				off := b.BaseOffset + int64(i)
+				if off < op.Offset {
+					continue
+				}
+				op.Records = append(op.Records, linearizability.Record{Offset: off, Value: string(r.Value)})
+				next = off + 1
+			}
+		}
+		c.pos[m.TopicPartition] = next
+		c.finish(f.op, linearizability.OutcomeOK, "")
+	}
+}
+
+// produceOutcome says whether a produce error proves the record was not
+// written. Errors after the append (a leader change while waiting, too few
+// replicas after append, a timeout) leave it open.
+func produceOutcome(err error) linearizability.Outcome {
+	switch {
+	case errors.Is(err, partition.ErrNotEnoughReplicas),
+		errors.Is(err, partition.ErrNotLeader),
+		errors.Is(err, partition.ErrInvalidRecord),
+		errors.Is(err, broker.ErrUnknownTopicOrPartition):
+		return linearizability.OutcomeFail
+	}
+	return linearizability.OutcomeUnknown
+}
+
+func (s *Sim) record(op linearizability.Op) int {
+	op.ID = len(s.history)
+	op.Call = s.now
+	op.Return = -1
+	s.history = append(s.history, op)
+	return op.ID
+}
+
+func (c *client) finish(i int, outcome linearizability.Outcome, errText string) {
+	op := &c.s.history[i]
+	op.Return = c.s.now
+	op.Outcome = outcome
+	op.Error = errText
+}

@@ -1,0 +1,206 @@
+// Package sim runs the reference broker as a whole cluster in one goroutine:
+// the controller, N brokers, the clients, the network, the disks and the
+// clock, with every random choice drawn from one seed. The same Config runs
+// the same way, event for event, so any failure replays exactly.
+//
+// After every step (one delivered message, one timer) the simulator checks
+// the protocol invariants of SEMANTICS.md on the cluster's global state and
+// stops at the first violation, keeping the steps that led to it.
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// Config describes one run completely.
+type Config struct {
+	Seed    uint64
+	Brokers int
+	Topics  []Topic
+
+	Broker     BrokerSettings
+	Controller controller.Config
+	Network    Network
+
+	// TickMs is the period of every node's timer.
+	TickMs int64
+	// DurationMs is how long the workload and the nemesis run; then all
+	// faults heal and the run settles for SettleMs before it ends.
+	DurationMs int64
+	SettleMs   int64
+
+	Workload Workload
+	// Faults is a fixed schedule; Nemesis adds random faults.
+	Faults  []Fault
+	Nemesis Nemesis
+	// Failpoints fire inside brokers at exact points of the protocol.
+	Failpoints []Failpoint
+	// RestartAfterMs is how long a crashed or powered-off broker stays down.
+	RestartAfterMs int64
+
+	// MaxSteps bounds a run (0: no bound); TraceTail is how many of the last
+	// steps a violation report shows.
+	MaxSteps  int
+	TraceTail int
+}
+
+// Topic is created at the start of the run.
+type Topic struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int
+}
+
+// BrokerSettings are the protocol settings every broker runs with.
+type BrokerSettings struct {
+	MinInsyncReplicas      int
+	Truncation             partition.Truncation
+	ReplicaLagTimeMaxMs    int64
+	ReplicaFetchWaitMaxMs  int64
+	RequestTimeoutMs       int64
+	HeartbeatIntervalMs    int64
+	HWCheckpointIntervalMs int64
+	FlushEveryAppend       bool
+	AdvanceHWBelowMinISR   bool
+}
+
+// Network shapes message delivery.
+type Network struct {
+	MinDelayMs int64
+	MaxDelayMs int64   // delays are uniform in [Min, Max]: this also reorders
+	DropRate   float64 // probability that a message is lost
+}
+
+// Workload is what the simulated clients do.
+type Workload struct {
+	Producers         int
+	Consumers         int
+	Acks              partition.Acks
+	ProduceIntervalMs int64
+	RequestTimeoutMs  int64 // the broker's produce timeout; clients wait a little longer
+	FetchMaxWaitMs    int64
+}
+
+// DefaultConfig is the strong-consistency recipe of SEMANTICS.md on three
+// brokers: RF 3, min ISR 2, acks=all, truncation=epoch, no unclean election.
+func DefaultConfig(seed uint64) Config {
+	return Config{
+		Seed:    seed,
+		Brokers: 3,
+		Topics:  []Topic{{Name: "t", Partitions: 2, ReplicationFactor: 3}},
+		Broker: BrokerSettings{
+			MinInsyncReplicas:      2,
+			Truncation:             partition.TruncateToEpoch,
+			ReplicaLagTimeMaxMs:    3000,
+			ReplicaFetchWaitMaxMs:  200,
+			RequestTimeoutMs:       2000,
+			HeartbeatIntervalMs:    200,
+			HWCheckpointIntervalMs: 1000,
+		},
+		Controller: controller.Config{SessionTimeoutMs: 1500},
+		Network:    Network{MinDelayMs: 1, MaxDelayMs: 5},
+		TickMs:     20,
+		DurationMs: 20000,
+		SettleMs:   10000,
+		Workload: Workload{
+			Producers:         2,
+			Consumers:         1,
+			Acks:              partition.AcksAll,
+			ProduceIntervalMs: 20,
+			RequestTimeoutMs:  3000,
+			FetchMaxWaitMs:    200,
+		},
+		RestartAfterMs: 1000,
+		TraceTail:      60,
+	}
+}
+
+// Validate reports what is wrong with c, all at once.
+func (c *Config) Validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if c.Brokers < 1 || c.Brokers >= int(broker.ClientIDBase)-1 {
+		bad("brokers = %d: want 1..%d", c.Brokers, broker.ClientIDBase-2)
+	}
+	if len(c.Topics) == 0 {
+		bad("no topics: want at least one")
+	}
+	for _, t := range c.Topics {
+		if t.Partitions < 1 || t.ReplicationFactor < 1 || t.ReplicationFactor > c.Brokers {
+			bad("topic %q: %d partitions, replication factor %d: want partitions >= 1 and 1 <= RF <= brokers (%d)",
+				t.Name, t.Partitions, t.ReplicationFactor, c.Brokers)
+		}
+	}
+	if c.TickMs <= 0 {
+		bad("tick = %d ms: want > 0", c.TickMs)
+	}
+	if c.DurationMs < 0 || c.SettleMs < 0 {
+		bad("duration %d ms, settle %d ms: want >= 0", c.DurationMs, c.SettleMs)
+	}
+	if c.Network.MinDelayMs < 0 || c.Network.MaxDelayMs < c.Network.MinDelayMs {
+		bad("network delay [%d, %d] ms: want 0 <= min <= max", c.Network.MinDelayMs, c.Network.MaxDelayMs)
+	}
+	if c.Network.DropRate < 0 || c.Network.DropRate >= 1 {
+		bad("drop rate %g: want 0 <= rate < 1", c.Network.DropRate)
+	}
+	if c.RestartAfterMs <= 0 {
+		bad("restart after %d ms: want > 0", c.RestartAfterMs)
+	}
+	if c.Workload.Producers < 0 || c.Workload.Consumers < 0 {
+		bad("workload: %d producers, %d consumers: want >= 0", c.Workload.Producers, c.Workload.Consumers)
+	}
+	if c.Workload.Producers > 0 && (c.Workload.ProduceIntervalMs <= 0 || c.Workload.RequestTimeoutMs <= 0) {
+		bad("workload: produce interval %d ms, request timeout %d ms: want > 0",
+			c.Workload.ProduceIntervalMs, c.Workload.RequestTimeoutMs)
+	}
+	for i, f := range c.Faults {
+		if err := f.validate(c.Brokers); err != nil {
+			bad("fault %d: %v", i, err)
+		}
+	}
+	seen := map[string]bool{}
+	for i, fp := range c.Failpoints {
+		if err := fp.validate(c.Brokers); err != nil {
+			bad("failpoint %d: %v", i, err)
+		}
+		if seen[fp.Name] {
+			bad("failpoint %d: %s is configured twice; a failpoint has one term per run", i, fp.Name)
+		}
+		seen[fp.Name] = true
+	}
+	if _, err := c.brokerConfig(1); err != nil {
+		bad("%v", err)
+	}
+	if err := c.Controller.Validate(); err != nil {
+		bad("controller: %v", err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid simulation config:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// brokerConfig is the configuration of broker id.
+func (c *Config) brokerConfig(id int) (broker.Config, error) {
+	p := partition.DefaultConfig(int32(id))
+	s := c.Broker
+	p.MinInsyncReplicas = s.MinInsyncReplicas
+	p.Truncation = s.Truncation
+	p.ReplicaLagTimeMaxMs = s.ReplicaLagTimeMaxMs
+	p.ReplicaFetchWaitMaxMs = s.ReplicaFetchWaitMaxMs
+	p.RequestTimeoutMs = s.RequestTimeoutMs
+	p.AdvanceHWBelowMinISR = s.AdvanceHWBelowMinISR
+	cfg := broker.Config{
+		ID:                     broker.NodeID(id),
+		Partition:              p,
+		HeartbeatIntervalMs:    s.HeartbeatIntervalMs,
+		HWCheckpointIntervalMs: s.HWCheckpointIntervalMs,
+		FlushEveryAppend:       s.FlushEveryAppend,
+	}
+	return cfg, cfg.Validate()
+}

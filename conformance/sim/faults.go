@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/watermarkhq/watermark/impl/broker"
+)
+
+// FaultKind names a fault.
+type FaultKind string
+
+// The faults the simulator can inject.
+const (
+	FaultCrash     FaultKind = "crash"     // process dies; page cache survives; restarts later
+	FaultPowerLoss FaultKind = "powerloss" // machine dies; unsynced writes lost, last may tear
+	FaultPause     FaultKind = "pause"     // process stops; messages wait for it
+	FaultIsolate   FaultKind = "isolate"   // network partition: the broker alone on one side
+	FaultHeal      FaultKind = "heal"      // end every network partition
+)
+
+// FaultKinds lists every kind, for messages and flags.
+var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultHeal}
+
+// Trigger says when a scheduled fault or failpoint takes effect: at a time,
+// or once a number of produces have been acknowledged. The zero Trigger is
+// "at the start".
+type Trigger struct {
+	AtMs      int64
+	AfterAcks int
+}
+
+// String renders the trigger for traces.
+func (t Trigger) String() string {
+	if t.AfterAcks > 0 {
+		return fmt.Sprintf("after %d acks", t.AfterAcks)
+	}
+	return fmt.Sprintf("at %d ms", t.AtMs)
+}
+
+// Fault is one scheduled fault.
+type Fault struct {
+	When Trigger
+	Kind FaultKind
+	Node int // the broker; unused for heal
+	// ForMs is how long the fault lasts: downtime for crash and power loss,
+	// pause length, isolation length. 0 means Config.RestartAfterMs for
+	// crash, power loss and pause, and "until the final heal" for isolate.
+	ForMs int64
+}
+
+func (f Fault) validate(brokers int) error {
+	if !slices.Contains(FaultKinds, f.Kind) {
+		return fmt.Errorf("unknown kind %q: want one of %v", f.Kind, FaultKinds)
+	}
+	if f.Kind != FaultHeal && (f.Node < 1 || f.Node > brokers) {
+		return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
+	}
+	if f.ForMs < 0 || f.When.AtMs < 0 || f.When.AfterAcks < 0 {
+		return fmt.Errorf("%s: negative time or count", f.Kind)
+	}
+	return nil
+}
+
+// Failpoint switches on one of the broker's failpoints.
+type Failpoint struct {
+	Name string // a name from broker.Failpoints
+	// Term is a pingcap/failpoint term, e.g. `1*return("crash")` or
+	// `return("crash:2")`. A leading "P%" is taken out of the term and drawn
+	// from the run's seed, not from a global random source, so the run stays
+	// reproducible.
+	Term string
+	Node int // the broker it applies to; 0 for every broker
+	When Trigger
+}
+
+func (fp Failpoint) validate(brokers int) error {
+	if !slices.Contains(broker.Failpoints, fp.Name) {
+		return fmt.Errorf("unknown failpoint %q: want one of %s", fp.Name, strings.Join(broker.Failpoints, ", "))
+	}
+	if fp.Node < 0 || fp.Node > brokers {
+		return fmt.Errorf("failpoint %s on broker %d: brokers are 1..%d (0 = all)", fp.Name, fp.Node, brokers)
+	}
+	if _, _, err := splitPercent(fp.Term); err != nil {
+		return fmt.Errorf("failpoint %s: %v", fp.Name, err)
+	}
+	return nil
+}
+
+// splitPercent takes a leading "P%" off a term.
+func splitPercent(term string) (float64, string, error) {
+	term = strings.TrimSpace(term)
+	if term == "" {
+		return 0, "", fmt.Errorf("empty term: want e.g. 1*return(\"crash\")")
+	}
+	head, rest, ok := strings.Cut(term, "%")
+	if !ok {
+		return 1, term, nil
+	}
+	p, err := strconv.ParseFloat(head, 64)
+	if err != nil || p < 0 || p > 100 {
+		return 0, "", fmt.Errorf("bad percentage in term %q: want 0..100", term)
+	}
+	return p / 100, rest, nil
+}
+
+// Nemesis injects random faults while the workload runs.
+type Nemesis struct {
+	Kinds      []FaultKind // drawn uniformly; empty disables the nemesis
+	IntervalMs int64       // time between faults, uniform in [Interval/2, 3*Interval/2]
+	FaultMs    int64       // how long each fault lasts
+	MaxFaulty  int         // at most this many brokers faulted at once (0: 1)
+	// PowerLossOnlyInSync allows a power loss only while every partition's
+	// ISR holds all its replicas and no broker is faulted. Without fsync, two
+	// power losses in a row can erase a committed record legitimately (each
+	// machine loses its copy in turn); the strong-consistency checks use
+	// this to stay within what the recipe promises.
+	PowerLossOnlyInSync bool
+}

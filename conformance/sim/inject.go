@@ -1,0 +1,232 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/pingcap/failpoint"
+	"github.com/watermarkhq/watermark/impl/broker"
+)
+
+// inject applies one fault now.
+func (s *Sim) inject(f Fault) {
+	s.stats.Faults++
+	if f.Kind == FaultHeal {
+		s.healIsolation()
+		return
+	}
+	n := s.nodes[f.Node]
+	dur := f.ForMs
+	if dur == 0 && f.Kind != FaultIsolate {
+		dur = s.cfg.RestartAfterMs
+	}
+	switch f.Kind {
+	case FaultCrash, FaultPowerLoss:
+		s.kill(n, f.Kind == FaultPowerLoss, dur, "scheduled")
+	case FaultPause:
+		if n.b == nil || n.paused {
+			return
+		}
+		n.paused = true
+		n.faulted++
+		s.note(fmt.Sprintf("pause broker %d for %d ms", n.id, dur))
+		s.schedule(event{at: s.now + dur, kind: evResume, node: n.id})
+	case FaultIsolate:
+		if n.isolated {
+			return
+		}
+		n.isolated = true
+		n.faulted++
+		s.note(fmt.Sprintf("isolate broker %d", n.id))
+		if dur > 0 {
+			s.schedule(event{at: s.now + dur, kind: evUnisolate, node: n.id})
+		}
+	}
+}
+
+// kill stops a broker's process; with powerLoss its machine loses what was
+// not synced. It comes back after downMs.
+func (s *Sim) kill(n *node, powerLoss bool, downMs int64, why string) {
+	if n.b == nil {
+		return
+	}
+	if n.paused {
+		n.faulted-- // the pause ends with the process
+	}
+	n.b = nil
+	n.paused = false
+	n.held = nil
+	n.faulted++
+	if powerLoss {
+		n.disk.PowerLoss(s.rng)
+		s.stats.PowerLosses++
+		s.note(fmt.Sprintf("power loss on broker %d (%s)", n.id, why))
+	} else {
+		n.disk.Crash()
+		s.stats.Crashes++
+		s.note(fmt.Sprintf("crash broker %d (%s)", n.id, why))
+	}
+	s.schedule(event{at: s.now + downMs, kind: evRestart, node: n.id})
+}
+
+func (s *Sim) resume(n *node) {
+	if !n.paused {
+		return
+	}
+	n.paused = false
+	n.faulted--
+	s.note(fmt.Sprintf("resume broker %d", n.id))
+	held := n.held
+	n.held = nil
+	for _, env := range held {
+		if n.b == nil || n.paused {
+			return
+		}
+		s.afterBroker(n, n.b.Handle(env, s.now))
+	}
+}
+
+func (s *Sim) healIsolation() {
+	for _, n := range s.nodes[1:] {
+		if n.isolated {
+			n.isolated = false
+			n.faulted--
+			s.note(fmt.Sprintf("heal isolation of broker %d", n.id))
+		}
+	}
+}
+
+// healAll ends every fault so the run can settle: partitions heal, paused
+// brokers resume, crashed brokers restart, failpoints switch off.
+func (s *Sim) healAll() {
+	s.healIsolation()
+	for _, n := range s.nodes[1:] {
+		if n.paused {
+			s.resume(n)
+		}
+	}
+	for i, fp := range s.cfg.Failpoints {
+		if s.fpActive[i] {
+			s.fpActive[i] = false
+			_ = failpoint.Disable(broker.FailpointPath(fp.Name))
+		}
+	}
+	s.waiting = nil
+	s.note("heal all faults")
+	// Crashed brokers restart on their own schedule (RestartAfterMs).
+}
+
+// enableFailpoint switches failpoint i on with its term; its percentage,
+// if any, is drawn in the hook from the run's seed.
+func (s *Sim) enableFailpoint(i int) {
+	if s.workloadOver {
+		return
+	}
+	fp := s.cfg.Failpoints[i]
+	p, term, _ := splitPercent(fp.Term) // validated
+	if err := failpoint.Enable(broker.FailpointPath(fp.Name), term); err != nil {
+		s.inv.fail("Config", fmt.Sprintf("failpoint %s term %q: %v", fp.Name, fp.Term, err))
+		return
+	}
+	s.fpActive[i] = true
+	s.fpPercent[i] = p
+	where := "every broker"
+	if fp.Node > 0 {
+		where = fmt.Sprintf("broker %d", fp.Node)
+	}
+	s.note(fmt.Sprintf("enable failpoint %s=%s on %s", fp.Name, fp.Term, where))
+}
+
+// failpointHook decides, for broker id, whether a failpoint applies here.
+func (s *Sim) failpointHook(id broker.NodeID) failpoint.Hook {
+	return func(_ context.Context, path string) bool {
+		for i, fp := range s.cfg.Failpoints {
+			if !s.fpActive[i] || broker.FailpointPath(fp.Name) != path {
+				continue
+			}
+			if fp.Node != 0 && broker.NodeID(fp.Node) != id {
+				return false
+			}
+			return s.fpPercent[i] >= 1 || s.rng.Float64() < s.fpPercent[i]
+		}
+		return false
+	}
+}
+
+// failpointFired carries out a failpoint's action on its target.
+func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
+	target := fe.Target
+	if target == 0 {
+		target = at
+	}
+	s.stats.FailpointsFired++
+	s.note(fmt.Sprintf("failpoint %s fired on broker %d: %s broker %d", fe.Name, at, fe.Action, target))
+	if fe.Cause != nil {
+		s.note(fmt.Sprintf("  cause: %v", fe.Cause))
+	}
+	n := s.nodes[target]
+	switch fe.Action {
+	case broker.ActionCrash:
+		s.kill(n, false, s.cfg.RestartAfterMs, "failpoint "+fe.Name)
+	case broker.ActionPowerLoss:
+		s.kill(n, true, s.cfg.RestartAfterMs, "failpoint "+fe.Name)
+	case broker.ActionPause:
+		if n.b != nil && !n.paused {
+			n.paused = true
+			n.faulted++
+			s.schedule(event{at: s.now + s.cfg.RestartAfterMs, kind: evResume, node: n.id})
+		}
+	}
+}
+
+func (s *Sim) nemesisDelay() int64 {
+	iv := s.cfg.Nemesis.IntervalMs
+	if iv <= 0 {
+		iv = 2000
+	}
+	return iv/2 + s.rng.Int64N(iv+1)
+}
+
+// nemesis draws one random fault within the budget of faulted brokers.
+func (s *Sim) nemesis() {
+	nm := s.cfg.Nemesis
+	limit := max(nm.MaxFaulty, 1)
+	faulty := 0
+	var healthy []*node
+	for _, n := range s.nodes[1:] {
+		if n.faulted > 0 || n.b == nil {
+			faulty++
+		} else {
+			healthy = append(healthy, n)
+		}
+	}
+	if faulty >= limit || len(healthy) == 0 {
+		return
+	}
+	kind := nm.Kinds[s.rng.IntN(len(nm.Kinds))]
+	n := healthy[s.rng.IntN(len(healthy))]
+	if kind == FaultPowerLoss && nm.PowerLossOnlyInSync && (faulty > 0 || !s.allInSync()) {
+		kind = FaultCrash
+	}
+	dur := nm.FaultMs
+	if dur <= 0 {
+		dur = s.cfg.RestartAfterMs
+	}
+	s.inject(Fault{Kind: kind, Node: int(n.id), ForMs: dur})
+}
+
+// allInSync reports whether every partition's ISR holds all its replicas.
+func (s *Sim) allInSync() bool {
+	for _, p := range s.ctrl.Controller().Metadata() {
+		if len(p.ISR) != len(p.Replicas) || p.Leader < 0 {
+			return false
+		}
+		for _, id := range p.Replicas {
+			if !slices.Contains(p.ISR, id) {
+				return false
+			}
+		}
+	}
+	return true
+}

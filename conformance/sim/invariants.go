@@ -1,0 +1,271 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// The protocol invariants of SEMANTICS.md, by the names reports use.
+const (
+	InvStrongISR          = "StrongIsr"
+	InvLeaderCompleteness = "LeaderCompleteness"
+	InvLogMatching        = "LogMatching"
+	InvTrueHWMonotonic    = "TrueHWNeverDecreases"
+	InvLeaderInISR        = "LeaderInIsr"
+	InvEpochsIncrease     = "EpochsIncrease"
+)
+
+// Invariants lists every invariant the simulator checks.
+var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease}
+
+// Violation is the first invariant that failed, with the steps before it.
+type Violation struct {
+	Invariant string
+	Detail    string
+	AtMs      int64
+	Step      int
+	Trace     []string
+}
+
+// Error renders the violation on one line.
+func (v *Violation) Error() string {
+	return fmt.Sprintf("%s violated at %d ms (step %d): %s", v.Invariant, v.AtMs, v.Step, v.Detail)
+}
+
+// batchID identifies a batch across replicas: one leader epoch writes each
+// offset at most once, so (epoch, base offset) names a batch; the length
+// and first value guard against a broken implementation reusing one.
+type batchID struct {
+	base  int64
+	epoch int32
+	n     int
+	first []byte
+}
+
+func idOf(b *record.Batch) batchID {
+	return batchID{base: b.BaseOffset, epoch: b.LeaderEpoch, n: len(b.Records), first: b.Records[0].Value}
+}
+
+func (a batchID) same(b batchID) bool {
+	return a.base == b.base && a.epoch == b.epoch && a.n == b.n && bytes.Equal(a.first, b.first)
+}
+
+// committedLog is what the cluster has committed for one partition: every
+// batch that some acting leader exposed below its HW. It only grows.
+type committedLog struct {
+	batches []batchID
+	hw      int64 // the true HW: the largest HW any acting leader reached
+}
+
+// verified caches how far two replicas' logs were compared, so each check
+// is incremental; truncation counts and incarnations invalidate it.
+type pairKey struct {
+	tp         broker.TopicPartition
+	a, b       broker.NodeID
+	incA, incB int64
+	trA, trB   uint64
+}
+
+type invariants struct {
+	s         *Sim
+	committed map[broker.TopicPartition]*committedLog
+	leaderEp  map[broker.TopicPartition]int32
+	verified  map[pairKey]int64
+	violation *Violation
+}
+
+func newInvariants(s *Sim) *invariants {
+	return &invariants{
+		s:         s,
+		committed: map[broker.TopicPartition]*committedLog{},
+		leaderEp:  map[broker.TopicPartition]int32{},
+		verified:  map[pairKey]int64{},
+	}
+}
+
+func (inv *invariants) fail(name, detail string) {
+	if inv.violation != nil {
+		return
+	}
+	inv.violation = &Violation{Invariant: name, Detail: detail, AtMs: inv.s.now, Step: inv.s.steps, Trace: inv.s.trace.tail()}
+}
+
+// replicaView is one live replica as the checks see it.
+type replicaView struct {
+	id  broker.NodeID
+	inc int64
+	r   *partition.Replica
+}
+
+// check runs every invariant on the global state after a step.
+func (inv *invariants) check() {
+	s := inv.s
+	ctrl := s.ctrl.Controller()
+	for _, p := range ctrl.Metadata() {
+		if inv.violation != nil {
+			return
+		}
+		tp := broker.TopicPartition(p.TopicPartition)
+		inv.checkController(tp, p)
+		var live []replicaView
+		for _, id := range p.Replicas {
+			n := s.nodes[id]
+			if n.b == nil {
+				continue
+			}
+			if r, ok := n.b.Replica(tp); ok {
+				live = append(live, replicaView{id: n.id, inc: n.b.Incarnation(), r: r})
+			}
+		}
+		leader := inv.actingLeader(ctrl, p, live)
+		if leader != nil {
+			inv.checkLeader(tp, p, ctrl, *leader, live)
+		}
+		inv.checkLogMatching(tp, live)
+	}
+}
+
+func (inv *invariants) checkController(tp broker.TopicPartition, p controller.PartitionState) {
+	if p.Leader >= 0 && !slices.Contains(p.ISR, p.Leader) {
+		inv.fail(InvLeaderInISR, fmt.Sprintf("%s: leader %d not in ISR %v", tp, p.Leader, p.ISR))
+	}
+	if last, ok := inv.leaderEp[tp]; ok && p.LeaderEpoch < last {
+		inv.fail(InvEpochsIncrease, fmt.Sprintf("%s: leader epoch went from %d to %d", tp, last, p.LeaderEpoch))
+	}
+	inv.leaderEp[tp] = p.LeaderEpoch
+}
+
+// actingLeader is the replica that leads in the controller's current epoch
+// and knows it, in the process the controller knows: the one clients can
+// read from and whose HW commits records.
+func (inv *invariants) actingLeader(ctrl *controller.Controller, p controller.PartitionState, live []replicaView) *replicaView {
+	if p.Leader < 0 {
+		return nil
+	}
+	inc, _ := ctrl.Incarnation(p.Leader)
+	for i := range live {
+		v := &live[i]
+		if int32(v.id) == p.Leader && v.inc == inc && v.r.Role() == partition.RoleLeader && v.r.LeaderEpoch() == p.LeaderEpoch {
+			return v
+		}
+	}
+	return nil
+}
+
+func (inv *invariants) checkLeader(tp broker.TopicPartition, p controller.PartitionState, ctrl *controller.Controller, l replicaView, live []replicaView) {
+	c := inv.committed[tp]
+	if c == nil {
+		c = &committedLog{}
+		inv.committed[tp] = c
+	}
+	log := l.r.Log()
+	// TrueHWNeverDecreases: the leader still reaches every committed offset.
+	if l.r.LEO() < c.hw {
+		inv.fail(InvTrueHWMonotonic, fmt.Sprintf("%s: committed up to %d, but leader %d (epoch %d) ends at %d",
+			tp, c.hw, l.id, p.LeaderEpoch, l.r.LEO()))
+		return
+	}
+	// LeaderCompleteness: and holds the very same batches there.
+	if i, ok := inv.matchCommitted(tp, l, c); !ok {
+		b := c.batches[i]
+		inv.fail(InvLeaderCompleteness, fmt.Sprintf("%s: committed batch at offset %d (epoch %d, %q) is not in leader %d's log (epoch %d)",
+			tp, b.base, b.epoch, b.first, l.id, p.LeaderEpoch))
+		return
+	}
+	if hw := l.r.HW(); hw > c.hw {
+		for i := len(c.batches); i < len(log) && log[i].NextOffset() <= hw; i++ {
+			c.batches = append(c.batches, idOf(&log[i]))
+		}
+		c.hw = hw
+	}
+	// StrongIsr: every ISR member the controller could elect holds the
+	// leader's log below the leader's HW.
+	for _, m := range live {
+		if m.id == l.id || !slices.Contains(p.ISR, int32(m.id)) {
+			continue
+		}
+		if inc, _ := ctrl.Incarnation(int32(m.id)); inc != m.inc || !ctrl.IsAlive(int32(m.id)) {
+			continue // a restarted process the controller has not heard from: it cannot lead
+		}
+		if off, ok := inv.agree(tp, l, m, l.r.HW()); !ok {
+			inv.fail(InvStrongISR, fmt.Sprintf("%s: ISR member %d differs from leader %d at offset %d, below the leader's HW %d",
+				tp, m.id, l.id, off, l.r.HW()))
+			return
+		}
+	}
+}
+
+// matchCommitted compares the leader's log with the committed batches,
+// from where the last comparison of this leader process and log stopped.
+func (inv *invariants) matchCommitted(tp broker.TopicPartition, l replicaView, c *committedLog) (int, bool) {
+	key := pairKey{tp: tp, a: l.id, incA: l.inc, trA: l.r.Truncations(), b: -1}
+	from := inv.verified[key]
+	log := l.r.Log()
+	i := batchIndex(log, from)
+	for j := i; j < len(c.batches); j++ {
+		if j >= len(log) || !idOf(&log[j]).same(c.batches[j]) {
+			return j, false
+		}
+	}
+	inv.verified[key] = c.hw
+	return 0, true
+}
+
+// checkLogMatching: two replicas agree up to the smaller of their HWs.
+func (inv *invariants) checkLogMatching(tp broker.TopicPartition, live []replicaView) {
+	for i := range live {
+		for j := i + 1; j < len(live); j++ {
+			a, b := live[i], live[j]
+			upTo := min(a.r.HW(), b.r.HW())
+			if off, ok := inv.agree(tp, a, b, upTo); !ok {
+				inv.fail(InvLogMatching, fmt.Sprintf("%s: replicas %d (HW %d) and %d (HW %d) hold different records at offset %d",
+					tp, a.id, a.r.HW(), b.id, b.r.HW(), off))
+				return
+			}
+		}
+	}
+}
+
+// agree reports whether a's and b's logs hold the same batches below upTo,
+// and otherwise the first offset where they differ.
+func (inv *invariants) agree(tp broker.TopicPartition, a, b replicaView, upTo int64) (int64, bool) {
+	if a.id > b.id {
+		a, b = b, a
+	}
+	key := pairKey{tp: tp, a: a.id, b: b.id, incA: a.inc, incB: b.inc, trA: a.r.Truncations(), trB: b.r.Truncations()}
+	from := inv.verified[key]
+	if from >= upTo {
+		return 0, true
+	}
+	la, lb := a.r.Log(), b.r.Log()
+	i, j := batchIndex(la, from), batchIndex(lb, from)
+	for ; i < len(la) && j < len(lb) && la[i].BaseOffset < upTo && lb[j].BaseOffset < upTo; i, j = i+1, j+1 {
+		if !idOf(&la[i]).same(idOf(&lb[j])) {
+			return min(la[i].BaseOffset, lb[j].BaseOffset), false
+		}
+	}
+	// One log ends below upTo: both HWs are clamped to LEO, so this cannot
+	// hide a difference; the shorter one is a prefix.
+	inv.verified[key] = upTo
+	return 0, true
+}
+
+// batchIndex finds the batch holding offset (or the first after it).
+func batchIndex(log []record.Batch, offset int64) int {
+	i, _ := slices.BinarySearchFunc(log, offset, func(b record.Batch, off int64) int {
+		switch {
+		case b.LastOffset() < off:
+			return -1
+		case b.BaseOffset > off:
+			return 1
+		}
+		return 0
+	})
+	return i
+}

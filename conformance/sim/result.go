@@ -1,0 +1,46 @@
+package sim
+
+import "github.com/watermarkhq/watermark/linearizability"
+
+// Stats counts what a run did.
+type Stats struct {
+	Steps           int
+	EndMs           int64
+	Messages        int
+	Dropped         int
+	Produced        int
+	Faults          int
+	Crashes         int
+	PowerLosses     int
+	FailpointsFired int
+	StepLimitHit    bool
+}
+
+// Note is a fault, failpoint or heal at a point in time, for annotating
+// histories and reports.
+type Note struct {
+	AtMs int64
+	Text string
+}
+
+// Result is what a run produced.
+type Result struct {
+	Config    Config
+	Violation *Violation
+	History   []linearizability.Op
+	Notes     []Note
+	Stats     Stats
+	// TraceHash is a hash of every step: equal configs give equal hashes.
+	TraceHash uint64
+}
+
+func (s *Sim) result() *Result {
+	return &Result{
+		Config:    s.cfg,
+		Violation: s.inv.violation,
+		History:   s.history,
+		Notes:     s.notes,
+		Stats:     s.stats,
+		TraceHash: s.trace.sum(),
+	}
+}

@@ -1,0 +1,455 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/pingcap/failpoint"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/storage"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// ErrFailpointsNotCompiled is returned for a config with failpoints when the
+// binary was built without failpoint-toolexec: the run could not do what
+// the config says, so it refuses to pretend.
+var ErrFailpointsNotCompiled = errors.New("failpoints are not compiled in: build with failpoint-toolexec (make build / make test)")
+
+// adminID sends the bootstrap's topic creations; answers to it are dropped.
+const adminID = broker.ClientIDBase + 100000
+
+// failpoints are process-wide in pingcap/failpoint; runs that use them take
+// turns.
+var failpointMu sync.Mutex
+
+type evKind uint8
+
+const (
+	evDeliver evKind = iota
+	evTick
+	evClientTick
+	evFault
+	evRestart
+	evResume
+	evUnisolate
+	evEnableFailpoint
+	evNemesis
+	evEndWorkload
+)
+
+var evNames = [...]string{"deliver", "tick", "client-tick", "fault", "restart", "resume", "unisolate",
+	"enable-failpoint", "nemesis", "end-workload"}
+
+type event struct {
+	at    int64
+	seq   uint64
+	kind  evKind
+	node  broker.NodeID
+	env   broker.Envelope
+	fault Fault
+	fp    int
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// node is one broker machine: its disk outlives its processes.
+type node struct {
+	id       broker.NodeID
+	cfg      broker.Config
+	disk     *storage.SimDisk
+	b        *broker.Broker // nil while down
+	paused   bool
+	held     []broker.Envelope
+	isolated bool
+	faulted  int // faults in force (crash, power loss, pause, isolation)
+	fpctx    context.Context
+}
+
+// Sim is one simulated run. Use Run.
+type Sim struct {
+	cfg   Config
+	rng   *rand.Rand
+	now   int64
+	seq   uint64
+	queue eventQueue
+	steps int
+
+	ctrl        *broker.ControllerNode
+	nodes       []*node // by broker id; nodes[0] is nil
+	clients     []*client
+	incarnation int64
+
+	workloadOver bool
+	history      []linearizability.Op
+	acked        int
+	waiting      []event // triggered by acks
+	fpActive     []bool
+	fpPercent    []float64
+
+	inv   *invariants
+	trace trace
+	stats Stats
+	notes []Note
+}
+
+// Run executes cfg and returns what happened. An error means the run could
+// not be carried out (bad config, failpoints not compiled in); a protocol
+// violation is not an error but Result.Violation.
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Failpoints) > 0 {
+		if !broker.FailpointsCompiled() {
+			return nil, ErrFailpointsNotCompiled
+		}
+		failpointMu.Lock()
+		defer failpointMu.Unlock()
+		defer func() {
+			for _, fp := range cfg.Failpoints {
+				_ = failpoint.Disable(broker.FailpointPath(fp.Name))
+			}
+		}()
+	}
+	s, err := newSim(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.loop()
+	return s.result(), nil
+}
+
+func newSim(cfg Config) (*Sim, error) {
+	s := &Sim{
+		cfg:       cfg,
+		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		fpActive:  make([]bool, len(cfg.Failpoints)),
+		fpPercent: make([]float64, len(cfg.Failpoints)),
+	}
+	s.trace.init(cfg.TraceTail)
+	ctrl, err := broker.NewControllerNode(cfg.Controller)
+	if err != nil {
+		return nil, err
+	}
+	s.ctrl = ctrl
+	s.nodes = make([]*node, cfg.Brokers+1)
+	for id := 1; id <= cfg.Brokers; id++ {
+		bc, _ := cfg.brokerConfig(id) // validated
+		n := &node{id: broker.NodeID(id), cfg: bc, disk: storage.NewSimDisk()}
+		n.fpctx = failpoint.WithHook(context.Background(), s.failpointHook(n.id))
+		s.nodes[id] = n
+		if err := s.open(n); err != nil {
+			return nil, err
+		}
+		s.schedule(event{at: s.rng.Int64N(cfg.TickMs), kind: evTick, node: n.id})
+	}
+	s.schedule(event{at: s.rng.Int64N(cfg.TickMs), kind: evTick, node: broker.ControllerID})
+	// Bootstrap: registrations reach the controller at once, then topics are
+	// created, so every run starts from the same settled cluster.
+	for _, n := range s.nodes[1:] {
+		for _, env := range n.b.TakeOutbox() {
+			s.ctrl.Handle(env, 0)
+		}
+	}
+	for _, t := range cfg.Topics {
+		s.ctrl.Handle(broker.Envelope{From: adminID, To: broker.ControllerID,
+			Msg: broker.CreateTopic{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor}}, 0)
+	}
+	s.flushController()
+	s.inv = newInvariants(s)
+	s.startClients()
+	for i, f := range cfg.Faults {
+		s.trigger(event{kind: evFault, fault: f, fp: i}, f.When)
+	}
+	for i, fp := range cfg.Failpoints {
+		s.trigger(event{kind: evEnableFailpoint, fp: i}, fp.When)
+	}
+	if len(cfg.Nemesis.Kinds) > 0 {
+		s.schedule(event{at: s.nemesisDelay(), kind: evNemesis})
+	}
+	s.schedule(event{at: cfg.DurationMs, kind: evEndWorkload})
+	return s, nil
+}
+
+func (s *Sim) schedule(e event) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.queue, e)
+}
+
+func (s *Sim) trigger(e event, t Trigger) {
+	if t.AfterAcks > 0 {
+		s.waiting = append(s.waiting, e)
+		return
+	}
+	e.at = max(t.AtMs, s.now)
+	s.schedule(e)
+}
+
+// onAck counts an acknowledged produce and releases what waited for it.
+func (s *Sim) onAck() {
+	s.acked++
+	n := 0
+	for _, e := range s.waiting {
+		var need int
+		if e.kind == evFault {
+			need = e.fault.When.AfterAcks
+		} else {
+			need = s.cfg.Failpoints[e.fp].When.AfterAcks
+		}
+		if s.acked >= need {
+			e.at = s.now
+			s.schedule(e)
+			continue
+		}
+		s.waiting[n] = e
+		n++
+	}
+	s.waiting = s.waiting[:n]
+}
+
+func (s *Sim) end() int64 { return s.cfg.DurationMs + s.cfg.SettleMs }
+
+func (s *Sim) loop() {
+	for s.queue.Len() > 0 && s.inv.violation == nil {
+		e := heap.Pop(&s.queue).(event)
+		if e.at > s.end() {
+			break
+		}
+		if s.cfg.MaxSteps > 0 && s.steps >= s.cfg.MaxSteps {
+			s.stats.StepLimitHit = true
+			break
+		}
+		s.now = e.at
+		s.steps++
+		s.trace.step(s.now, e)
+		s.step(e)
+		s.inv.check()
+	}
+	s.stats.Steps = s.steps
+	s.stats.EndMs = s.now
+}
+
+func (s *Sim) step(e event) {
+	switch e.kind {
+	case evDeliver:
+		s.deliver(e.env)
+	case evTick:
+		s.tick(e.node)
+	case evClientTick:
+		s.clients[e.node-broker.ClientIDBase].tick()
+		if !s.clientsDone() {
+			s.schedule(event{at: s.now + s.cfg.TickMs, kind: evClientTick, node: e.node})
+		}
+	case evFault:
+		s.inject(e.fault)
+	case evRestart:
+		n := s.nodes[e.node]
+		n.faulted--
+		if n.b == nil {
+			if err := s.start(n); err != nil {
+				s.inv.fail("Recovery", fmt.Sprintf("broker %d cannot restart: %v", n.id, err))
+			}
+		}
+	case evResume:
+		s.resume(s.nodes[e.node])
+	case evUnisolate:
+		n := s.nodes[e.node]
+		if n.isolated {
+			n.isolated = false
+			n.faulted--
+			s.note(fmt.Sprintf("heal isolation of broker %d", n.id))
+		}
+	case evEnableFailpoint:
+		s.enableFailpoint(e.fp)
+	case evNemesis:
+		if !s.workloadOver {
+			s.nemesis()
+			s.schedule(event{at: s.now + s.nemesisDelay(), kind: evNemesis})
+		}
+	case evEndWorkload:
+		s.workloadOver = true
+		s.healAll()
+	}
+}
+
+func (s *Sim) tick(id broker.NodeID) {
+	s.schedule(event{at: s.now + s.cfg.TickMs, kind: evTick, node: id})
+	if id == broker.ControllerID {
+		s.ctrl.Tick(s.now)
+		s.flushController()
+		return
+	}
+	n := s.nodes[id]
+	if n.b == nil || n.paused {
+		return
+	}
+	s.afterBroker(n, n.b.Tick(s.now))
+}
+
+// start boots a broker process on the node's disk with a new incarnation
+// and sends its registration.
+func (s *Sim) start(n *node) error {
+	if err := s.open(n); err != nil {
+		return err
+	}
+	for _, env := range n.b.TakeOutbox() {
+		s.send(env)
+	}
+	return nil
+}
+
+// open boots the process and leaves its first messages in its outbox.
+func (s *Sim) open(n *node) error {
+	s.incarnation++
+	b, err := broker.Open(n.cfg, n.disk, s.incarnation, s.now, n.fpctx)
+	if err != nil {
+		return err
+	}
+	n.b = b
+	n.paused = false
+	n.held = nil
+	s.collectEvents(n)
+	return nil
+}
+
+// send puts a message on the network: it may be dropped, and is delayed by
+// a random amount, which also reorders messages.
+func (s *Sim) send(env broker.Envelope) {
+	s.stats.Messages++
+	if s.cut(env.From, env.To) {
+		s.stats.Dropped++
+		return
+	}
+	if s.cfg.Network.DropRate > 0 && s.rng.Float64() < s.cfg.Network.DropRate {
+		s.stats.Dropped++
+		return
+	}
+	delay := s.cfg.Network.MinDelayMs
+	if span := s.cfg.Network.MaxDelayMs - s.cfg.Network.MinDelayMs; span > 0 {
+		delay += s.rng.Int64N(span + 1)
+	}
+	s.schedule(event{at: s.now + delay, kind: evDeliver, env: env})
+}
+
+// cut reports whether a network partition separates two nodes.
+func (s *Sim) cut(a, b broker.NodeID) bool {
+	isolated := func(id broker.NodeID) bool {
+		return id > broker.ControllerID && int(id) < len(s.nodes) && s.nodes[id].isolated
+	}
+	return a != b && (isolated(a) || isolated(b))
+}
+
+func (s *Sim) deliver(env broker.Envelope) {
+	if s.cut(env.From, env.To) {
+		s.stats.Dropped++
+		return
+	}
+	switch {
+	case env.To == broker.ControllerID:
+		s.ctrl.Handle(env, s.now)
+		s.flushController()
+	case env.To >= broker.ClientIDBase:
+		if i := int(env.To - broker.ClientIDBase); i < len(s.clients) {
+			s.clients[i].handle(env)
+		}
+	default:
+		n := s.nodes[env.To]
+		switch {
+		case n.b == nil:
+			s.stats.Dropped++
+		case n.paused:
+			n.held = append(n.held, env)
+		default:
+			s.afterBroker(n, n.b.Handle(env, s.now))
+		}
+	}
+}
+
+// afterBroker sends what a broker queued, or, if a failpoint fired, carries
+// out its action and drops what the broker had not sent yet.
+func (s *Sim) afterBroker(n *node, err error) {
+	b := n.b
+	out := b.TakeOutbox()
+	s.collectEvents(n)
+	for _, f := range b.TakeFaults() {
+		s.failpointFired(f, n.id)
+	}
+	if err != nil {
+		var fe *broker.FailpointError
+		if !errors.As(err, &fe) {
+			fe = &broker.FailpointError{Name: "error", Action: broker.ActionCrash, Cause: err}
+		}
+		s.failpointFired(fe, n.id)
+		return
+	}
+	for _, env := range out {
+		s.send(env)
+	}
+}
+
+func (s *Sim) flushController() {
+	for _, e := range s.ctrl.TakeEvents() {
+		s.trace.note(s.now, "controller: "+e.String())
+	}
+	for _, env := range s.ctrl.TakeOutbox() {
+		s.send(env)
+	}
+}
+
+func (s *Sim) collectEvents(n *node) {
+	for _, e := range n.b.TakeEvents() {
+		s.trace.note(s.now, e.String())
+	}
+}
+
+// liveBrokers lists the ids of brokers whose process runs.
+func (s *Sim) liveBrokers() []broker.NodeID {
+	var ids []broker.NodeID
+	for _, n := range s.nodes[1:] {
+		if n.b != nil {
+			ids = append(ids, n.id)
+		}
+	}
+	return ids
+}
+
+func (s *Sim) note(text string) {
+	s.notes = append(s.notes, Note{AtMs: s.now, Text: text})
+	s.trace.note(s.now, text)
+}
+
+func (s *Sim) clientsDone() bool {
+	return s.workloadOver && s.now >= s.end()
+}
+
+// sortedIDs returns the keys of a set in order.
+func sortedIDs(m map[broker.NodeID]bool) []broker.NodeID {
+	var ids []broker.NodeID
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

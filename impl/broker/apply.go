@@ -1,0 +1,227 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/storage"
+)
+
+// Each partition lives in "p/<topic>/<partition>/" on the broker's disk.
+const partitionsRoot = "p/"
+
+func partitionDir(tp TopicPartition) string {
+	return fmt.Sprintf("%s%s/%d", partitionsRoot, tp.Topic, tp.Partition)
+}
+
+// listPartitions finds every partition directory that holds a file.
+func listPartitions(d storage.Disk) ([]TopicPartition, error) {
+	names, err := d.List(partitionsRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	var tps []TopicPartition
+	for _, n := range names {
+		parts := strings.Split(strings.TrimPrefix(n, partitionsRoot), "/")
+		if len(parts) != 3 {
+			continue
+		}
+		p, err := strconv.ParseInt(parts[1], 10, 32)
+		if err != nil {
+			continue
+		}
+		tp := TopicPartition{Topic: parts[0], Partition: int32(p)}
+		if !slices.Contains(tps, tp) {
+			tps = append(tps, tp)
+		}
+	}
+	slices.SortFunc(tps, compareTP)
+	return tps, nil
+}
+
+// load opens (or creates) tp's storage and builds its replica from it.
+func (b *Broker) load(tp TopicPartition) (*hosted, error) {
+	dir := partitionDir(tp)
+	log, rec, err := storage.OpenLog(b.disk, dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	}
+	if !rec.Clean() {
+		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered", Detail: rec.String()})
+	}
+	hw, err := storage.ReadHW(b.disk, dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	}
+	epochs, err := storage.ReadEpochCache(b.disk, dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	}
+	batches := log.Batches()
+	// The cache is written before each append, but a crash between the two
+	// leaves it behind the log; rebuild what the log proves (Kafka rebuilds
+	// the cache from the log on recovery too).
+	for i := range batches {
+		if e, ok := epochs.Latest(); !ok || batches[i].LeaderEpoch > e {
+			epochs.Assign(batches[i].LeaderEpoch, batches[i].BaseOffset)
+		}
+	}
+	r, err := partition.New(b.cfg.Partition, tp, batches, hw, epochs)
+	if err != nil {
+		return nil, err
+	}
+	h := &hosted{tp: tp, replica: r, log: log, dir: dir, checkpointed: hw}
+	b.parts[tp] = h
+	b.order = append(b.order, tp)
+	slices.SortFunc(b.order, compareTP)
+	return h, nil
+}
+
+// applyState applies the Ready of a state change. A replica that just took
+// a new role in a new epoch passes the election failpoints first, before it
+// truncates, writes or sends anything.
+func (b *Broker) applyState(h *hosted, roleBefore partition.Role, epochBefore int32) error {
+	r := h.replica
+	if r.LeaderEpoch() != epochBefore || r.Role() != roleBefore {
+		switch r.Role() {
+		case partition.RoleLeader:
+			if err := b.failpoint(FPBecomeLeader); err != nil {
+				return err
+			}
+		case partition.RoleFollower:
+			if err := b.failpoint(FPBecomeFollower); err != nil {
+				return err
+			}
+		}
+	}
+	return b.apply(h)
+}
+
+// apply carries out a replica's Ready: truncate, write the epoch cache,
+// append, checkpoint HW, and only then send and answer. Each boundary has a
+// failpoint; a failpoint that fires stops here, as a crash would.
+func (b *Broker) apply(h *hosted) error {
+	r := h.replica
+	if !r.HasReady() {
+		return nil
+	}
+	rd := r.Ready()
+	leader := r.Role() == partition.RoleLeader
+	for _, e := range rd.Events {
+		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: h.tp, Kind: e.Kind.String(), Detail: e.Detail})
+	}
+	if rd.Truncate >= 0 {
+		if err := b.failpoint(FPBeforeTruncate); err != nil {
+			return err
+		}
+		if _, err := h.log.TruncateTo(rd.Truncate); err != nil {
+			return storageFailure(h.tp, err)
+		}
+		if err := b.failpoint(FPAfterTruncate); err != nil {
+			return err
+		}
+	}
+	if rd.EpochsChanged {
+		if err := storage.WriteEpochCache(b.disk, h.dir, r.EpochCache()); err != nil {
+			return storageFailure(h.tp, err)
+		}
+	}
+	if len(rd.Append) > 0 {
+		if err := b.failpoint(pick(leader, FPLeaderBeforeAppend, FPFollowerBeforeAppend)); err != nil {
+			return err
+		}
+		for i := range rd.Append {
+			if err := h.log.Append(rd.Append[i]); err != nil {
+				return storageFailure(h.tp, err)
+			}
+		}
+		if b.cfg.FlushEveryAppend {
+			if err := b.failpoint(FPBeforeFsync); err != nil {
+				return err
+			}
+			if err := h.log.Sync(); err != nil {
+				return storageFailure(h.tp, err)
+			}
+		}
+		if err := b.failpoint(pick(leader, FPLeaderAfterAppend, FPFollowerAfterAppend)); err != nil {
+			return err
+		}
+	}
+	if rd.HWChanged {
+		if err := b.failpoint(FPHWAdvance); err != nil {
+			return err
+		}
+		h.hwDirty = true
+		if b.cfg.HWCheckpointIntervalMs == 0 {
+			if err := b.checkpointHW(h); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range rd.Messages {
+		switch m := m.(type) {
+		case partition.FetchRequest:
+			b.send(NodeID(m.To), m)
+		case partition.EpochEndRequest:
+			b.send(NodeID(m.To), m)
+		case partition.AlterISRRequest:
+			if err := b.failpoint(FPISRChange); err != nil {
+				return err
+			}
+			b.send(ControllerID, AlterISR{AlterISRRequest: m, Incarnation: b.incarnation})
+		}
+	}
+	for _, c := range rd.Completions {
+		if err := b.completeProduce(c); err != nil {
+			return err
+		}
+	}
+	if rd.HWChanged {
+		return b.onHWChange(h)
+	}
+	return nil
+}
+
+// checkpointHW writes tp's HW checkpoint if it changed since the last one.
+func (b *Broker) checkpointHW(h *hosted) error {
+	if !h.hwDirty {
+		return nil
+	}
+	if err := b.failpoint(FPHWCheckpointWrite); err != nil {
+		return err
+	}
+	hw := h.replica.HW()
+	if err := storage.WriteHW(b.disk, h.dir, hw); err != nil {
+		return storageFailure(h.tp, err)
+	}
+	h.hwDirty = false
+	h.checkpointed = hw
+	return nil
+}
+
+func storageFailure(tp TopicPartition, err error) error {
+	return &FailpointError{Name: "storage", Action: ActionCrash, Cause: fmt.Errorf("%s: %w", tp, err)}
+}
+
+func pick(leader bool, ifLeader, ifFollower string) string {
+	if leader {
+		return ifLeader
+	}
+	return ifFollower
+}
+
+// Event is one protocol step on a broker, for traces.
+type Event struct {
+	Broker NodeID
+	TP     TopicPartition
+	Kind   string
+	Detail string
+}
+
+// String renders the event on one line.
+func (e Event) String() string {
+	return fmt.Sprintf("broker %d %s %s: %s", e.Broker, e.TP, e.Kind, e.Detail)
+}

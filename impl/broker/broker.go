@@ -1,0 +1,385 @@
+// Package broker is one broker of the reference implementation: it hosts
+// partition replicas (pure state machines from impl/partition), stores them
+// through impl/storage, parks requests that must wait (acks=all produces,
+// long-poll fetches, held replica fetches) and completes them on events and
+// ticks, deterministically.
+//
+// A Broker is single-threaded and does no networking of its own: messages
+// come in through Handle, time through Tick, and what it sends waits in an
+// outbox (TakeOutbox). The simulator drives it from one goroutine; a real
+// process wraps it in a loop fed by sockets and a timer. Every replica Ready
+// is applied in order: storage first, then the outbox; the failpoints sit at
+// those boundaries (see failpoints.go and failpoints/README.md).
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/storage"
+)
+
+// Errors a client can get from a broker besides the partition's own.
+var (
+	ErrUnknownTopicOrPartition = errors.New("unknown topic or partition")
+	ErrRequestTimedOut         = errors.New("request timed out")
+)
+
+// Config is one broker's configuration.
+type Config struct {
+	ID        NodeID
+	Partition partition.Config // template for every replica; BrokerID is set from ID
+	// HeartbeatIntervalMs is how often the broker tells the controller it lives.
+	HeartbeatIntervalMs int64
+	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms;
+	// 0 checkpoints on every HW change.
+	HWCheckpointIntervalMs int64
+	// FlushEveryAppend syncs the log after every append
+	// (log.flush.interval.messages=1). Kafka's default is off: durability
+	// comes from replication, and a power loss drops unsynced records.
+	FlushEveryAppend bool
+}
+
+// Validate reports a configuration a broker cannot run with.
+func (c Config) Validate() error {
+	if c.ID <= ControllerID || c.ID >= ClientIDBase {
+		return fmt.Errorf("broker id %d out of range: want 1..%d", c.ID, ClientIDBase-1)
+	}
+	if c.HeartbeatIntervalMs <= 0 {
+		return fmt.Errorf("heartbeat interval must be > 0, got %d", c.HeartbeatIntervalMs)
+	}
+	if c.HWCheckpointIntervalMs < 0 {
+		return fmt.Errorf("HW checkpoint interval must be >= 0, got %d", c.HWCheckpointIntervalMs)
+	}
+	p := c.Partition
+	p.BrokerID = int32(c.ID)
+	return p.Validate()
+}
+
+// hosted is one partition replica and its storage.
+type hosted struct {
+	tp           TopicPartition
+	replica      *partition.Replica
+	log          *storage.Log
+	dir          string
+	hwDirty      bool
+	checkpointed int64 // HW last written to the checkpoint
+}
+
+// Broker is one broker process's state. Not safe for concurrent use.
+type Broker struct {
+	cfg         Config
+	disk        storage.Disk
+	incarnation int64
+	fpctx       context.Context
+
+	now            int64
+	registered     bool
+	lastRegister   int64
+	lastHeartbeat  int64
+	lastCheckpoint int64
+
+	parts    map[TopicPartition]*hosted
+	order    []TopicPartition // sorted keys of parts: iteration never depends on map order
+	metadata map[TopicPartition]PartitionState
+	live     []int32
+
+	nextProduce uint64
+	produces    map[uint64]*parkedProduce
+	fetches     []*parkedFetch
+	replicaFets []*parkedReplicaFetch
+
+	out    []Envelope
+	events []Event
+	faults []*FailpointError
+}
+
+// Open starts a broker process on disk: it recovers every partition log it
+// finds, loads the checkpoints, and queues its registration with the
+// controller. incarnation must differ between starts of the same broker.
+// fpctx carries the failpoint hook that decides whether a failpoint applies
+// to this broker (failpoint.WithHook); nil means failpoints never fire.
+func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx context.Context) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
+	cfg.Partition.BrokerID = int32(cfg.ID)
+	if fpctx == nil {
+		fpctx = context.Background()
+	}
+	b := &Broker{
+		cfg:         cfg,
+		disk:        disk,
+		incarnation: incarnation,
+		fpctx:       fpctx,
+		now:         now,
+		parts:       map[TopicPartition]*hosted{},
+		metadata:    map[TopicPartition]PartitionState{},
+		produces:    map[uint64]*parkedProduce{},
+	}
+	tps, err := listPartitions(disk)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
+	for _, tp := range tps {
+		if _, err := b.load(tp); err != nil {
+			return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+		}
+	}
+	b.sendRegister()
+	return b, nil
+}
+
+// ID is the broker's node id.
+func (b *Broker) ID() NodeID { return b.cfg.ID }
+
+// Incarnation is this process's incarnation number.
+func (b *Broker) Incarnation() int64 { return b.incarnation }
+
+// Replica returns the broker's replica of tp, if it hosts one. Callers must
+// only read it (the simulator's invariant checks do).
+func (b *Broker) Replica(tp TopicPartition) (*partition.Replica, bool) {
+	h, ok := b.parts[tp]
+	if !ok {
+		return nil, false
+	}
+	return h.replica, true
+}
+
+// Partitions lists the partitions the broker hosts, sorted.
+func (b *Broker) Partitions() []TopicPartition { return slices.Clone(b.order) }
+
+// TakeOutbox returns the messages queued since the last call.
+func (b *Broker) TakeOutbox() []Envelope {
+	out := b.out
+	b.out = nil
+	return out
+}
+
+// TakeEvents returns the protocol events since the last call, for traces.
+func (b *Broker) TakeEvents() []Event {
+	ev := b.events
+	b.events = nil
+	return ev
+}
+
+func (b *Broker) send(to NodeID, msg any) {
+	b.out = append(b.out, Envelope{From: b.cfg.ID, To: to, Msg: msg})
+}
+
+func (b *Broker) sendRegister() {
+	b.lastRegister = b.now
+	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation})
+}
+
+// Handle processes one message. A non-nil error is a *FailpointError: a
+// failpoint fired and the node must crash, lose power or pause at this exact
+// point; the caller discards the outbox of this call.
+func (b *Broker) Handle(env Envelope, now int64) error {
+	b.now = max(b.now, now)
+	if err := b.dispatch(env); err != nil {
+		return err
+	}
+	// Whatever this message changed may release held follower fetches.
+	return b.releaseReplicaFetches()
+}
+
+func (b *Broker) dispatch(env Envelope) error {
+	switch m := env.Msg.(type) {
+	case StateUpdate:
+		return b.handleStateUpdate(m)
+	case AlterISRAnswer:
+		return b.handleAlterISRAnswer(m)
+	case partition.FetchRequest:
+		return b.handleReplicaFetch(env.From, m)
+	case partition.FetchResponse:
+		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleFetchResponse(m, b.now) })
+	case partition.EpochEndRequest:
+		return b.handleEpochEnd(env.From, m)
+	case partition.EpochEndResponse:
+		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleEpochEndResponse(m, b.now) })
+	case ProduceRequest:
+		return b.handleProduce(env.From, m)
+	case FetchRequest:
+		return b.handleFetch(env.From, m)
+	case ListOffsetsRequest:
+		b.handleListOffsets(env.From, m)
+	case MetadataRequest:
+		b.send(env.From, b.metadataResponse(m.Correlation))
+	}
+	return nil
+}
+
+// withReplica runs fn on tp's replica and applies what it produced.
+func (b *Broker) withReplica(tp TopicPartition, fn func(*partition.Replica)) error {
+	h, ok := b.parts[tp]
+	if !ok {
+		return nil
+	}
+	fn(h.replica)
+	return b.apply(h)
+}
+
+// Tick advances logical time: heartbeats, replica timers, parked requests
+// that expire, and the periodic HW checkpoint.
+func (b *Broker) Tick(now int64) error {
+	b.now = max(b.now, now)
+	if !b.registered && b.now-b.lastRegister >= b.cfg.HeartbeatIntervalMs {
+		b.sendRegister()
+	}
+	if b.registered && b.now-b.lastHeartbeat >= b.cfg.HeartbeatIntervalMs {
+		b.lastHeartbeat = b.now
+		b.send(ControllerID, Heartbeat{Incarnation: b.incarnation})
+	}
+	for _, tp := range b.order {
+		h := b.parts[tp]
+		h.replica.Tick(b.now)
+		if err := b.apply(h); err != nil {
+			return err
+		}
+	}
+	if err := b.expireParked(); err != nil {
+		return err
+	}
+	if b.cfg.HWCheckpointIntervalMs > 0 && b.now-b.lastCheckpoint >= b.cfg.HWCheckpointIntervalMs {
+		b.lastCheckpoint = b.now
+		for _, tp := range b.order {
+			if err := b.checkpointHW(b.parts[tp]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Broker) handleStateUpdate(m StateUpdate) error {
+	if m.Incarnation != b.incarnation {
+		return nil // addressed to a previous life of this broker
+	}
+	if m.Full {
+		b.registered = true
+		b.lastHeartbeat = b.now
+	}
+	if m.LiveBrokers != nil {
+		b.live = slices.Clone(m.LiveBrokers)
+	}
+	for _, s := range m.States {
+		tp := TopicPartition(s.TopicPartition)
+		if old, ok := b.metadata[tp]; ok && !newer(s, old) {
+			continue
+		}
+		b.metadata[tp] = s.Clone()
+		if !slices.Contains(s.Replicas, int32(b.cfg.ID)) {
+			continue
+		}
+		h, ok := b.parts[tp]
+		if !ok {
+			var err error
+			if h, err = b.load(tp); err != nil {
+				// A storage failure is fatal to the process, as in Kafka.
+				return &FailpointError{Name: "storage", Action: ActionCrash, Cause: err}
+			}
+		}
+		epochBefore := h.replica.LeaderEpoch()
+		before := h.replica.Role()
+		h.replica.UpdateState(partition.State{
+			Leader:         s.Leader,
+			LeaderEpoch:    s.LeaderEpoch,
+			ISR:            s.ISR,
+			Replicas:       s.Replicas,
+			PartitionEpoch: s.PartitionEpoch,
+		}, b.now)
+		if err := b.applyState(h, before, epochBefore); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newer(s, old PartitionState) bool {
+	if s.LeaderEpoch != old.LeaderEpoch {
+		return s.LeaderEpoch > old.LeaderEpoch
+	}
+	return s.PartitionEpoch > old.PartitionEpoch
+}
+
+func (b *Broker) handleAlterISRAnswer(m AlterISRAnswer) error {
+	var err error
+	if m.Code != 0 {
+		err = fmt.Errorf("alter partition: %s", m.Code)
+	}
+	return b.withReplica(m.TopicPartition, func(r *partition.Replica) {
+		r.HandleAlterISRResponse(partition.AlterISRResponse{
+			TopicPartition: m.TopicPartition,
+			Err:            err,
+			State: partition.State{
+				Leader:         m.State.Leader,
+				LeaderEpoch:    m.State.LeaderEpoch,
+				ISR:            m.State.ISR,
+				Replicas:       m.State.Replicas,
+				PartitionEpoch: m.State.PartitionEpoch,
+			},
+		}, b.now)
+	})
+}
+
+func (b *Broker) handleEpochEnd(from NodeID, m partition.EpochEndRequest) error {
+	h, ok := b.parts[m.TopicPartition]
+	if !ok {
+		b.send(from, partition.EpochEndResponse{TopicPartition: m.TopicPartition, ID: m.ID, Err: partition.ErrNotLeader, Epoch: -1, EndOffset: -1})
+		return nil
+	}
+	b.send(from, h.replica.EpochEnd(m))
+	return nil
+}
+
+func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {
+	resp := ListOffsetsResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, Offset: -1, LeaderEpoch: -1}
+	h, ok := b.parts[m.TopicPartition]
+	switch {
+	case !ok:
+		resp.Err = b.unknownOrNotLeader(m.TopicPartition)
+	case h.replica.Role() != partition.RoleLeader:
+		resp.Err = partition.ErrNotLeader
+	default:
+		resp.LeaderEpoch = h.replica.LeaderEpoch()
+		resp.Offset = 0
+		if m.Latest {
+			resp.Offset = h.replica.HW()
+		}
+	}
+	b.send(from, resp)
+}
+
+func (b *Broker) unknownOrNotLeader(tp TopicPartition) error {
+	if _, ok := b.metadata[tp]; ok {
+		return partition.ErrNotLeader
+	}
+	return ErrUnknownTopicOrPartition
+}
+
+func (b *Broker) metadataResponse(corr uint64) MetadataResponse {
+	resp := MetadataResponse{Correlation: corr, LiveBrokers: slices.Clone(b.live)}
+	keys := make([]TopicPartition, 0, len(b.metadata))
+	for tp := range b.metadata {
+		keys = append(keys, tp)
+	}
+	slices.SortFunc(keys, compareTP)
+	for _, tp := range keys {
+		resp.Partitions = append(resp.Partitions, b.metadata[tp].Clone())
+	}
+	return resp
+}
+
+func compareTP(a, b TopicPartition) int {
+	if a.Topic != b.Topic {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Partition) - int(b.Partition)
+}

@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/failpoint"
+)
+
+// Failpoint names, relative to this package's import path (FailpointPath
+// gives the full name that failpoint.Enable and GO_FAILPOINTS take). Each is
+// documented in failpoints/README.md with what a crash there exercises.
+const (
+	FPLeaderBeforeAppend   = "leaderBeforeAppend"
+	FPLeaderAfterAppend    = "leaderAfterAppend"
+	FPBeforeProduceResp    = "beforeProduceResponse"
+	FPFollowerBeforeAppend = "followerBeforeAppend"
+	FPFollowerAfterAppend  = "followerAfterAppend"
+	FPBeforeFsync          = "beforeFsync"
+	FPHWAdvance            = "hwAdvance"
+	FPHWCheckpointWrite    = "hwCheckpointWrite"
+	FPBeforeTruncate       = "beforeTruncate"
+	FPAfterTruncate        = "afterTruncate"
+	FPISRChange            = "isrChange"
+	FPBecomeLeader         = "becomeLeader"
+	FPBecomeFollower       = "becomeFollower"
+)
+
+// Failpoints lists every failpoint name of this package.
+var Failpoints = []string{
+	FPLeaderBeforeAppend, FPLeaderAfterAppend, FPBeforeProduceResp,
+	FPFollowerBeforeAppend, FPFollowerAfterAppend, FPBeforeFsync,
+	FPHWAdvance, FPHWCheckpointWrite, FPBeforeTruncate, FPAfterTruncate,
+	FPISRChange, FPBecomeLeader, FPBecomeFollower,
+}
+
+// PackagePath is the import path that prefixes this package's failpoints.
+const PackagePath = "github.com/watermarkhq/watermark/impl/broker"
+
+// FailpointPath is the full failpoint name for name.
+func FailpointPath(name string) string { return PackagePath + "/" + name }
+
+// Action is what a fired failpoint does to a node.
+type Action string
+
+// The actions a failpoint value can name. A value may target another node
+// with a suffix: "crash:2" crashes broker 2 when this broker reaches the
+// point, which is how a scenario makes one broker die at another's step.
+const (
+	ActionCrash     Action = "crash"     // the process dies; the page cache survives
+	ActionPowerLoss Action = "powerloss" // the machine dies; unsynced writes are lost
+	ActionPause     Action = "pause"     // the process stops (SIGSTOP) for a while
+)
+
+// FailpointError reports a failpoint that fired: the node named (or, when
+// Target is 0, the node that hit it) must take Action now. It is also how a
+// storage failure takes a broker down.
+type FailpointError struct {
+	Name   string
+	Action Action
+	Target NodeID
+	Cause  error
+}
+
+// Error describes the failpoint.
+func (e *FailpointError) Error() string {
+	s := fmt.Sprintf("failpoint %s: %s", e.Name, e.Action)
+	if e.Target != 0 {
+		s += fmt.Sprintf(" broker %d", e.Target)
+	}
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
+	return s
+}
+
+// Unwrap returns the storage error behind a storage failure.
+func (e *FailpointError) Unwrap() error { return e.Cause }
+
+// ParseAction reads a failpoint value: "crash", "powerloss" or "pause",
+// optionally followed by ":<broker id>".
+func ParseAction(v string) (Action, NodeID, error) {
+	name, target, hasTarget := strings.Cut(v, ":")
+	var a Action
+	switch Action(name) {
+	case ActionCrash, ActionPowerLoss, ActionPause:
+		a = Action(name)
+	default:
+		return "", 0, fmt.Errorf("unknown failpoint action %q: want crash, powerloss or pause, optionally with :<broker id>", v)
+	}
+	if !hasTarget {
+		return a, 0, nil
+	}
+	id, err := strconv.ParseInt(target, 10, 32)
+	if err != nil || id <= 0 {
+		return "", 0, fmt.Errorf("bad target in failpoint action %q: want a broker id", v)
+	}
+	return a, NodeID(id), nil
+}
+
+// failpoint is the one marker every boundary goes through. It is inert in a
+// plain build; built with failpoint-toolexec it evaluates the failpoint
+// named, and fires only where the broker's hook (fpctx) says it applies.
+// A value that is not an action string (as an "off" term yields) does nothing.
+func (b *Broker) failpoint(name string) (err error) {
+	failpoint.InjectContext(b.fpctx, name, func(v failpoint.Value) {
+		s, ok := v.(string)
+		if !ok {
+			return
+		}
+		a, target, perr := ParseAction(s)
+		if perr != nil {
+			err = &FailpointError{Name: name, Action: ActionCrash, Cause: perr}
+			return
+		}
+		fe := &FailpointError{Name: name, Action: a, Target: target}
+		if target != 0 && target != b.cfg.ID {
+			// Another node takes the hit; this one goes on.
+			b.faults = append(b.faults, fe)
+			return
+		}
+		fe.Target = b.cfg.ID
+		err = fe
+	})
+	return err
+}
+
+// TakeFaults returns failpoints that fired here but target other nodes.
+func (b *Broker) TakeFaults() []*FailpointError {
+	f := b.faults
+	b.faults = nil
+	return f
+}
+
+// FailpointsCompiled reports whether this binary was built with the
+// failpoint markers rewritten (failpoint-toolexec); in a plain build they are
+// inert and every failpoint-driven scenario would silently do nothing.
+func FailpointsCompiled() bool {
+	const probe = "probe"
+	path := FailpointPath(probe)
+	if failpoint.Enable(path, `return("probe")`) != nil {
+		return false
+	}
+	defer func() { _ = failpoint.Disable(path) }()
+	b := &Broker{fpctx: failpoint.WithHook(context.Background(), func(context.Context, string) bool { return true })}
+	return b.failpoint(probe) != nil
+}

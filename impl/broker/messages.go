@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// NodeID names a node: the controller, a broker or a client.
+type NodeID int32
+
+// ControllerID is the controller's node id. Brokers are 1..N; clients use
+// ids from ClientIDBase up.
+const (
+	ControllerID NodeID = 0
+	ClientIDBase NodeID = 1000
+)
+
+// Envelope is one message on the network.
+type Envelope struct {
+	From, To NodeID
+	Msg      any
+}
+
+// TopicPartition names a partition.
+type TopicPartition = partition.TopicPartition
+
+// PartitionState is the controller's published state of a partition.
+type PartitionState = controller.PartitionState
+
+// Control plane: broker <-> controller.
+
+// RegisterBroker announces a broker process (a new incarnation per start).
+type RegisterBroker struct {
+	Incarnation int64
+}
+
+// Heartbeat keeps a broker's session alive.
+type Heartbeat struct {
+	Incarnation int64
+}
+
+// StateUpdate carries partition states from the controller. Incarnation is
+// the broker incarnation the controller addressed: a restarted broker
+// ignores updates meant for its previous life, so it never acts on a
+// leadership the controller granted before it knew of the restart.
+type StateUpdate struct {
+	Incarnation int64
+	Full        bool // the broker's registration was accepted; this is everything
+	States      []PartitionState
+	LiveBrokers []int32
+}
+
+// AlterISR is a leader's ISR proposal on its way to the controller.
+type AlterISR struct {
+	partition.AlterISRRequest
+	Incarnation int64
+}
+
+// AlterISRAnswer is the controller's reply to AlterISR.
+type AlterISRAnswer struct {
+	TopicPartition
+	Code  controller.Error
+	State PartitionState
+}
+
+// CreateTopic asks the controller for a new topic.
+type CreateTopic struct {
+	Correlation       uint64
+	Name              string
+	Partitions        int32
+	ReplicationFactor int
+}
+
+// CreateTopicResponse answers CreateTopic.
+type CreateTopicResponse struct {
+	Correlation uint64
+	Err         error
+}
+
+// Client plane: clients -> brokers.
+
+// ProduceRequest appends records to one partition.
+type ProduceRequest struct {
+	Correlation uint64
+	TopicPartition
+	Acks      partition.Acks
+	Records   []record.Record
+	TimeoutMs int64
+}
+
+// ProduceResponse answers a produce (never sent for acks=0).
+type ProduceResponse struct {
+	Correlation uint64
+	TopicPartition
+	BaseOffset int64
+	Err        error
+}
+
+// FetchRequest is a consumer fetch with long poll: the broker holds it until
+// MinBytes are readable below HW or MaxWaitMs pass.
+type FetchRequest struct {
+	Correlation uint64
+	TopicPartition
+	Offset             int64
+	MaxBytes           int
+	MinBytes           int
+	MaxWaitMs          int64
+	CurrentLeaderEpoch int32 // -1: do not check (KIP-320)
+}
+
+// FetchResponse answers a consumer fetch.
+type FetchResponse struct {
+	Correlation uint64
+	TopicPartition
+	Batches []record.Batch
+	HW      int64
+	LEO     int64
+	Err     error
+}
+
+// ListOffsetsRequest asks for the earliest offset or the latest visible one.
+type ListOffsetsRequest struct {
+	Correlation uint64
+	TopicPartition
+	Latest bool
+}
+
+// ListOffsetsResponse answers ListOffsets: Offset is 0 for earliest, HW for latest.
+type ListOffsetsResponse struct {
+	Correlation uint64
+	TopicPartition
+	Offset      int64
+	LeaderEpoch int32
+	Err         error
+}
+
+// MetadataRequest asks a broker for the partition states it knows.
+type MetadataRequest struct {
+	Correlation uint64
+}
+
+// MetadataResponse lists partition states and live brokers.
+type MetadataResponse struct {
+	Correlation uint64
+	Partitions  []PartitionState
+	LiveBrokers []int32
+}

@@ -1,0 +1,226 @@
+package broker
+
+import (
+	"slices"
+
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// parkedProduce is an acks=all produce waiting for HW; the replica holds
+// the offsets, the broker holds who to answer and the deadline.
+type parkedProduce struct {
+	from     NodeID
+	corr     uint64
+	tp       TopicPartition
+	deadline int64
+}
+
+// parkedFetch is a consumer fetch held for fetch.min.bytes / max wait.
+type parkedFetch struct {
+	from     NodeID
+	req      FetchRequest
+	deadline int64
+}
+
+// parkedReplicaFetch is a follower's fetch that found nothing new, held
+// until the leader's LEO moves or replica.fetch.wait.max.ms passes.
+type parkedReplicaFetch struct {
+	from     NodeID
+	req      partition.FetchRequest
+	leo      int64
+	deadline int64
+}
+
+func (b *Broker) handleProduce(from NodeID, m ProduceRequest) error {
+	h, ok := b.parts[m.TopicPartition]
+	if !ok {
+		b.answerProduce(from, m, -1, b.unknownOrNotLeader(m.TopicPartition))
+		return nil
+	}
+	b.nextProduce++
+	id := b.nextProduce
+	batch := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: m.Records}
+	res := h.replica.Produce(partition.ProduceRequest{ID: id, Acks: m.Acks, Batch: batch}, b.now)
+	if res.Parked {
+		b.produces[id] = &parkedProduce{from: from, corr: m.Correlation, tp: m.TopicPartition, deadline: b.now + m.TimeoutMs}
+	}
+	if err := b.apply(h); err != nil {
+		return err
+	}
+	if res.Parked {
+		return nil
+	}
+	if res.Err == nil && m.Acks != partition.AcksNone {
+		if err := b.failpoint(FPBeforeProduceResp); err != nil {
+			return err
+		}
+	}
+	b.answerProduce(from, m, res.BaseOffset, res.Err)
+	return nil
+}
+
+func (b *Broker) answerProduce(from NodeID, m ProduceRequest, base int64, err error) {
+	if m.Acks == partition.AcksNone {
+		return
+	}
+	b.send(from, ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: base, Err: err})
+}
+
+// completeProduce answers a parked produce the replica finished.
+func (b *Broker) completeProduce(c partition.Completion) error {
+	p, ok := b.produces[c.ID]
+	if !ok {
+		return nil
+	}
+	delete(b.produces, c.ID)
+	if c.Err == nil {
+		if err := b.failpoint(FPBeforeProduceResp); err != nil {
+			return err
+		}
+	}
+	b.send(p.from, ProduceResponse{Correlation: p.corr, TopicPartition: p.tp, BaseOffset: c.BaseOffset, Err: c.Err})
+	return nil
+}
+
+func (b *Broker) handleFetch(from NodeID, m FetchRequest) error {
+	h, ok := b.parts[m.TopicPartition]
+	if !ok {
+		b.send(from, FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1, Err: b.unknownOrNotLeader(m.TopicPartition)})
+		return nil
+	}
+	res := h.replica.Read(m.Offset, m.MaxBytes, m.CurrentLeaderEpoch)
+	if res.Err == nil && m.MaxWaitMs > 0 && size(res.Batches, m.Offset) < max(m.MinBytes, 1) {
+		b.fetches = append(b.fetches, &parkedFetch{from: from, req: m, deadline: b.now + m.MaxWaitMs})
+		return nil
+	}
+	b.answerFetch(from, m, res)
+	return nil
+}
+
+// size counts the bytes of records at or after offset.
+func size(batches []record.Batch, offset int64) int {
+	n := 0
+	for i := range batches {
+		if batches[i].NextOffset() > offset {
+			n += batches[i].Size()
+		}
+	}
+	return n
+}
+
+func (b *Broker) answerFetch(to NodeID, m FetchRequest, res partition.ReadResult) {
+	b.send(to, FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition,
+		Batches: res.Batches, HW: res.HW, LEO: res.LEO, Err: res.Err})
+}
+
+func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error {
+	h, ok := b.parts[m.TopicPartition]
+	if !ok {
+		b.send(from, partition.FetchResponse{TopicPartition: m.TopicPartition, ID: m.ID, Err: partition.ErrNotLeader, HW: -1, LEO: -1})
+		return nil
+	}
+	resp := h.replica.ReplicaFetch(m, b.now)
+	if err := b.apply(h); err != nil {
+		return err
+	}
+	wait := b.cfg.Partition.ReplicaFetchWaitMaxMs
+	if resp.Err == nil && len(resp.Batches) == 0 && wait > 0 {
+		b.replicaFets = append(b.replicaFets, &parkedReplicaFetch{from: from, req: m, leo: resp.LEO, deadline: b.now + wait})
+		return nil
+	}
+	b.send(from, resp)
+	return nil
+}
+
+// onHWChange answers consumer fetches on tp that now have enough data.
+func (b *Broker) onHWChange(h *hosted) error {
+	b.retryFetches(h.tp, false)
+	return nil
+}
+
+// retryFetches re-reads held consumer fetches on tp (all partitions when
+// tp is nil-like and all is set) and answers the ones that are satisfied or
+// expired.
+func (b *Broker) retryFetches(tp TopicPartition, all bool) {
+	n := 0
+	for _, f := range b.fetches {
+		if !all && f.req.TopicPartition != tp {
+			b.fetches[n] = f
+			n++
+			continue
+		}
+		h, ok := b.parts[f.req.TopicPartition]
+		var res partition.ReadResult
+		if ok {
+			res = h.replica.Read(f.req.Offset, f.req.MaxBytes, f.req.CurrentLeaderEpoch)
+		} else {
+			res = partition.ReadResult{Err: ErrUnknownTopicOrPartition, HW: -1, LEO: -1}
+		}
+		if res.Err == nil && b.now < f.deadline && size(res.Batches, f.req.Offset) < max(f.req.MinBytes, 1) {
+			b.fetches[n] = f
+			n++
+			continue
+		}
+		b.answerFetch(f.from, f.req, res)
+	}
+	clear(b.fetches[n:])
+	b.fetches = b.fetches[:n]
+}
+
+// releaseReplicaFetches answers held follower fetches whose leader LEO moved
+// or whose wait is over, re-running them through the replica so that the
+// follower's progress is recorded at the time of the answer.
+func (b *Broker) releaseReplicaFetches() error {
+	n := 0
+	var due []*parkedReplicaFetch
+	for _, f := range b.replicaFets {
+		h, ok := b.parts[f.req.TopicPartition]
+		if ok && h.replica.LEO() == f.leo && h.replica.Role() == partition.RoleLeader && b.now < f.deadline {
+			b.replicaFets[n] = f
+			n++
+			continue
+		}
+		due = append(due, f)
+	}
+	clear(b.replicaFets[n:])
+	b.replicaFets = b.replicaFets[:n]
+	for _, f := range due {
+		h, ok := b.parts[f.req.TopicPartition]
+		if !ok {
+			continue
+		}
+		resp := h.replica.ReplicaFetch(f.req, b.now)
+		if err := b.apply(h); err != nil {
+			return err
+		}
+		b.send(f.from, resp)
+	}
+	return nil
+}
+
+// expireParked answers what waited too long: produces get a timeout (their
+// records may still commit, so the client must treat it as unknown), held
+// fetches get what there is.
+func (b *Broker) expireParked() error {
+	var expired []uint64
+	for id, p := range b.produces {
+		if b.now >= p.deadline {
+			expired = append(expired, id)
+		}
+	}
+	slices.Sort(expired)
+	for _, id := range expired {
+		p := b.produces[id]
+		if h, ok := b.parts[p.tp]; ok && h.replica.ExpireProduce(id, ErrRequestTimedOut) {
+			if err := b.apply(h); err != nil {
+				return err
+			}
+			continue
+		}
+		delete(b.produces, id)
+		b.send(p.from, ProduceResponse{Correlation: p.corr, TopicPartition: p.tp, BaseOffset: -1, Err: ErrRequestTimedOut})
+	}
+	b.retryFetches(TopicPartition{}, true)
+	return b.releaseReplicaFetches()
+}

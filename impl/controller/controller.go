@@ -1,0 +1,254 @@
+// Package controller is the cluster controller as a pure state machine: it
+// tracks broker liveness, assigns replicas, elects partition leaders and
+// records ISR changes, bumping the leader and partition epochs that fence
+// stale leaders and stale ISR updates.
+//
+// Like go.etcd.io/raft's RawNode, it reads no clock, no random source and no
+// network, and starts no goroutine: the caller passes logical time (`now`, in
+// milliseconds) into every call and collects what must be sent with Ready.
+// Every pass over brokers or partitions runs in sorted order, so the same
+// sequence of calls yields the same Ready and Describe output, bit for bit.
+// A Controller is not safe for concurrent use.
+//
+// The rules follow KRaft's ReplicationControlManager, simplified where the
+// simplification is written down:
+//   - A broker is dead once SessionTimeoutMs passes without a heartbeat. A
+//     dead broker leaves every ISR unless it is the last member; it stays so
+//     that a clean election can pick it when it returns.
+//   - All partitions that lost their leader in one Tick are re-elected in one
+//     batch: the first replica in assignment order that is alive and in the
+//     ISR leads; failing that, with UncleanLeaderElection, the first live
+//     replica leads with ISR = {itself}; failing that, the partition is offline.
+//   - A broker that registers with a new incarnation restarted and may have
+//     lost unsynced data, so it is first treated as dead (KIP-903: a restarted
+//     replica must not stay in the ISR on the strength of its old state), then
+//     as alive.
+//   - AlterPartition (KIP-497) lets a leader change the ISR, fenced by the
+//     leader epoch, the partition epoch and the broker's incarnation.
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Sentinel errors; callers branch on them with errors.Is.
+var (
+	ErrInvalidConfig            = errors.New("invalid controller config")
+	ErrInvalidBrokerID          = errors.New("invalid broker id")
+	ErrUnknownBroker            = errors.New("unknown broker")
+	ErrStaleIncarnation         = errors.New("stale broker incarnation")
+	ErrInvalidTopic             = errors.New("invalid topic name")
+	ErrTopicExists              = errors.New("topic already exists")
+	ErrInvalidPartitions        = errors.New("invalid number of partitions")
+	ErrInvalidReplicationFactor = errors.New("invalid replication factor")
+)
+
+// Config holds the controller's settings.
+type Config struct {
+	// SessionTimeoutMs is how long a broker may go without a heartbeat before
+	// it is declared dead (broker.session.timeout.ms).
+	SessionTimeoutMs int64
+	// UncleanLeaderElection lets a replica outside the ISR lead when no ISR
+	// member is alive (unclean.leader.election.enable): availability over
+	// consistency.
+	UncleanLeaderElection bool
+	// AutoLeaderRebalance moves leadership back to the preferred replica on
+	// every Tick once it is alive and in the ISR
+	// (auto.leader.rebalance.enable, without Kafka's imbalance threshold).
+	AutoLeaderRebalance bool
+	// KeepISROnRestart lets a broker that restarted (new incarnation) keep
+	// its ISR memberships and leaderships, as Kafka did before KIP-903. A
+	// replica that lost unsynced data in a power loss then still counts as
+	// in sync; the KIP-101 scenarios need this to unfold. Off is safe.
+	KeepISROnRestart bool
+}
+
+// Validate reports whether cfg can run a controller.
+func (cfg Config) Validate() error {
+	if cfg.SessionTimeoutMs <= 0 {
+		return fmt.Errorf("%w: SessionTimeoutMs %d must be positive", ErrInvalidConfig, cfg.SessionTimeoutMs)
+	}
+	return nil
+}
+
+// broker is the controller's record of one broker.
+//
+// Invariants:
+//  1. incarnation never decreases.
+//  2. lastHeartbeat never decreases.
+type broker struct {
+	id            int32
+	incarnation   int64
+	lastHeartbeat int64
+	alive         bool
+}
+
+// Controller is the cluster controller. Create it with New.
+type Controller struct {
+	cfg Config
+
+	// brokers holds every broker ever registered; a dead broker stays, so
+	// that its return can be told apart from a restart by its incarnation.
+	brokers map[int32]*broker
+
+	// topics maps a topic to its partition count.
+	topics map[string]int32
+
+	// partitions holds the state of every partition; see CheckInvariants.
+	//
+	// Invariants (on top of PartitionState's, between calls):
+	//  1. Leader != NoLeader implies the leader is alive.
+	//  2. Leader == NoLeader implies no ISR member is alive and, with
+	//     UncleanLeaderElection, no replica is alive.
+	//  3. An ISR that holds a dead broker holds nothing else.
+	//  4. Every replica was a registered broker when the partition was created.
+	partitions map[TopicPartition]*PartitionState
+
+	// order holds the keys of partitions, sorted by compareTP, so that every
+	// pass over partitions is deterministic.
+	order []TopicPartition
+
+	// events are the decisions made since the last Ready, in order.
+	events []Event
+
+	// pending maps a broker to the partitions whose state it must be sent at
+	// the next Ready; only the newest state is sent, as it carries the epochs.
+	pending map[int32]map[TopicPartition]struct{}
+}
+
+// New returns a controller with no brokers and no topics.
+func New(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Controller{
+		cfg:        cfg,
+		brokers:    make(map[int32]*broker),
+		topics:     make(map[string]int32),
+		partitions: make(map[TopicPartition]*PartitionState),
+		pending:    make(map[int32]map[TopicPartition]struct{}),
+	}, nil
+}
+
+// Config returns the controller's configuration.
+func (c *Controller) Config() Config { return c.cfg }
+
+// Partition returns a copy of one partition's state.
+func (c *Controller) Partition(tp TopicPartition) (PartitionState, bool) {
+	p, ok := c.partitions[tp]
+	if !ok {
+		return PartitionState{}, false
+	}
+	return p.Clone(), true
+}
+
+// Metadata returns a copy of every partition's state, sorted by topic, then
+// partition.
+func (c *Controller) Metadata() []PartitionState {
+	out := make([]PartitionState, 0, len(c.order))
+	for _, tp := range c.order {
+		out = append(out, c.partitions[tp].Clone())
+	}
+	return out
+}
+
+// Topics returns the names of all topics, sorted.
+func (c *Controller) Topics() []string { return slices.Sorted(maps.Keys(c.topics)) }
+
+// LiveBrokers returns the ids of the brokers currently alive, sorted.
+func (c *Controller) LiveBrokers() []int32 {
+	var out []int32
+	for _, id := range c.brokerIDs() {
+		if c.brokers[id].alive {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// IsAlive reports whether broker id is registered and alive.
+func (c *Controller) IsAlive(id int32) bool {
+	b, ok := c.brokers[id]
+	return ok && b.alive
+}
+
+// Incarnation returns the registered incarnation of broker id.
+func (c *Controller) Incarnation(id int32) (int64, bool) {
+	b, ok := c.brokers[id]
+	if !ok {
+		return 0, false
+	}
+	return b.incarnation, true
+}
+
+// brokerIDs returns the ids of all registered brokers, sorted.
+func (c *Controller) brokerIDs() []int32 { return slices.Sorted(maps.Keys(c.brokers)) }
+
+// emit records an event for the next Ready.
+func (c *Controller) emit(e Event) { c.events = append(c.events, e) }
+
+// queue marks p's state to be sent to each of its live replicas. Dead
+// replicas get everything they replicate when they return (queueAll).
+func (c *Controller) queue(p *PartitionState) {
+	for _, r := range p.Replicas {
+		if c.IsAlive(r) {
+			c.queueFor(r, p.TopicPartition)
+		}
+	}
+}
+
+// queueAll marks every partition that broker id replicates to be sent to it:
+// a broker that (re)joins knows nothing of what changed while it was away.
+func (c *Controller) queueAll(id int32) {
+	for _, tp := range c.order {
+		if slices.Contains(c.partitions[tp].Replicas, id) {
+			c.queueFor(id, tp)
+		}
+	}
+}
+
+func (c *Controller) queueFor(id int32, tp TopicPartition) {
+	set, ok := c.pending[id]
+	if !ok {
+		set = make(map[TopicPartition]struct{})
+		c.pending[id] = set
+	}
+	set[tp] = struct{}{}
+}
+
+// HasReady reports whether Ready would return something.
+func (c *Controller) HasReady() bool {
+	if len(c.events) > 0 {
+		return true
+	}
+	for id, set := range c.pending {
+		if len(set) > 0 && c.IsAlive(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// Ready returns, and forgets, the events decided and the partition states to
+// send since the previous call. States are sent only to live replicas, and
+// only their newest version.
+func (c *Controller) Ready() Ready {
+	rd := Ready{Events: c.events}
+	c.events = nil
+	for _, id := range slices.Sorted(maps.Keys(c.pending)) {
+		if !c.IsAlive(id) {
+			continue
+		}
+		tps := slices.SortedFunc(maps.Keys(c.pending[id]), compareTP)
+		u := Update{Broker: id, States: make([]PartitionState, 0, len(tps))}
+		for _, tp := range tps {
+			u.States = append(u.States, c.partitions[tp].Clone())
+		}
+		rd.Updates = append(rd.Updates, u)
+	}
+	clear(c.pending)
+	return rd
+}

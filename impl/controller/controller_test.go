@@ -1,0 +1,479 @@
+package controller
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewRejectsNonPositiveSessionTimeout(t *testing.T) {
+	for _, ms := range []int64{0, -1} {
+		_, err := New(Config{SessionTimeoutMs: ms})
+		require.ErrorIs(t, err, ErrInvalidConfig)
+	}
+}
+
+// TestCreateTopicSpreadsLeaders checks "spreads leaders evenly over brokers
+// (preferred leader = first replica in the assignment)": partition p's
+// replicas start at the (p mod n)-th live broker.
+// Reference: SEMANTICS.md, Replication (Controller).
+func TestCreateTopicSpreadsLeaders(t *testing.T) {
+	h := newHarness(t, Config{}, 3, 1, 2)
+	require.NoError(t, h.c.CreateTopic("t", 6, 2, h.now))
+
+	leaders := map[int32]int{}
+	for _, s := range h.c.Metadata() {
+		assert.Equal(t, s.Replicas[0], s.Leader, "%s", s.TopicPartition)
+		assert.Equal(t, int32(0), s.LeaderEpoch)
+		assert.Equal(t, int32(0), s.PartitionEpoch)
+		leaders[s.Leader]++
+	}
+	assert.Equal(t, map[int32]int{1: 2, 2: 2, 3: 2}, leaders)
+	assert.Equal(t, []int32{3, 1}, h.state(tp("t", 2)).Replicas)
+	assert.Equal(t, []int32{1, 3}, h.state(tp("t", 2)).ISR, "ISR is sorted")
+
+	rd := h.c.Ready()
+	require.Len(t, rd.Events, 6)
+	require.Len(t, rd.Updates, 3)
+	for _, u := range rd.Updates {
+		assert.Len(t, u.States, 4, "broker %d replicates 4 of 6 partitions at RF 2", u.Broker)
+	}
+	h.check()
+}
+
+// TestCreateTopicValidates checks that a topic is refused when its name is
+// empty or taken, it has no partitions, or its replication factor is not
+// between 1 and the number of live brokers.
+// Reference: KIP-4 (CreateTopics errors).
+func TestCreateTopicValidates(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2, 3)
+	h.createTopic("taken", 1, 1)
+	h.kill(3)
+	for _, tc := range []struct {
+		name       string
+		topic      string
+		partitions int32
+		rf         int
+		err        error
+	}{
+		{"empty name", "", 1, 1, ErrInvalidTopic},
+		{"duplicate", "taken", 1, 1, ErrTopicExists},
+		{"no partitions", "t", 0, 1, ErrInvalidPartitions},
+		{"zero rf", "t", 1, 0, ErrInvalidReplicationFactor},
+		{"rf above live brokers", "t", 1, 3, ErrInvalidReplicationFactor},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorIs(t, h.c.CreateTopic(tc.topic, tc.partitions, tc.rf, h.now), tc.err)
+		})
+	}
+	require.NoError(t, h.c.CreateTopic("t", 1, 2, h.now))
+	assert.Equal(t, []string{"t", "taken"}, h.c.Topics())
+}
+
+// TestLeaderDeathElectsFromISRInOneBatch checks "elects leaders for all of a
+// dead broker's partitions in one batch": the new leader is the first replica
+// in assignment order that is alive and in the ISR, the leader epoch grows by
+// one, and dead brokers leave the ISR. Brokers dying in the same Tick are
+// never elected, so each partition has exactly one election.
+// Reference: SEMANTICS.md, Replication (Leader failure, Controller).
+func TestLeaderDeathElectsFromISRInOneBatch(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2, 3, 4)
+	h.createTopic("t", 4, 4)
+
+	h.kill(1, 2)
+
+	// p0 [1 2 3 4]: 2 is next in order but died too; 3 leads, once.
+	s := h.state(tp("t", 0))
+	assert.Equal(t, int32(3), s.Leader)
+	assert.Equal(t, int32(1), s.LeaderEpoch)
+	assert.Equal(t, int32(1), s.PartitionEpoch)
+	assert.Equal(t, []int32{3, 4}, s.ISR)
+	// p2 [3 4 1 2]: leader survives, only the ISR shrinks.
+	s = h.state(tp("t", 2))
+	assert.Equal(t, int32(3), s.Leader)
+	assert.Equal(t, int32(0), s.LeaderEpoch)
+	assert.Equal(t, int32(1), s.PartitionEpoch)
+	assert.Equal(t, []int32{3, 4}, s.ISR)
+
+	rd := h.c.Ready()
+	assert.Equal(t, []EventKind{BrokerDead, BrokerDead, ElectionClean, ElectionClean, ISRChange, ISRChange}, kinds(rd))
+	assert.Equal(t, []int32{1, 2}, []int32{rd.Events[0].Broker, rd.Events[1].Broker})
+	assert.Equal(t, int32(1), rd.Events[2].OldLeader)
+	assert.Equal(t, []int32{1, 2, 3, 4}, rd.Events[2].OldISR)
+	require.Len(t, rd.Updates, 2, "only live replicas are sent updates")
+	assert.Equal(t, int32(3), rd.Updates[0].Broker)
+	assert.Len(t, rd.Updates[0].States, 4)
+}
+
+// TestLastISRMemberStaysAndReturns checks the death rule: a dead broker
+// leaves the ISR "unless it is the last ISR member (then keep it so a clean
+// election can pick it when it returns)"; the partition is offline meanwhile,
+// even when an out-of-sync replica is alive.
+// Reference: SEMANTICS.md, Replication (All replicas down); KIP-966 (motivation).
+func TestLastISRMemberStaysAndReturns(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2)
+	h.createTopic("t", 1, 2)
+	p := tp("t", 0)
+
+	h.kill(2)
+	assert.Equal(t, []int32{1}, h.state(p).ISR)
+	h.kill(1)
+	s := h.state(p)
+	assert.Equal(t, NoLeader, s.Leader)
+	assert.Equal(t, []int32{1}, s.ISR, "last member stays")
+	assert.Equal(t, int32(1), s.LeaderEpoch, "going offline changes the leader")
+	h.c.Ready()
+
+	h.revive(2)
+	assert.Equal(t, NoLeader, h.state(p).Leader, "2 is not in the ISR")
+	h.revive(1)
+	s = h.state(p)
+	assert.Equal(t, int32(1), s.Leader)
+	assert.Equal(t, []int32{1}, s.ISR)
+	assert.Equal(t, int32(2), s.LeaderEpoch)
+	assert.Equal(t, int32(3), s.PartitionEpoch)
+	rd := h.c.Ready()
+	assert.Equal(t, []EventKind{BrokerRevived, BrokerRevived, ElectionClean}, kinds(rd))
+	require.Len(t, rd.Updates, 2, "both revived brokers get the partition")
+}
+
+// TestUncleanElection checks "All replicas down: with
+// unclean.leader.election.enable=true the first replica to come back leads
+// even if it was not in the ISR. With false, the partition stays unavailable
+// until an ISR member returns."
+// Reference: SEMANTICS.md, Replication (All replicas down).
+func TestUncleanElection(t *testing.T) {
+	for _, unclean := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[unclean], func(t *testing.T) {
+			h := newHarness(t, Config{UncleanLeaderElection: unclean}, 1, 2, 3)
+			h.createTopic("t", 1, 3)
+			p := tp("t", 0)
+			require.Equal(t, None, h.alter(p, 1).Error, "followers fell behind")
+			h.c.Ready()
+
+			h.kill(1)
+			s := h.state(p)
+			if unclean {
+				assert.Equal(t, int32(2), s.Leader, "first live replica in assignment order")
+				assert.Equal(t, []int32{2}, s.ISR)
+				assert.Equal(t, []EventKind{BrokerDead, ElectionUnclean}, kinds(h.c.Ready()))
+				return
+			}
+			assert.Equal(t, NoLeader, s.Leader)
+			assert.Equal(t, []int32{1}, s.ISR)
+			assert.Equal(t, []EventKind{BrokerDead, Offline}, kinds(h.c.Ready()))
+			h.revive(1)
+			assert.Equal(t, int32(1), h.state(p).Leader)
+		})
+	}
+}
+
+// TestUncleanElectionWhenReplicaReturns checks that with unclean election on,
+// an offline partition whose ISR is dead is led by the first replica to come
+// back, with ISR = {it}.
+// Reference: SEMANTICS.md, Replication (All replicas down).
+func TestUncleanElectionWhenReplicaReturns(t *testing.T) {
+	h := newHarness(t, Config{UncleanLeaderElection: true}, 1, 2)
+	h.createTopic("t", 1, 2)
+	p := tp("t", 0)
+	h.kill(1, 2)
+	assert.Equal(t, []int32{1}, h.state(p).ISR, "the leader is the member kept")
+	h.revive(2)
+	s := h.state(p)
+	assert.Equal(t, int32(2), s.Leader)
+	assert.Equal(t, []int32{2}, s.ISR)
+}
+
+// TestRestartFencesBeforeSessionTimeout checks KIP-903's rule that "a
+// restarted replica must not count as in-sync with its old state": a broker
+// registering with a new incarnation, even long before its session expires,
+// leaves every ISR and loses leadership as if it had died, then is alive.
+// Reference: KIP-903.
+func TestRestartFencesBeforeSessionTimeout(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2, 3)
+	h.createTopic("t", 1, 3)
+	p := tp("t", 0)
+	h.now += 10
+
+	h.restart(1)
+	s := h.state(p)
+	assert.Equal(t, int32(2), s.Leader)
+	assert.Equal(t, []int32{2, 3}, s.ISR)
+	assert.Equal(t, int32(1), s.LeaderEpoch)
+	assert.True(t, h.c.IsAlive(1))
+	rd := h.c.Ready()
+	assert.Equal(t, []EventKind{BrokerDead, ElectionClean, BrokerRegistered}, kinds(rd))
+	assert.Equal(t, int64(1), rd.Events[0].Incarnation)
+	assert.Equal(t, int64(2), rd.Events[2].Incarnation)
+
+	old := AlterPartitionRequest{TopicPartition: p, BrokerID: 2, BrokerIncarnation: 1,
+		LeaderEpoch: s.LeaderEpoch, PartitionEpoch: s.PartitionEpoch, NewISR: []int32{1, 2, 3},
+		NewISRIncarnations: []int64{1, 1, 1}}
+	assert.Equal(t, IneligibleReplica, h.c.AlterPartition(old, h.now).Error,
+		"1's fetch came from the process before the restart")
+	old.NewISRIncarnations = []int64{2, 1, 1}
+	assert.Equal(t, None, h.c.AlterPartition(old, h.now).Error)
+
+	require.ErrorIs(t, h.c.RegisterBroker(1, 1, h.now), ErrStaleIncarnation, "a delayed registration")
+	require.NoError(t, h.c.RegisterBroker(1, 2, h.now), "a retried registration")
+	h.check()
+}
+
+// TestRestartOfLastISRMember pins down what KIP-903 alone cannot prevent:
+// when the restarted broker is the last ISR member, it is fenced (the
+// partition goes offline) and then cleanly re-elected, whatever it lost.
+// This is the "last replica standing" repro's controller half.
+// Reference: SEMANTICS.md, Known bugs (last replica standing); KIP-966.
+func TestRestartOfLastISRMember(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2)
+	h.createTopic("t", 1, 2)
+	p := tp("t", 0)
+	require.Equal(t, None, h.alter(p, 1).Error)
+	h.c.Ready()
+
+	h.restart(1)
+	s := h.state(p)
+	assert.Equal(t, int32(1), s.Leader)
+	assert.Equal(t, int32(2), s.LeaderEpoch, "offline, then elected again")
+	assert.Equal(t, []EventKind{BrokerDead, Offline, BrokerRegistered, ElectionClean}, kinds(h.c.Ready()))
+}
+
+// TestAlterPartition checks KIP-497: a leader's ISR proposal is applied only
+// if it comes from the current leader, of the current incarnation, on the
+// current leader and partition epochs, and adds only live replicas; on
+// success the partition epoch grows by one.
+// Reference: KIP-497.
+func TestAlterPartition(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2, 3, 4)
+	h.createTopic("t", 1, 3) // replicas [1 2 3]
+	p := tp("t", 0)
+
+	res := h.alter(p, 2, 1)
+	require.Equal(t, None, res.Error)
+	assert.Equal(t, []int32{1, 2}, res.State.ISR)
+	assert.Equal(t, int32(1), res.State.PartitionEpoch)
+	assert.Equal(t, int32(0), res.State.LeaderEpoch)
+	rd := h.c.Ready()
+	require.Equal(t, []EventKind{ISRChange}, kinds(rd))
+	assert.Equal(t, int32(1), rd.Events[0].Broker, "the leader asked for it")
+	assert.Len(t, rd.Updates, 3)
+
+	res = h.alter(p, 1, 2)
+	assert.Equal(t, None, res.Error, "a proposal equal to the ISR is accepted")
+	assert.Equal(t, int32(1), res.State.PartitionEpoch, "and changes nothing")
+
+	h.kill(3)
+	h.c.Ready()
+	cur := h.state(p)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*AlterPartitionRequest)
+		want   Error
+	}{
+		{"stale broker incarnation", func(r *AlterPartitionRequest) { r.BrokerIncarnation = 0 }, StaleBrokerEpoch},
+		{"unknown broker", func(r *AlterPartitionRequest) { r.BrokerID = 9 }, StaleBrokerEpoch},
+		{"unknown partition", func(r *AlterPartitionRequest) { r.Partition = 7 }, UnknownTopicOrPartition},
+		{"stale leader epoch", func(r *AlterPartitionRequest) { r.LeaderEpoch-- }, FencedLeaderEpoch},
+		{"future leader epoch", func(r *AlterPartitionRequest) { r.LeaderEpoch++ }, FencedLeaderEpoch},
+		{"not the leader", func(r *AlterPartitionRequest) { r.BrokerID = 2 }, NotLeader},
+		{"stale partition epoch", func(r *AlterPartitionRequest) { r.PartitionEpoch-- }, InvalidUpdateVersion},
+		{"leader left out", func(r *AlterPartitionRequest) { r.NewISR = []int32{2} }, InvalidRequest},
+		{"non-replica", func(r *AlterPartitionRequest) { r.NewISR = []int32{1, 2, 4} }, InvalidRequest},
+		{"duplicate", func(r *AlterPartitionRequest) { r.NewISR = []int32{1, 1} }, InvalidRequest},
+		{"empty", func(r *AlterPartitionRequest) { r.NewISR = nil }, InvalidRequest},
+		{"adds a dead broker", func(r *AlterPartitionRequest) { r.NewISR = []int32{1, 2, 3} }, IneligibleReplica},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := h.request(cur, 1, 2)
+			tc.mutate(&req)
+			res := h.c.AlterPartition(req, h.now)
+			assert.Equal(t, tc.want, res.Error)
+			assert.Equal(t, cur, h.state(p), "a refused request changes nothing")
+			if tc.want != UnknownTopicOrPartition {
+				assert.Equal(t, cur, res.State, "the refusal carries the current state")
+			}
+		})
+	}
+	assert.True(t, h.c.Ready().IsEmpty())
+	res = h.alter(p, 1)
+	assert.Equal(t, None, res.Error, "removing a member is always eligible")
+}
+
+// TestHeartbeatsKeepBrokersAlive checks "a broker that stops heartbeating
+// within its session timeout is dead", and only then: heartbeats of the
+// registered incarnation keep a broker alive across ticks, heartbeats of any
+// other incarnation do not.
+// Reference: SEMANTICS.md, Replication (Controller); KIP-631 (broker epochs).
+func TestHeartbeatsKeepBrokersAlive(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2)
+	require.NoError(t, h.c.RegisterBroker(2, 2, 0), "broker 2 restarts at once")
+	for h.now = 500; h.now <= 5000; h.now += 500 {
+		require.NoError(t, h.c.Heartbeat(1, 1, h.now))
+		require.ErrorIs(t, h.c.Heartbeat(2, 1, h.now), ErrStaleIncarnation)
+		h.c.Tick(h.now)
+		h.check()
+		assert.True(t, h.c.IsAlive(1), "t=%d", h.now)
+	}
+	assert.Equal(t, []int32{1}, h.c.LiveBrokers())
+	require.ErrorIs(t, h.c.Heartbeat(9, 1, h.now), ErrUnknownBroker)
+
+	// The timeout is strict: exactly SessionTimeoutMs of silence is alive.
+	h.c.Tick(h.now - 500 + timeout)
+	assert.True(t, h.c.IsAlive(1))
+	h.c.Tick(h.now - 500 + timeout + 1)
+	assert.False(t, h.c.IsAlive(1))
+}
+
+// TestAutoLeaderRebalance checks that leadership moves back to the preferred
+// replica (the first in the assignment) once it is alive and in the ISR, and
+// only with auto.leader.rebalance.enable.
+// Reference: SEMANTICS.md, Replication (Controller); KIP-183 (preferred election).
+func TestAutoLeaderRebalance(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[enabled], func(t *testing.T) {
+			h := newHarness(t, Config{AutoLeaderRebalance: enabled}, 1, 2, 3)
+			h.createTopic("t", 1, 3)
+			p := tp("t", 0)
+			h.kill(1)
+			h.revive(1)
+			h.tick()
+			require.Equal(t, int32(2), h.state(p).Leader, "1 is alive but not in the ISR")
+
+			require.Equal(t, None, h.alter(p, 1, 2, 3).Error, "1 caught up")
+			h.c.Ready()
+			h.tick()
+			s := h.state(p)
+			if !enabled {
+				assert.Equal(t, int32(2), s.Leader)
+				assert.True(t, h.c.Ready().IsEmpty())
+				return
+			}
+			assert.Equal(t, int32(1), s.Leader)
+			assert.Equal(t, int32(2), s.LeaderEpoch)
+			assert.Equal(t, []int32{1, 2, 3}, s.ISR)
+			rd := h.c.Ready()
+			require.Equal(t, []EventKind{ElectionPreferred}, kinds(rd))
+			assert.Equal(t, int32(2), rd.Events[0].OldLeader)
+		})
+	}
+}
+
+// TestOutputsDoNotAliasState checks that callers cannot change the
+// controller's state through what it hands out.
+func TestOutputsDoNotAliasState(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2)
+	require.NoError(t, h.c.CreateTopic("t", 1, 2, h.now))
+	rd := h.c.Ready()
+	rd.Updates[0].States[0].ISR[0] = 9
+	rd.Events[0].State.Replicas[0] = 9
+	h.c.Metadata()[0].ISR[0] = 9
+	s := h.state(tp("t", 0))
+	s.Replicas[0] = 9
+	assert.Equal(t, []int32{1, 2}, h.state(tp("t", 0)).ISR)
+	assert.Equal(t, []int32{1, 2}, h.state(tp("t", 0)).Replicas)
+	h.check()
+}
+
+// TestDeterminism checks the pure-core rule: "Nothing in the core reads a
+// clock, a random source, a map in iteration order that matters", so the
+// same sequence of calls yields identical Ready and Describe output. Go
+// randomises map iteration, so an order leak shows up as a difference
+// between two runs of the same random script. The scripts also check every
+// invariant after every step.
+// Reference: DESIGN.md, The pure core.
+func TestDeterminism(t *testing.T) {
+	for seed := range uint64(20) {
+		first := runScript(t, seed)
+		second := runScript(t, seed)
+		require.Equal(t, first, second, "seed %d", seed)
+	}
+}
+
+// runScript drives a controller through 300 random steps and returns the
+// transcript of every call, every Ready and the final Describe.
+func runScript(t *testing.T, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	cfg := Config{UncleanLeaderElection: rng.IntN(2) == 0, AutoLeaderRebalance: rng.IntN(2) == 0}
+	h := newHarness(t, cfg, 1, 2, 3)
+	var out strings.Builder
+	fmt.Fprintf(&out, "%+v\n", cfg)
+	topics := 0
+	for range 300 {
+		switch op := rng.IntN(10); {
+		case op < 5: // time passes; some brokers heartbeat, some stale
+			h.now += int64(rng.IntN(600))
+			for _, id := range h.c.brokerIDs() {
+				if rng.IntN(10) < 6 {
+					inc := h.inc[id] - int64(rng.IntN(4)/3)
+					fmt.Fprintf(&out, "heartbeat %d/%d: %v\n", id, inc, h.c.Heartbeat(id, inc, h.now))
+				}
+			}
+			h.c.Tick(h.now)
+			fmt.Fprintf(&out, "tick %d\n", h.now)
+		case op < 7: // a broker starts, or restarts
+			id := int32(1 + rng.IntN(5))
+			if _, ok := h.inc[id]; !ok || rng.IntN(2) == 0 {
+				h.inc[id]++
+			}
+			fmt.Fprintf(&out, "register %d/%d: %v\n", id, h.inc[id], h.c.RegisterBroker(id, h.inc[id], h.now))
+		case op < 8:
+			name := fmt.Sprintf("t%d", topics%4)
+			topics++
+			err := h.c.CreateTopic(name, int32(1+rng.IntN(4)), 1+rng.IntN(3), h.now)
+			fmt.Fprintf(&out, "create %s: %v\n", name, err)
+		default: // a leader, possibly stale, proposes an ISR
+			md := h.c.Metadata()
+			if len(md) == 0 {
+				continue
+			}
+			s := md[rng.IntN(len(md))]
+			var isr []int32
+			for _, r := range s.Replicas {
+				if r == s.Leader || rng.IntN(2) == 0 {
+					isr = append(isr, r)
+				}
+			}
+			req := h.request(s, isr...)
+			req.LeaderEpoch -= int32(rng.IntN(5) / 4)
+			req.PartitionEpoch -= int32(rng.IntN(5) / 4)
+			res := h.c.AlterPartition(req, h.now)
+			fmt.Fprintf(&out, "alter %s %v: %s %s\n", s.TopicPartition, isr, res.Error, res.State)
+		}
+		h.check()
+		out.WriteString(h.c.Ready().String())
+	}
+	out.WriteString(h.c.Describe())
+	return out.String()
+}
+
+// TestDescribe pins the canonical rendering that scenario files compare.
+func TestDescribe(t *testing.T) {
+	h := newHarness(t, Config{}, 2, 1, 3)
+	h.createTopic("b", 1, 2)
+	h.createTopic("a", 2, 3)
+	h.kill(2)
+	want := `config session-timeout-ms=1000 unclean-leader-election=false auto-leader-rebalance=false
+broker 1 alive incarnation=1 last-heartbeat=1001
+broker 2 dead incarnation=1 last-heartbeat=0
+broker 3 alive incarnation=1 last-heartbeat=1001
+partition a-0 replicas=[1 2 3] leader=1 leader-epoch=0 isr=[1 3] partition-epoch=1
+partition a-1 replicas=[2 3 1] leader=3 leader-epoch=1 isr=[1 3] partition-epoch=1
+partition b-0 replicas=[1 2] leader=1 leader-epoch=0 isr=[1] partition-epoch=1
+`
+	assert.Equal(t, want, h.c.Describe())
+	wantReady := `event t=1001 broker-dead broker=2 incarnation=1
+event t=1001 isr-change a-0 leader=1->1 leader-epoch=0 isr=[1 2 3]->[1 3] partition-epoch=1
+event t=1001 election-clean a-1 leader=2->3 leader-epoch=1 isr=[1 2 3]->[1 3] partition-epoch=1
+event t=1001 isr-change b-0 leader=1->1 leader-epoch=0 isr=[1 2]->[1] partition-epoch=1
+update broker=1 a-0 replicas=[1 2 3] leader=1 leader-epoch=0 isr=[1 3] partition-epoch=1
+update broker=1 a-1 replicas=[2 3 1] leader=3 leader-epoch=1 isr=[1 3] partition-epoch=1
+update broker=1 b-0 replicas=[1 2] leader=1 leader-epoch=0 isr=[1] partition-epoch=1
+update broker=3 a-0 replicas=[1 2 3] leader=1 leader-epoch=0 isr=[1 3] partition-epoch=1
+update broker=3 a-1 replicas=[2 3 1] leader=3 leader-epoch=1 isr=[1 3] partition-epoch=1
+`
+	assert.Equal(t, wantReady, h.c.Ready().String())
+}

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Describe renders the whole state canonically, one line per broker and per
+// partition in sorted order, for scenario tests and traces.
+func (c *Controller) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "config session-timeout-ms=%d unclean-leader-election=%t auto-leader-rebalance=%t\n",
+		c.cfg.SessionTimeoutMs, c.cfg.UncleanLeaderElection, c.cfg.AutoLeaderRebalance)
+	for _, id := range c.brokerIDs() {
+		br := c.brokers[id]
+		state := "dead"
+		if br.alive {
+			state = "alive"
+		}
+		fmt.Fprintf(&b, "broker %d %s incarnation=%d last-heartbeat=%d\n",
+			id, state, br.incarnation, br.lastHeartbeat)
+	}
+	for _, tp := range c.order {
+		fmt.Fprintf(&b, "partition %s\n", c.partitions[tp])
+	}
+	return b.String()
+}
+
+// CheckInvariants returns an error naming the first invariant of
+// PartitionState or Controller that the current state breaks, or nil. Tests
+// and the simulator call it after every step; the controller itself relies
+// on the invariants without checking them.
+func (c *Controller) CheckInvariants() error {
+	if len(c.order) != len(c.partitions) || !slices.IsSortedFunc(c.order, compareTP) {
+		return fmt.Errorf("partition order out of step with partitions")
+	}
+	for _, tp := range c.order {
+		p, ok := c.partitions[tp]
+		if !ok {
+			return fmt.Errorf("%s: in order but not in partitions", tp)
+		}
+		if err := c.checkPartition(p); err != nil {
+			return fmt.Errorf("%s: %w", tp, err)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) checkPartition(p *PartitionState) error {
+	if len(p.Replicas) == 0 || hasDuplicates(p.Replicas) {
+		return fmt.Errorf("replicas %v: empty or repeated", p.Replicas)
+	}
+	for _, r := range p.Replicas {
+		if _, ok := c.brokers[r]; !ok {
+			return fmt.Errorf("replica %d: never registered", r)
+		}
+	}
+	if len(p.ISR) == 0 || !slices.IsSorted(p.ISR) || hasDuplicates(p.ISR) {
+		return fmt.Errorf("isr %v: empty, unsorted or repeated", p.ISR)
+	}
+	var dead []int32
+	for _, r := range p.ISR {
+		if !slices.Contains(p.Replicas, r) {
+			return fmt.Errorf("isr member %d is not a replica", r)
+		}
+		if !c.IsAlive(r) {
+			dead = append(dead, r)
+		}
+	}
+	if len(dead) > 0 && (len(p.ISR) > 1 || p.Leader != NoLeader) {
+		return fmt.Errorf("isr %v holds dead %v beside others or under leader %d", p.ISR, dead, p.Leader)
+	}
+	if p.Leader != NoLeader {
+		if !slices.Contains(p.ISR, p.Leader) {
+			return fmt.Errorf("leader %d not in isr %v", p.Leader, p.ISR)
+		}
+		if !c.IsAlive(p.Leader) {
+			return fmt.Errorf("leader %d is dead", p.Leader)
+		}
+		return nil
+	}
+	for _, r := range p.Replicas {
+		if c.IsAlive(r) && (c.cfg.UncleanLeaderElection || slices.Contains(p.ISR, r)) {
+			return fmt.Errorf("offline although replica %d is alive and eligible", r)
+		}
+	}
+	return nil
+}
+
+func hasDuplicates(s []int32) bool {
+	sorted := slices.Sorted(slices.Values(s))
+	return len(slices.Compact(sorted)) != len(s)
+}

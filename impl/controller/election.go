@@ -1,0 +1,114 @@
+package controller
+
+import "slices"
+
+// reconcile brings every partition in line with broker liveness, in
+// partition order: dead brokers leave ISRs, and partitions without a live
+// leader are elected. It is the one place where deaths and returns turn into
+// elections, so a death and a restart follow exactly the same rule.
+func (c *Controller) reconcile(now int64) {
+	for _, tp := range c.order {
+		p := c.partitions[tp]
+		next, kind := c.settle(p)
+		c.apply(p, next, kind, -1, now)
+	}
+}
+
+// settle returns the state p should move to given who is alive, and the
+// kind of election that produced it, if any.
+func (c *Controller) settle(p *PartitionState) (PartitionState, EventKind) {
+	next := p.Clone()
+	next.ISR = c.liveISR(p)
+	if next.Leader != NoLeader && c.IsAlive(next.Leader) {
+		return next, ISRChange
+	}
+	if l, ok := c.firstAlive(p.Replicas, next.ISR); ok {
+		next.Leader = l
+		return next, ElectionClean
+	}
+	if c.cfg.UncleanLeaderElection {
+		if l, ok := c.firstAlive(p.Replicas, nil); ok {
+			// The new leader's log is the truth from now on; no other
+			// replica is known to hold it.
+			next.Leader = l
+			next.ISR = []int32{l}
+			return next, ElectionUnclean
+		}
+	}
+	next.Leader = NoLeader
+	return next, Offline
+}
+
+// liveISR returns p's ISR without its dead members, unless all are dead:
+// then it keeps one, so that a clean election can pick it when it returns
+// and the partition never claims an empty ISR. It keeps the leader if the
+// leader is among them (it holds every committed record and possibly more),
+// otherwise the first in assignment order.
+func (c *Controller) liveISR(p *PartitionState) []int32 {
+	var live []int32
+	for _, r := range p.ISR {
+		if c.IsAlive(r) {
+			live = append(live, r)
+		}
+	}
+	if len(live) > 0 {
+		return live
+	}
+	if p.Leader != NoLeader && slices.Contains(p.ISR, p.Leader) {
+		return []int32{p.Leader}
+	}
+	for _, r := range p.Replicas {
+		if slices.Contains(p.ISR, r) {
+			return []int32{r}
+		}
+	}
+	return slices.Clone(p.ISR) // unreachable while ISR is a non-empty subset of Replicas
+}
+
+// firstAlive returns the first replica, in assignment order, that is alive
+// and, if within is non-nil, in within. Assignment order makes the preferred
+// replica win whenever it is eligible, which keeps leaders spread.
+func (c *Controller) firstAlive(replicas, within []int32) (int32, bool) {
+	for _, r := range replicas {
+		if c.IsAlive(r) && (within == nil || slices.Contains(within, r)) {
+			return r, true
+		}
+	}
+	return NoLeader, false
+}
+
+// rebalance moves leadership to the preferred replica of every partition
+// where it is alive, in the ISR, and not already leading.
+func (c *Controller) rebalance(now int64) {
+	for _, tp := range c.order {
+		p := c.partitions[tp]
+		pref := p.Replicas[0]
+		if p.Leader == pref || !c.IsAlive(pref) || !slices.Contains(p.ISR, pref) {
+			continue
+		}
+		next := p.Clone()
+		next.Leader = pref
+		c.apply(p, next, ElectionPreferred, -1, now)
+	}
+}
+
+// apply moves p to next if it differs in leader or ISR, bumping the epochs,
+// recording the event and queueing the new state for p's replicas. kind names
+// the election; it is ignored when the leader does not change. by is the
+// broker whose request caused the change, or -1.
+func (c *Controller) apply(p *PartitionState, next PartitionState, kind EventKind, by int32, now int64) {
+	leaderChanged := next.Leader != p.Leader
+	if !leaderChanged && slices.Equal(next.ISR, p.ISR) {
+		return
+	}
+	if leaderChanged {
+		next.LeaderEpoch = p.LeaderEpoch + 1
+	} else {
+		kind = ISRChange
+	}
+	next.PartitionEpoch = p.PartitionEpoch + 1
+	old := *p
+	*p = next
+	c.emit(Event{Kind: kind, Now: now, Broker: by, State: p.Clone(), OldLeader: old.Leader, OldISR: slices.Clone(old.ISR)})
+	c.queue(p)
+}

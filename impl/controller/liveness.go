@@ -1,0 +1,114 @@
+package controller
+
+import "fmt"
+
+// RegisterBroker records that broker id started a process with the given
+// incarnation (Kafka's broker epoch). Incarnations must grow from one process
+// start to the next, e.g. a boot counter or the logical start time, so that
+// a registration delayed from an earlier process is refused with
+// ErrStaleIncarnation instead of fencing the current one.
+//
+// Registering again with the same incarnation is a retry: it counts as a
+// heartbeat, and revives the broker if it was declared dead. A new
+// incarnation means the broker restarted and may have lost unsynced data: it
+// is first treated as dead, leaving the ISRs and losing leadership exactly as
+// on a session timeout (KIP-903), and then as alive, which lets it lead the
+// offline partitions whose ISR it is the last member of.
+func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64) error {
+	if id < 0 {
+		return fmt.Errorf("register broker %d: %w", id, ErrInvalidBrokerID)
+	}
+	b, ok := c.brokers[id]
+	switch {
+	case !ok:
+		b = &broker{id: id, incarnation: incarnation, lastHeartbeat: now, alive: true}
+		c.brokers[id] = b
+		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})
+		c.becameAlive(id, now)
+	case incarnation < b.incarnation:
+		return fmt.Errorf("register broker %d incarnation %d, registered %d: %w",
+			id, incarnation, b.incarnation, ErrStaleIncarnation)
+	case incarnation == b.incarnation:
+		c.heard(b, now)
+	case c.cfg.KeepISROnRestart:
+		b.incarnation = incarnation
+		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})
+		if b.alive {
+			b.lastHeartbeat = max(b.lastHeartbeat, now)
+			c.queueAll(id)
+		} else {
+			c.heard(b, now)
+		}
+	default:
+		if b.alive {
+			b.alive = false
+			c.emit(Event{Kind: BrokerDead, Now: now, Broker: id, Incarnation: b.incarnation})
+			c.reconcile(now)
+		}
+		b.incarnation = incarnation
+		b.lastHeartbeat = max(b.lastHeartbeat, now)
+		b.alive = true
+		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})
+		c.becameAlive(id, now)
+	}
+	return nil
+}
+
+// Heartbeat records that broker id, of the given incarnation, was alive at
+// now. A dead broker that heartbeats with its registered incarnation is
+// revived (KRaft unfences it): it never restarted, so it lost nothing.
+// A heartbeat from an unknown broker or another incarnation is refused; the
+// broker must register.
+func (c *Controller) Heartbeat(id int32, incarnation int64, now int64) error {
+	b, ok := c.brokers[id]
+	if !ok {
+		return fmt.Errorf("heartbeat from broker %d: %w", id, ErrUnknownBroker)
+	}
+	if incarnation != b.incarnation {
+		return fmt.Errorf("heartbeat from broker %d incarnation %d, registered %d: %w",
+			id, incarnation, b.incarnation, ErrStaleIncarnation)
+	}
+	c.heard(b, now)
+	return nil
+}
+
+// heard refreshes b's session and revives it if it was dead.
+func (c *Controller) heard(b *broker, now int64) {
+	b.lastHeartbeat = max(b.lastHeartbeat, now)
+	if b.alive {
+		return
+	}
+	b.alive = true
+	c.emit(Event{Kind: BrokerRevived, Now: now, Broker: b.id, Incarnation: b.incarnation})
+	c.becameAlive(b.id, now)
+}
+
+// becameAlive sends broker id everything it replicates and elects it where
+// it may now lead.
+func (c *Controller) becameAlive(id int32, now int64) {
+	c.queueAll(id)
+	c.reconcile(now)
+}
+
+// Tick advances logical time to now. Brokers whose last heartbeat is more
+// than SessionTimeoutMs old are declared dead together, and the partitions
+// they led are re-elected in one batch, so no election picks a broker that
+// dies in the same Tick. With AutoLeaderRebalance, leadership then moves back
+// to preferred replicas.
+func (c *Controller) Tick(now int64) {
+	died := false
+	for _, id := range c.brokerIDs() {
+		b := c.brokers[id]
+		if b.alive && now-b.lastHeartbeat > c.cfg.SessionTimeoutMs {
+			b.alive = false
+			died = true
+			c.emit(Event{Kind: BrokerDead, Now: now, Broker: id, Incarnation: b.incarnation})
+		}
+	}
+	if died {
+		c.reconcile(now)
+	}
+	if c.cfg.AutoLeaderRebalance {
+		c.rebalance(now)
+	}
+}

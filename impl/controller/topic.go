@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+)
+
+// CreateTopic creates a topic with the given number of partitions, each
+// replicated on replicationFactor of the live brokers.
+//
+// Replicas are assigned round-robin over the live brokers sorted by id, as
+// Kafka's default assignment does without its random start: partition p's
+// replica list starts at the (p mod n)-th broker and takes the next ones in
+// order, so preferred leaders, and thus leaders, are spread evenly. Every
+// replica is alive, so the ISR is the whole replica set (kept sorted), and
+// Replicas[0] leads at leader epoch 0.
+func (c *Controller) CreateTopic(name string, partitions int32, replicationFactor int, now int64) error {
+	if name == "" {
+		return fmt.Errorf("create topic %q: %w", name, ErrInvalidTopic)
+	}
+	if _, ok := c.topics[name]; ok {
+		return fmt.Errorf("create topic %q: %w", name, ErrTopicExists)
+	}
+	if partitions <= 0 {
+		return fmt.Errorf("create topic %q with %d partitions: %w", name, partitions, ErrInvalidPartitions)
+	}
+	live := c.LiveBrokers()
+	if replicationFactor <= 0 || replicationFactor > len(live) {
+		return fmt.Errorf("create topic %q with replication factor %d over %d live brokers: %w",
+			name, replicationFactor, len(live), ErrInvalidReplicationFactor)
+	}
+	c.topics[name] = partitions
+	n := len(live)
+	for i := range partitions {
+		replicas := make([]int32, replicationFactor)
+		for j := range replicas {
+			replicas[j] = live[(int(i)+j)%n]
+		}
+		p := &PartitionState{
+			TopicPartition: TopicPartition{Topic: name, Partition: i},
+			Replicas:       replicas,
+			Leader:         replicas[0],
+			ISR:            slices.Sorted(slices.Values(replicas)),
+		}
+		c.partitions[p.TopicPartition] = p
+		c.emit(Event{Kind: PartitionCreated, Now: now, Broker: -1, State: p.Clone(), OldLeader: NoLeader})
+		c.queue(p)
+	}
+	c.order = append(c.order, c.topicPartitions(name)...)
+	slices.SortFunc(c.order, compareTP)
+	return nil
+}
+
+// topicPartitions returns the partitions of topic name, in order.
+func (c *Controller) topicPartitions(name string) []TopicPartition {
+	n := c.topics[name]
+	out := make([]TopicPartition, n)
+	for i := range n {
+		out[i] = TopicPartition{Topic: name, Partition: i}
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package partition
+
+import "errors"
+
+// followerState exists while the replica follows.
+//
+// Invariants:
+//  1. inflight != 0 <=> a fetch or epoch query is outstanding.
+//  2. awaitingEpoch => the outstanding request (or the next one) is an epoch
+//     query for queryEpoch; no fetch is sent until truncation is resolved.
+type followerState struct {
+	inflight      uint64
+	sentAt        int64
+	retryAt       int64 // when > 0 and nothing in flight, resend at this time
+	awaitingEpoch bool
+	queryEpoch    int32
+}
+
+// becomeFollower resolves where the log may diverge from the new leader's,
+// by the configured truncation variant, then starts fetching.
+func (r *Replica) becomeFollower(epoch, leader int32, now int64) {
+	r.failPending(ErrLeaderChanged)
+	r.role = RoleFollower
+	r.epoch = epoch
+	r.leaderID = leader
+	r.leader = leaderState{}
+	r.follower = followerState{}
+	r.event(EventBecameFollower, "follow %d in epoch %d", leader, epoch)
+	if r.cfg.Truncation == TruncateToHW {
+		// Pre-0.11 Kafka: whatever is above our HW is suspect. Unsafe: our HW
+		// lags the leader's, so this can drop committed records (KIP-101).
+		r.truncate(r.hw)
+		r.sendFetch(now)
+		return
+	}
+	latest, ok := r.epochs.Latest()
+	if !ok {
+		r.sendFetch(now)
+		return
+	}
+	r.sendEpochQuery(latest, now)
+}
+
+func (r *Replica) nextID() uint64 {
+	r.requestID++
+	return r.requestID
+}
+
+func (r *Replica) sendEpochQuery(epoch int32, now int64) {
+	r.follower.awaitingEpoch = true
+	r.follower.queryEpoch = epoch
+	r.follower.inflight = r.nextID()
+	r.follower.sentAt = now
+	r.follower.retryAt = 0
+	r.ready.Messages = append(r.ready.Messages, EpochEndRequest{
+		TopicPartition:     r.tp,
+		ID:                 r.follower.inflight,
+		ReplicaID:          r.cfg.BrokerID,
+		To:                 r.leaderID,
+		Epoch:              epoch,
+		CurrentLeaderEpoch: r.epoch,
+	})
+}
+
+func (r *Replica) sendFetch(now int64) {
+	r.follower.awaitingEpoch = false
+	r.follower.inflight = r.nextID()
+	r.follower.sentAt = now
+	r.follower.retryAt = 0
+	r.ready.Messages = append(r.ready.Messages, FetchRequest{
+		TopicPartition:     r.tp,
+		ID:                 r.follower.inflight,
+		ReplicaID:          r.cfg.BrokerID,
+		To:                 r.leaderID,
+		FetchOffset:        r.leo(),
+		CurrentLeaderEpoch: r.epoch,
+		MaxBytes:           r.cfg.FetchMaxBytes,
+	})
+}
+
+// resend repeats whatever the follower was waiting on.
+func (r *Replica) resend(now int64) {
+	if r.follower.awaitingEpoch {
+		r.sendEpochQuery(r.follower.queryEpoch, now)
+		return
+	}
+	r.sendFetch(now)
+}
+
+func (r *Replica) tickFollower(now int64) {
+	f := &r.follower
+	switch {
+	case f.inflight != 0 && now-f.sentAt >= r.cfg.RequestTimeoutMs:
+		r.resend(now)
+	case f.inflight == 0 && f.retryAt > 0 && now >= f.retryAt:
+		r.resend(now)
+	}
+}
+
+// backoff waits before asking again: the leader is not ready for us, or we
+// are behind the controller and a newer partition state is on its way.
+func (r *Replica) backoff(err error, now int64) {
+	r.follower.retryAt = now + r.cfg.RetryBackoffMs
+	if errors.Is(err, ErrFencedLeaderEpoch) {
+		r.event(EventFenced, "leader %d fenced epoch %d", r.leaderID, r.epoch)
+	}
+}
+
+// HandleEpochEndResponse truncates by KIP-279's rule: truncate to the
+// smaller of the leader's and our own end offset for the largest epoch both
+// logs hold; if we do not hold the epoch the leader answered with, ask again
+// about our largest epoch below it.
+func (r *Replica) HandleEpochEndResponse(resp EpochEndResponse, now int64) {
+	if r.role != RoleFollower || !r.follower.awaitingEpoch || resp.ID != r.follower.inflight {
+		return
+	}
+	r.follower.inflight = 0
+	if resp.Err != nil {
+		r.backoff(resp.Err, now)
+		return
+	}
+	if resp.Epoch < 0 {
+		// The leader holds no epoch at or below ours: no record of ours can
+		// be in its log.
+		r.truncate(0)
+		r.sendFetch(now)
+		return
+	}
+	mine, myEnd := r.epochs.EndOffsetFor(resp.Epoch, r.leo())
+	switch {
+	case mine == resp.Epoch:
+		r.truncate(min(resp.EndOffset, myEnd))
+		r.sendFetch(now)
+	case mine < 0:
+		r.truncate(0)
+		r.sendFetch(now)
+	default:
+		r.sendEpochQuery(mine, now)
+	}
+}
+
+// HandleFetchResponse appends what the leader sent and takes
+// HW = min(leader HW, own LEO). The next fetch goes out in the same Ready,
+// after the append, so it acknowledges only what is written.
+func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
+	if r.role != RoleFollower || r.follower.awaitingEpoch || resp.ID != r.follower.inflight {
+		return
+	}
+	r.follower.inflight = 0
+	if resp.Err != nil {
+		if errors.Is(resp.Err, ErrOffsetOutOfRange) && resp.LEO >= 0 {
+			// Our log runs past the leader's.
+			if r.cfg.Truncation == TruncateToHW {
+				r.truncate(resp.LEO)
+				r.sendFetch(now)
+			} else if e, ok := r.epochs.Latest(); ok {
+				r.sendEpochQuery(e, now)
+			} else {
+				r.truncate(0)
+				r.sendFetch(now)
+			}
+			return
+		}
+		r.backoff(resp.Err, now)
+		return
+	}
+	for _, b := range resp.Batches {
+		leo := r.leo()
+		if b.NextOffset() <= leo {
+			continue
+		}
+		if b.BaseOffset < leo {
+			// Our tail splits one of the leader's batches: it diverged, and
+			// batches are atomic, so give way to the leader's.
+			leo = r.truncate(b.BaseOffset)
+		}
+		if b.BaseOffset != leo {
+			r.backoff(errUnexpectedBatch, now)
+			return
+		}
+		r.append(b)
+	}
+	if resp.HW >= 0 {
+		r.setHW(min(resp.HW, r.leo()))
+	}
+	r.sendFetch(now)
+}

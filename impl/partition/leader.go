@@ -1,0 +1,364 @@
+package partition
+
+import (
+	"slices"
+
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// Acks is the producer's acks setting.
+type Acks int8
+
+// The three acks levels of SEMANTICS.md.
+const (
+	AcksNone   Acks = 0
+	AcksLeader Acks = 1
+	AcksAll    Acks = -1
+)
+
+// followerProgress is the leader's view of one follower.
+//
+// Invariants:
+//  1. leo == -1 until the follower fetches in this leader epoch.
+//  2. lastCaughtUp <= lastFetchTime once the follower has fetched.
+type followerProgress struct {
+	leo                int64
+	lastCaughtUp       int64
+	lastFetchTime      int64
+	lastFetchLeaderLEO int64
+}
+
+// pendingISR is an ISR change sent to the controller and not yet answered.
+// While it is in flight the leader computes HW over the union of the old and
+// the proposed ISR (KIP-497's "maximal ISR"), so neither a shrink nor an
+// expansion can let HW pass a record some controller-visible ISR member lacks.
+type pendingISR struct {
+	isr    []int32
+	sentAt int64
+}
+
+// parkedProduce is an acks=all produce waiting for HW to pass it.
+type parkedProduce struct {
+	id       uint64
+	base     int64
+	required int64 // HW must reach this (the batch's next offset)
+}
+
+// leaderState exists while the replica leads.
+type leaderState struct {
+	start     int64 // first offset of this leader epoch
+	followers map[int32]*followerProgress
+	pending   *pendingISR
+	produces  []parkedProduce
+}
+
+// ProduceRequest appends one batch. The replica takes ownership of Batch.
+type ProduceRequest struct {
+	ID    uint64
+	Acks  Acks
+	Batch record.Batch
+}
+
+// ProduceResult is the immediate answer to a produce. A parked produce is
+// answered later by a Completion with the same ID.
+type ProduceResult struct {
+	BaseOffset int64
+	Err        error
+	Parked     bool
+}
+
+func (r *Replica) becomeLeader(epoch int32, now int64) {
+	r.failPending(ErrLeaderChanged)
+	r.role = RoleLeader
+	r.epoch = epoch
+	r.leaderID = r.cfg.BrokerID
+	r.follower = followerState{}
+	leo := r.leo()
+	r.epochs.Assign(epoch, leo)
+	r.ready.EpochsChanged = true
+	r.leader = leaderState{start: leo, followers: map[int32]*followerProgress{}}
+	for _, id := range r.replicas {
+		if id == r.cfg.BrokerID {
+			continue
+		}
+		// ISR members get a full lag window to show up, as in Kafka.
+		r.leader.followers[id] = &followerProgress{leo: -1, lastCaughtUp: now, lastFetchTime: now, lastFetchLeaderLEO: -1}
+	}
+	r.event(EventBecameLeader, "leader epoch %d start %d isr %v", epoch, leo, r.isr)
+	r.maybeAdvanceHW()
+}
+
+// Produce appends a batch as leader. Acks 0 and 1 are answered at once (the
+// caller sends the answer after persisting the Ready); acks=all parks until
+// HW passes the batch.
+func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
+	if r.role != RoleLeader {
+		return ProduceResult{BaseOffset: -1, Err: ErrNotLeader}
+	}
+	if len(req.Batch.Records) == 0 {
+		return ProduceResult{BaseOffset: -1, Err: ErrInvalidRecord}
+	}
+	if req.Acks == AcksAll && len(r.isr) < r.cfg.MinInsyncReplicas {
+		return ProduceResult{BaseOffset: -1, Err: ErrNotEnoughReplicas}
+	}
+	b := req.Batch
+	b.BaseOffset = r.leo()
+	b.LeaderEpoch = r.epoch
+	r.append(b)
+	if req.Acks != AcksAll {
+		r.maybeAdvanceHW()
+		return ProduceResult{BaseOffset: b.BaseOffset}
+	}
+	r.leader.produces = append(r.leader.produces, parkedProduce{id: req.ID, base: b.BaseOffset, required: b.NextOffset()})
+	r.maybeAdvanceHW()
+	return ProduceResult{BaseOffset: b.BaseOffset, Parked: true}
+}
+
+// ReplicaFetch serves a follower's fetch: it records the follower's LEO (its
+// fetch offset), may expand the ISR and advance HW, and returns the batches
+// from the fetch offset. Call it again when a held fetch completes; it is
+// safe to repeat for the same offset.
+func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
+	resp := FetchResponse{TopicPartition: req.TopicPartition, ID: req.ID, HW: -1, LEO: -1}
+	if err := r.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
+		resp.Err = err
+		return resp
+	}
+	f := r.leader.followers[req.ReplicaID]
+	if f == nil {
+		resp.Err = ErrNotLeader // not a replica of this partition
+		return resp
+	}
+	leo := r.leo()
+	resp.LEO = leo
+	if req.FetchOffset > leo || req.FetchOffset < 0 {
+		resp.Err = ErrOffsetOutOfRange
+		return resp
+	}
+	switch {
+	case req.FetchOffset >= leo:
+		f.lastCaughtUp = max(f.lastCaughtUp, now)
+	case req.FetchOffset >= f.lastFetchLeaderLEO && f.lastFetchLeaderLEO >= 0:
+		f.lastCaughtUp = max(f.lastCaughtUp, f.lastFetchTime)
+	}
+	f.leo = req.FetchOffset
+	f.lastFetchLeaderLEO = leo
+	f.lastFetchTime = now
+	r.maybeExpandISR(req.ReplicaID, now)
+	r.maybeAdvanceHW()
+	resp.Batches = r.read(req.FetchOffset, leo, min(req.MaxBytes, r.cfg.FetchMaxBytes))
+	resp.HW = r.hw
+	return resp
+}
+
+// EpochEnd answers OffsetsForLeaderEpoch for a follower (KIP-101, KIP-279).
+func (r *Replica) EpochEnd(req EpochEndRequest) EpochEndResponse {
+	resp := EpochEndResponse{TopicPartition: req.TopicPartition, ID: req.ID, Epoch: -1, EndOffset: -1}
+	if err := r.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
+		resp.Err = err
+		return resp
+	}
+	resp.Epoch, resp.EndOffset = r.epochs.EndOffsetFor(req.Epoch, r.leo())
+	return resp
+}
+
+// ReadResult answers a consumer fetch.
+type ReadResult struct {
+	Batches []record.Batch
+	HW      int64
+	LEO     int64
+	Err     error
+}
+
+// Read serves a consumer: only batches wholly below HW. An offset in
+// [HW, LEO] returns nothing; past LEO is ErrOffsetOutOfRange. A
+// currentLeaderEpoch of -1 skips KIP-320's fencing check.
+func (r *Replica) Read(offset int64, maxBytes int, currentLeaderEpoch int32) ReadResult {
+	if currentLeaderEpoch >= 0 {
+		if err := r.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+			return ReadResult{Err: err, HW: -1, LEO: -1}
+		}
+	} else if r.role != RoleLeader {
+		return ReadResult{Err: ErrNotLeader, HW: -1, LEO: -1}
+	}
+	leo := r.leo()
+	if offset < 0 || offset > leo {
+		return ReadResult{Err: ErrOffsetOutOfRange, HW: r.hw, LEO: leo}
+	}
+	return ReadResult{Batches: r.read(offset, r.hw, maxBytes), HW: r.hw, LEO: leo}
+}
+
+// checkLeaderEpoch fences requests made in another epoch (KIP-320).
+func (r *Replica) checkLeaderEpoch(epoch int32) error {
+	switch {
+	case r.role != RoleLeader:
+		return ErrNotLeader
+	case epoch < r.epoch:
+		return ErrFencedLeaderEpoch
+	case epoch > r.epoch:
+		return ErrUnknownLeaderEpoch
+	}
+	return nil
+}
+
+// AlterISRResponse is the controller's answer to an AlterISRRequest.
+type AlterISRResponse struct {
+	TopicPartition
+	Err   error
+	State State
+}
+
+// HandleAlterISRResponse adopts the ISR the controller committed, or drops
+// the proposal when the controller refused it (a newer state is then on its
+// way through UpdateState).
+func (r *Replica) HandleAlterISRResponse(resp AlterISRResponse, now int64) {
+	if r.role != RoleLeader || r.leader.pending == nil {
+		return
+	}
+	r.leader.pending = nil
+	if resp.Err == nil && resp.State.LeaderEpoch == r.epoch && resp.State.PartitionEpoch > r.partitionEpoch {
+		r.isr = sortedClone(resp.State.ISR)
+		r.partitionEpoch = resp.State.PartitionEpoch
+		r.event(EventISRChanged, "isr %v partition epoch %d", r.isr, r.partitionEpoch)
+	}
+	r.maybeAdvanceHW()
+	r.maybeShrinkISR(now)
+}
+
+// Tick advances logical time: the leader drops followers that have not caught
+// up within replica.lag.time.max.ms and re-sends an unanswered ISR change; the
+// follower re-sends a fetch that got no answer.
+func (r *Replica) Tick(now int64) {
+	switch r.role {
+	case RoleLeader:
+		if p := r.leader.pending; p != nil && now-p.sentAt >= r.cfg.RequestTimeoutMs {
+			r.sendAlterISR(p.isr, now)
+		}
+		r.maybeShrinkISR(now)
+	case RoleFollower:
+		r.tickFollower(now)
+	}
+}
+
+func (r *Replica) maybeShrinkISR(now int64) {
+	if r.leader.pending != nil {
+		return
+	}
+	var keep []int32
+	for _, id := range r.isr {
+		f := r.leader.followers[id]
+		if id == r.cfg.BrokerID || f == nil || now-f.lastCaughtUp <= r.cfg.ReplicaLagTimeMaxMs {
+			keep = append(keep, id)
+		}
+	}
+	if len(keep) < len(r.isr) {
+		r.event(EventISRShrinkProposed, "isr %v -> %v", r.isr, keep)
+		r.sendAlterISR(keep, now)
+	}
+}
+
+// maybeExpandISR proposes adding a follower whose LEO has reached both HW and
+// the start of this leader epoch.
+func (r *Replica) maybeExpandISR(id int32, now int64) {
+	if r.leader.pending != nil || slices.Contains(r.isr, id) {
+		return
+	}
+	f := r.leader.followers[id]
+	if f.leo < r.hw || f.leo < r.leader.start {
+		return
+	}
+	isr := sortedClone(append(slices.Clone(r.isr), id))
+	r.event(EventISRExpandProposed, "isr %v -> %v", r.isr, isr)
+	r.sendAlterISR(isr, now)
+}
+
+func (r *Replica) sendAlterISR(isr []int32, now int64) {
+	r.leader.pending = &pendingISR{isr: isr, sentAt: now}
+	r.ready.Messages = append(r.ready.Messages, AlterISRRequest{
+		TopicPartition: r.tp,
+		LeaderID:       r.cfg.BrokerID,
+		LeaderEpoch:    r.epoch,
+		PartitionEpoch: r.partitionEpoch,
+		NewISR:         slices.Clone(isr),
+	})
+}
+
+// maybeAdvanceHW sets HW to the smallest LEO over the maximal ISR, never
+// lower than it was, and completes the produces it passes.
+func (r *Replica) maybeAdvanceHW() {
+	if r.role != RoleLeader {
+		return
+	}
+	size := len(r.isr)
+	if p := r.leader.pending; p != nil {
+		size = min(size, len(p.isr))
+	}
+	if !r.cfg.AdvanceHWBelowMinISR && size < r.cfg.MinInsyncReplicas {
+		return
+	}
+	hw := r.leo()
+	for _, id := range r.maximalISR() {
+		if id == r.cfg.BrokerID {
+			continue
+		}
+		f := r.leader.followers[id]
+		if f == nil || f.leo < 0 {
+			return // an ISR member has not reported in this epoch
+		}
+		hw = min(hw, f.leo)
+	}
+	if hw <= r.hw {
+		return
+	}
+	r.setHW(hw)
+	r.event(EventHWAdvanced, "hw %d", hw)
+	r.completeProduces()
+}
+
+func (r *Replica) maximalISR() []int32 {
+	if r.leader.pending == nil {
+		return r.isr
+	}
+	u := append(slices.Clone(r.isr), r.leader.pending.isr...)
+	slices.Sort(u)
+	return slices.Compact(u)
+}
+
+func (r *Replica) completeProduces() {
+	n := 0
+	for _, p := range r.leader.produces {
+		if r.hw < p.required {
+			r.leader.produces[n] = p
+			n++
+			continue
+		}
+		var err error
+		if len(r.isr) < r.cfg.MinInsyncReplicas {
+			err = ErrNotEnoughReplicasAfterAppend
+		}
+		r.ready.Completions = append(r.ready.Completions, Completion{ID: p.id, BaseOffset: p.base, Err: err})
+	}
+	r.leader.produces = r.leader.produces[:n]
+}
+
+// failPending answers every parked produce with err. The records may still
+// commit under the next leader, so callers must treat err as indefinite.
+func (r *Replica) failPending(err error) {
+	for _, p := range r.leader.produces {
+		r.ready.Completions = append(r.ready.Completions, Completion{ID: p.id, BaseOffset: p.base, Err: err})
+	}
+	r.leader.produces = nil
+}
+
+// ExpireProduce answers a parked produce with err (the broker's request
+// timeout) and forgets it. It reports whether the produce was parked.
+func (r *Replica) ExpireProduce(id uint64, err error) bool {
+	for i, p := range r.leader.produces {
+		if p.id == id {
+			r.leader.produces = slices.Delete(r.leader.produces, i, i+1)
+			r.ready.Completions = append(r.ready.Completions, Completion{ID: id, BaseOffset: p.base, Err: err})
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,126 @@
+package partition
+
+import (
+	"fmt"
+
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// Ready is what a replica needs done after an input, in the order the
+// fields are declared: storage first, then the network.
+type Ready struct {
+	// Truncate, when >= 0, is the offset to truncate the stored log to
+	// before appending.
+	Truncate int64
+	// Append holds batches to append to the stored log, in order.
+	Append []record.Batch
+	// HWChanged says HW moved; the caller checkpoints it (possibly later,
+	// as Kafka does every replica.high.watermark.checkpoint.interval.ms).
+	HWChanged bool
+	HW        int64
+	// EpochsChanged says the leader-epoch cache changed and must be
+	// written before any message is sent.
+	EpochsChanged bool
+	// Messages go to other brokers or the controller.
+	Messages []Message
+	// Completions finish produce requests that were waiting.
+	Completions []Completion
+	// Events describe what happened, for traces and reports.
+	Events []Event
+}
+
+// Message is a request from this replica to another node.
+type Message interface{ isMessage() }
+
+// FetchRequest is a follower's replica fetch. Its FetchOffset is the
+// follower's LEO: sending it acknowledges everything below.
+type FetchRequest struct {
+	TopicPartition
+	ID                 uint64 // matches the response to the request in flight
+	ReplicaID          int32
+	To                 int32 // the leader
+	FetchOffset        int64
+	CurrentLeaderEpoch int32
+	MaxBytes           int
+}
+
+// FetchResponse answers a FetchRequest.
+type FetchResponse struct {
+	TopicPartition
+	ID      uint64
+	Err     error
+	Batches []record.Batch
+	HW      int64
+	LEO     int64
+}
+
+// EpochEndRequest is OffsetsForLeaderEpoch: where did Epoch end on the leader?
+type EpochEndRequest struct {
+	TopicPartition
+	ID                 uint64
+	ReplicaID          int32
+	To                 int32
+	Epoch              int32
+	CurrentLeaderEpoch int32
+}
+
+// EpochEndResponse answers with the largest epoch <= the one asked and the
+// offset where it ended, or -1/-1 when the leader has no such epoch.
+type EpochEndResponse struct {
+	TopicPartition
+	ID        uint64
+	Err       error
+	Epoch     int32
+	EndOffset int64
+}
+
+// AlterISRRequest proposes a new ISR to the controller (KIP-497).
+type AlterISRRequest struct {
+	TopicPartition
+	LeaderID       int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+func (FetchRequest) isMessage()    {}
+func (EpochEndRequest) isMessage() {}
+func (AlterISRRequest) isMessage() {}
+
+// Completion finishes a produce that was parked until HW passed it.
+type Completion struct {
+	ID         uint64
+	BaseOffset int64
+	Err        error
+}
+
+// EventKind classifies an Event.
+type EventKind int
+
+// Event kinds.
+const (
+	EventBecameLeader EventKind = iota
+	EventBecameFollower
+	EventHWAdvanced
+	EventTruncated
+	EventISRShrinkProposed
+	EventISRExpandProposed
+	EventISRChanged
+	EventFenced
+)
+
+var eventNames = [...]string{"became-leader", "became-follower", "hw-advanced", "truncated",
+	"isr-shrink-proposed", "isr-expand-proposed", "isr-changed", "fenced"}
+
+// String names the kind.
+func (k EventKind) String() string { return eventNames[k] }
+
+// Event is one protocol step worth showing a person.
+type Event struct {
+	Kind   EventKind
+	Detail string
+}
+
+func (r *Replica) event(k EventKind, format string, args ...any) {
+	r.ready.Events = append(r.ready.Events, Event{Kind: k, Detail: fmt.Sprintf(format, args...)})
+}

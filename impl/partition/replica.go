@@ -1,0 +1,410 @@
+// Package partition is one replica of one topic-partition as a pure state
+// machine: the leader's produce path, acks, high watermark and ISR tracking,
+// and the follower's fetch and restart truncation.
+//
+// The core never reads a clock, a random source or the network, and never
+// writes to disk. Every input (a produce, a replica fetch, a response, a tick
+// of logical time, a new partition state from the controller) is a method
+// call that mutates the replica and queues what must happen next; Ready hands
+// that over. The caller applies a Ready in order: truncate, append and write
+// checkpoints first, then send messages and complete requests. A follower's
+// next fetch is what tells the leader it holds the records, so "persist, then
+// send" is exactly "never acknowledge what is not written".
+//
+// The whole log is kept in memory (the reference broker favours clarity over
+// capacity); storage holds the durable copy, and on restart the broker loads
+// it back into New.
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/storage"
+)
+
+// Sentinel errors returned to callers and carried in responses. The wire
+// layer maps them to Kafka error codes.
+var (
+	ErrNotLeader                    = errors.New("not leader or follower")
+	ErrFencedLeaderEpoch            = errors.New("fenced leader epoch")
+	ErrUnknownLeaderEpoch           = errors.New("unknown leader epoch")
+	ErrOffsetOutOfRange             = errors.New("offset out of range")
+	ErrNotEnoughReplicas            = errors.New("not enough replicas")
+	ErrNotEnoughReplicasAfterAppend = errors.New("not enough replicas after append")
+	ErrInvalidRecord                = errors.New("invalid record")
+	ErrLeaderChanged                = errors.New("leader changed before the request completed")
+	errUnexpectedBatch              = errors.New("fetched batch does not start at the follower's LEO")
+)
+
+// Truncation selects how a replica finds the point to truncate to when it
+// becomes a follower.
+type Truncation int
+
+const (
+	// TruncateToEpoch asks the leader where the replica's last leader epoch
+	// ended and truncates there (KIP-101 with KIP-279's iteration). Safe.
+	TruncateToEpoch Truncation = iota
+	// TruncateToHW truncates to the replica's own high watermark, as Kafka
+	// did before 0.11. Loses committed data in KIP-101's scenarios.
+	TruncateToHW
+)
+
+// String names the variant as the CLI and configs spell it.
+func (t Truncation) String() string {
+	switch t {
+	case TruncateToEpoch:
+		return "epoch"
+	case TruncateToHW:
+		return "hw"
+	}
+	return fmt.Sprintf("Truncation(%d)", int(t))
+}
+
+// ParseTruncation reads "hw" or "epoch".
+func ParseTruncation(s string) (Truncation, error) {
+	switch s {
+	case "epoch":
+		return TruncateToEpoch, nil
+	case "hw":
+		return TruncateToHW, nil
+	}
+	return 0, fmt.Errorf("unknown truncation %q: want hw or epoch", s)
+}
+
+// Config is the per-replica protocol configuration.
+type Config struct {
+	BrokerID            int32
+	ReplicaLagTimeMaxMs int64 // replica.lag.time.max.ms
+	MinInsyncReplicas   int   // min.insync.replicas
+	Truncation          Truncation
+	// AdvanceHWBelowMinISR lets the leader advance HW while the ISR is
+	// smaller than min.insync.replicas. Kafka did this before KIP-966; it is
+	// the "last replica standing" bug. Off is the safe default.
+	AdvanceHWBelowMinISR bool
+	// FetchMaxBytes bounds one replica fetch response.
+	FetchMaxBytes int
+	// ReplicaFetchWaitMaxMs is how long a leader may hold a follower's
+	// fetch that found nothing new (replica.fetch.wait.max.ms).
+	ReplicaFetchWaitMaxMs int64
+	// RequestTimeoutMs is how long a follower waits for a fetch or epoch
+	// answer, and a leader for the controller's ISR answer, before asking
+	// again. Messages can be lost; the protocol must not stall.
+	RequestTimeoutMs int64
+	// RetryBackoffMs is the pause after an error answer before retrying.
+	RetryBackoffMs int64
+}
+
+// DefaultConfig returns Kafka's defaults where Kafka has one, scaled for the
+// simulator's logical milliseconds.
+func DefaultConfig(broker int32) Config {
+	return Config{
+		BrokerID:              broker,
+		ReplicaLagTimeMaxMs:   30000,
+		MinInsyncReplicas:     1,
+		Truncation:            TruncateToEpoch,
+		FetchMaxBytes:         1 << 20,
+		ReplicaFetchWaitMaxMs: 500,
+		RequestTimeoutMs:      30000,
+		RetryBackoffMs:        100,
+	}
+}
+
+// Validate reports a configuration the protocol cannot run with.
+func (c Config) Validate() error {
+	if c.ReplicaLagTimeMaxMs <= 0 {
+		return fmt.Errorf("replica.lag.time.max.ms must be > 0, got %d", c.ReplicaLagTimeMaxMs)
+	}
+	if c.MinInsyncReplicas < 1 {
+		return fmt.Errorf("min.insync.replicas must be >= 1, got %d", c.MinInsyncReplicas)
+	}
+	if c.FetchMaxBytes <= 0 {
+		return fmt.Errorf("fetch max bytes must be > 0, got %d", c.FetchMaxBytes)
+	}
+	if c.ReplicaFetchWaitMaxMs < 0 {
+		return fmt.Errorf("replica.fetch.wait.max.ms must be >= 0, got %d", c.ReplicaFetchWaitMaxMs)
+	}
+	if c.RequestTimeoutMs <= c.ReplicaFetchWaitMaxMs {
+		return fmt.Errorf("request timeout (%d ms) must exceed replica.fetch.wait.max.ms (%d ms), or every held fetch times out",
+			c.RequestTimeoutMs, c.ReplicaFetchWaitMaxMs)
+	}
+	if c.RetryBackoffMs <= 0 {
+		return fmt.Errorf("retry backoff must be > 0, got %d", c.RetryBackoffMs)
+	}
+	return nil
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String renders "topic-partition" as Kafka does.
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// Role is what a replica currently does for its partition.
+type Role int
+
+const (
+	// RoleNone: no leader epoch learned yet since start, or fenced.
+	RoleNone Role = iota
+	// RoleLeader serves produces and fetches.
+	RoleLeader
+	// RoleFollower replicates from the leader.
+	RoleFollower
+)
+
+// String names the role.
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleFollower:
+		return "follower"
+	}
+	return "none"
+}
+
+// State is the controller's view of a partition, as published to replicas.
+type State struct {
+	Leader         int32
+	LeaderEpoch    int32
+	ISR            []int32
+	Replicas       []int32
+	PartitionEpoch int32
+}
+
+// Replica is one broker's replica of one partition.
+//
+// Invariants:
+//  1. log is contiguous from offset 0: log[i+1].BaseOffset == log[i].NextOffset().
+//  2. 0 <= hw <= leo().
+//  3. On one leader epoch, the leader's hw never decreases.
+//  4. epochs.Latest() <= epoch; on a leader, epochs holds (epoch, leaderStart).
+type Replica struct {
+	cfg  Config
+	tp   TopicPartition
+	role Role
+
+	log    []record.Batch
+	hw     int64
+	epochs storage.EpochCache
+
+	epoch          int32 // leader epoch this replica acts in
+	leaderID       int32
+	replicas       []int32
+	isr            []int32 // the controller's committed ISR
+	partitionEpoch int32
+
+	requestID   uint64 // last id used for a follower request
+	truncations uint64 // how many times the log lost a suffix
+	leader      leaderState
+	follower    followerState
+
+	ready Ready
+}
+
+// New builds a replica from what storage recovered: its batches, its
+// checkpointed HW and its leader-epoch cache. It starts with RoleNone and
+// waits for the controller to say what it is.
+func New(cfg Config, tp TopicPartition, batches []record.Batch, hw int64, epochs storage.EpochCache) (*Replica, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	next := int64(0)
+	for i := range batches {
+		if batches[i].BaseOffset != next || len(batches[i].Records) == 0 {
+			return nil, fmt.Errorf("load %s: batch %d starts at %d, want %d", tp, i, batches[i].BaseOffset, next)
+		}
+		next = batches[i].NextOffset()
+	}
+	r := &Replica{cfg: cfg, tp: tp, log: batches, epochs: epochs, leaderID: -1, epoch: -1, ready: Ready{Truncate: -1}}
+	// A power loss can leave the checkpoints ahead of the log: clamp them
+	// to what survived (Kafka truncates the epoch cache to LEO on load).
+	r.hw = min(max(hw, 0), r.leo())
+	r.epochs.TruncateFromEnd(r.leo())
+	if e, ok := r.epochs.Latest(); ok {
+		r.epoch = e
+	}
+	return r, nil
+}
+
+// TopicPartition names the replica's partition.
+func (r *Replica) TopicPartition() TopicPartition { return r.tp }
+
+// Role reports whether the replica leads, follows or neither.
+func (r *Replica) Role() Role { return r.role }
+
+// LeaderEpoch is the epoch the replica currently acts in.
+func (r *Replica) LeaderEpoch() int32 { return r.epoch }
+
+// Leader is the broker this replica believes leads, or -1.
+func (r *Replica) Leader() int32 { return r.leaderID }
+
+// HW is the replica's high watermark.
+func (r *Replica) HW() int64 { return r.hw }
+
+// LEO is the offset after the replica's last record.
+func (r *Replica) LEO() int64 { return r.leo() }
+
+// ISR is the controller-committed ISR as the replica last learned it.
+func (r *Replica) ISR() []int32 { return slices.Clone(r.isr) }
+
+// Truncations counts the truncations that removed records; a checker can
+// trust a log prefix it verified while this count stands still.
+func (r *Replica) Truncations() uint64 { return r.truncations }
+
+// Log returns the replica's batches. Callers must not modify them.
+func (r *Replica) Log() []record.Batch { return r.log }
+
+// EpochCache returns a copy of the replica's leader-epoch cache.
+func (r *Replica) EpochCache() storage.EpochCache { return r.epochs.Clone() }
+
+func (r *Replica) leo() int64 {
+	if len(r.log) == 0 {
+		return 0
+	}
+	return r.log[len(r.log)-1].NextOffset()
+}
+
+// UpdateState applies a partition state published by the controller. A
+// higher leader epoch makes the replica leader or follower; the same epoch
+// with a newer partition epoch updates the ISR; anything older is stale and
+// ignored (the controller's messages can be delayed and reordered).
+func (r *Replica) UpdateState(s State, now int64) {
+	switch {
+	case s.LeaderEpoch > r.epoch || (s.LeaderEpoch == r.epoch && r.role == RoleNone && s.Leader >= 0):
+		r.replicas = slices.Clone(s.Replicas)
+		r.isr = sortedClone(s.ISR)
+		r.partitionEpoch = s.PartitionEpoch
+		switch s.Leader {
+		case r.cfg.BrokerID:
+			r.becomeLeader(s.LeaderEpoch, now)
+		case -1:
+			r.becomeOffline(s.LeaderEpoch)
+		default:
+			r.becomeFollower(s.LeaderEpoch, s.Leader, now)
+		}
+	case s.LeaderEpoch == r.epoch && s.PartitionEpoch > r.partitionEpoch:
+		r.replicas = slices.Clone(s.Replicas)
+		r.isr = sortedClone(s.ISR)
+		r.partitionEpoch = s.PartitionEpoch
+		if r.role == RoleLeader {
+			// The controller may have dropped a dead follower on its
+			// own, or this is our own proposal coming back.
+			if r.leader.pending != nil && slices.Equal(r.leader.pending.isr, r.isr) {
+				r.leader.pending = nil
+			}
+			r.event(EventISRChanged, "isr %v partition epoch %d", r.isr, r.partitionEpoch)
+			r.maybeAdvanceHW()
+		}
+	}
+}
+
+func (r *Replica) becomeOffline(epoch int32) {
+	r.failPending(ErrLeaderChanged)
+	r.role = RoleNone
+	r.epoch = epoch
+	r.leaderID = -1
+	r.follower = followerState{}
+	r.leader = leaderState{}
+}
+
+// Ready returns what the caller must do next and clears it. Apply it in
+// field order: Truncate, Append, checkpoints, then Messages and Completions.
+func (r *Replica) Ready() Ready {
+	rd := r.ready
+	r.ready = Ready{Truncate: -1}
+	return rd
+}
+
+// HasReady reports whether Ready would return anything.
+func (r *Replica) HasReady() bool {
+	rd := &r.ready
+	return rd.Truncate >= 0 || len(rd.Append) > 0 || rd.HWChanged || rd.EpochsChanged ||
+		len(rd.Messages) > 0 || len(rd.Completions) > 0 || len(rd.Events) > 0
+}
+
+// truncate drops every batch holding an offset >= offset and returns the new
+// LEO. Batches are atomic, so an offset inside a batch drops that batch.
+func (r *Replica) truncate(offset int64) int64 {
+	if offset >= r.leo() {
+		return r.leo()
+	}
+	i := len(r.log)
+	for i > 0 && r.log[i-1].LastOffset() >= offset {
+		i--
+	}
+	r.log = r.log[:i:i]
+	r.truncations++
+	leo := r.leo()
+	r.epochs.TruncateFromEnd(leo)
+	r.ready.EpochsChanged = true
+	if r.ready.Truncate < 0 || leo < r.ready.Truncate {
+		r.ready.Truncate = leo
+	}
+	// Appends queued in this same Ready above the new end are void.
+	for len(r.ready.Append) > 0 && r.ready.Append[len(r.ready.Append)-1].LastOffset() >= leo {
+		r.ready.Append = r.ready.Append[:len(r.ready.Append)-1]
+	}
+	if r.hw > leo {
+		r.hw = leo
+		r.ready.HWChanged = true
+		r.ready.HW = leo
+	}
+	r.event(EventTruncated, "truncated to %d", leo)
+	return leo
+}
+
+// append adds a batch at LEO and queues it for storage.
+func (r *Replica) append(b record.Batch) {
+	r.log = append(r.log, b)
+	r.ready.Append = append(r.ready.Append, b)
+	if e, ok := r.epochs.Latest(); !ok || b.LeaderEpoch > e {
+		r.epochs.Assign(b.LeaderEpoch, b.BaseOffset)
+		r.ready.EpochsChanged = true
+	}
+}
+
+func (r *Replica) setHW(hw int64) {
+	if hw == r.hw {
+		return
+	}
+	r.hw = hw
+	r.ready.HW = hw
+	r.ready.HWChanged = true
+}
+
+// read returns whole batches from the one holding offset, up to maxBytes but
+// at least one, and none at or past limit.
+func (r *Replica) read(offset, limit int64, maxBytes int) []record.Batch {
+	i, _ := slices.BinarySearchFunc(r.log, offset, func(b record.Batch, off int64) int {
+		switch {
+		case b.LastOffset() < off:
+			return -1
+		case b.BaseOffset > off:
+			return 1
+		}
+		return 0
+	})
+	var out []record.Batch
+	size := 0
+	for ; i < len(r.log) && r.log[i].NextOffset() <= limit; i++ {
+		s := r.log[i].Size()
+		if len(out) > 0 && size+s > maxBytes {
+			break
+		}
+		out = append(out, r.log[i])
+		size += s
+	}
+	return out
+}
+
+func sortedClone(s []int32) []int32 {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}

@@ -1,0 +1,281 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// forEachDisk runs f against a fresh SimDisk and a fresh FileDisk, so that
+// every log behaviour is checked on both implementations.
+func forEachDisk(t *testing.T, f func(t *testing.T, d Disk)) {
+	t.Run("SimDisk", func(t *testing.T) { f(t, NewSimDisk()) })
+	t.Run("FileDisk", func(t *testing.T) {
+		d, err := NewFileDisk(t.TempDir())
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, d.Close()) })
+		f(t, d)
+	})
+}
+
+// genBatch returns a batch at base with 1..4 records that covers the format's
+// corners: nil and empty keys and values, nil, empty and several headers,
+// idempotent and plain producers, negative timestamps.
+func genBatch(rng *rand.Rand, base int64, epoch int32) record.Batch {
+	b := record.Batch{
+		BaseOffset:   base,
+		LeaderEpoch:  epoch,
+		ProducerID:   record.NoProducerID,
+		BaseSequence: record.NoSequence,
+	}
+	if rng.IntN(2) == 0 {
+		b.ProducerID, b.ProducerEpoch, b.BaseSequence = rng.Int64N(1000), int16(rng.IntN(5)), rng.Int32N(100)
+	}
+	n := 1 + rng.IntN(4)
+	for i := range n {
+		r := record.Record{Timestamp: rng.Int64N(1<<40) - 1<<39}
+		r.Key = genBytes(rng)
+		r.Value = genBytes(rng)
+		switch rng.IntN(3) {
+		case 1:
+			r.Headers = []record.Header{}
+		case 2:
+			for j := range 1 + rng.IntN(3) {
+				r.Headers = append(r.Headers, record.Header{Key: fmt.Sprintf("h%d-%d", i, j), Value: genBytes(rng)})
+			}
+		}
+		b.Records = append(b.Records, r)
+	}
+	return b
+}
+
+func genBytes(rng *rand.Rand) []byte {
+	switch rng.IntN(4) {
+	case 0:
+		return nil
+	case 1:
+		return []byte{}
+	}
+	b := make([]byte, 1+rng.IntN(40))
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// asRead returns what a reader of bs gets from a Log: Batch.Clone's copies.
+// Clone turns empty byte slices into nil (see record.cloneBytes), so the log
+// keeps them apart on disk (TestFrameRoundTrip) but not in what it returns.
+func asRead(bs []record.Batch) []record.Batch {
+	out := make([]record.Batch, len(bs))
+	for i := range bs {
+		out[i] = bs[i].Clone()
+	}
+	return out
+}
+
+// appendN appends n generated batches to l and returns them.
+func appendN(t testing.TB, l *Log, rng *rand.Rand, n int) []record.Batch {
+	var out []record.Batch
+	for range n {
+		b := genBatch(rng, l.LEO(), 1)
+		require.NoError(t, l.Append(b))
+		out = append(out, b)
+	}
+	return out
+}
+
+// frameEnds returns the file offset after each batch's frame.
+func frameEnds(t testing.TB, batches []record.Batch) []int64 {
+	var ends []int64
+	var size int64
+	for i := range batches {
+		frame, err := appendFrame(nil, &batches[i])
+		require.NoError(t, err)
+		size += int64(len(frame))
+		ends = append(ends, size)
+	}
+	return ends
+}
+
+func openLog(t testing.TB, d Disk, dir string) (*Log, Recovery) {
+	l, rec, err := OpenLog(d, dir)
+	require.NoError(t, err)
+	return l, rec
+}
+
+func TestLogRoundTrip(t *testing.T) {
+	forEachDisk(t, func(t *testing.T, d Disk) {
+		l, rec := openLog(t, d, "topic-0")
+		assert.True(t, rec.Clean())
+		assert.Equal(t, int64(0), l.LEO())
+		assert.Empty(t, l.Batches())
+		require.NoError(t, l.Sync(), "syncing a log with no file yet is a no-op")
+
+		written := appendN(t, l, rand.New(rand.NewPCG(1, 2)), 50)
+		require.NoError(t, l.Sync())
+		assert.Equal(t, asRead(written), l.Batches())
+
+		l2, rec := openLog(t, d, "topic-0")
+		assert.True(t, rec.Clean(), rec.String())
+		assert.Equal(t, 50, rec.KeptBatches)
+		assert.Equal(t, l.LEO(), l2.LEO())
+		assert.Equal(t, written[len(written)-1].NextOffset(), l2.LEO())
+		assert.Equal(t, asRead(written), l2.Batches(), "every field reads back")
+		assert.Equal(t, written, l2.batches, "on disk nil and empty stay apart")
+	})
+}
+
+func TestLogKeepsItsOwnCopies(t *testing.T) {
+	l, _ := openLog(t, NewSimDisk(), "p")
+	b := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
+		Records: []record.Record{{Value: []byte("abc")}}}
+	require.NoError(t, l.Append(b))
+	b.Records[0].Value[0] = 'X'
+	got := l.Read(0, 1)
+	assert.Equal(t, "abc", string(got[0].Records[0].Value), "caller's later writes do not reach the log")
+	got[0].Records[0].Value[0] = 'Y'
+	assert.Equal(t, "abc", string(l.Batches()[0].Records[0].Value), "reader's writes do not reach the log")
+}
+
+func TestLogAppendRejects(t *testing.T) {
+	l, _ := openLog(t, NewSimDisk(), "p")
+	rng := rand.New(rand.NewPCG(3, 4))
+
+	err := l.Append(genBatch(rng, 1, 0))
+	require.ErrorIs(t, err, ErrNonContiguous, "the first batch must start at 0")
+
+	require.NoError(t, l.Append(genBatch(rng, 0, 0)))
+	err = l.Append(genBatch(rng, 0, 0))
+	require.ErrorIs(t, err, ErrNonContiguous, "overlap")
+	err = l.Append(genBatch(rng, l.LEO()+1, 0))
+	require.ErrorIs(t, err, ErrNonContiguous, "gap")
+
+	err = l.Append(record.Batch{BaseOffset: l.LEO()})
+	require.ErrorIs(t, err, ErrInvalidBatch, "a batch has at least one record")
+	bad := genBatch(rng, l.LEO(), 0)
+	bad.ProducerID, bad.BaseSequence = 7, record.NoSequence
+	require.ErrorIs(t, l.Append(bad), ErrInvalidBatch, "producer id without a sequence")
+}
+
+func TestLogRead(t *testing.T) {
+	l, _ := openLog(t, NewSimDisk(), "p")
+	batches := asRead(appendN(t, l, rand.New(rand.NewPCG(5, 6)), 10))
+
+	assert.Nil(t, l.Read(-1, 1<<20), "below the start offset")
+	assert.Nil(t, l.Read(l.LEO(), 1<<20), "at LEO there is nothing yet")
+	assert.Nil(t, l.Read(l.LEO()+5, 1<<20))
+
+	assert.Equal(t, batches, l.Read(0, 1<<20), "everything fits")
+	for _, b := range batches {
+		got := l.Read(b.LastOffset(), 0)
+		require.Len(t, got, 1, "at least one batch even when maxBytes is too small")
+		assert.Equal(t, b, got[0], "the batch holding the offset, whole")
+	}
+
+	// Exactly the first three batches fit.
+	limit := batches[3].Size() + batches[4].Size() + batches[5].Size()
+	got := l.Read(batches[3].BaseOffset, limit)
+	assert.Equal(t, batches[3:6], got)
+	got = l.Read(batches[3].BaseOffset, limit-1)
+	assert.Equal(t, batches[3:5], got)
+}
+
+// TestLogTruncateTo checks that truncation removes whole batches: truncating
+// at an offset inside a batch removes that batch too.
+func TestLogTruncateTo(t *testing.T) {
+	threeRecords := func(base int64) record.Batch {
+		return record.Batch{BaseOffset: base, ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
+			Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}}}
+	}
+	tests := []struct {
+		offset  int64
+		wantLEO int64
+	}{
+		{offset: 100, wantLEO: 9}, // beyond LEO: nothing
+		{offset: 9, wantLEO: 9},   // at LEO: nothing
+		{offset: 8, wantLEO: 6},   // last offset of the last batch
+		{offset: 6, wantLEO: 6},   // a batch boundary
+		{offset: 4, wantLEO: 3},   // mid-batch: the batch goes whole
+		{offset: 3, wantLEO: 3},
+		{offset: 1, wantLEO: 0},
+		{offset: 0, wantLEO: 0},
+		{offset: -5, wantLEO: 0},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.offset), func(t *testing.T) {
+			forEachDisk(t, func(t *testing.T, d Disk) {
+				l, _ := openLog(t, d, "p")
+				for base := int64(0); base < 9; base += 3 {
+					require.NoError(t, l.Append(threeRecords(base)))
+				}
+				leo, err := l.TruncateTo(tt.offset)
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantLEO, leo)
+				assert.Equal(t, tt.wantLEO, l.LEO())
+				assert.Len(t, l.Batches(), int(tt.wantLEO/3))
+
+				// The file matches the index: reopening finds the same log,
+				// and appending goes on at the new LEO.
+				require.NoError(t, l.Append(threeRecords(leo)))
+				l2, rec := openLog(t, d, "p")
+				assert.True(t, rec.Clean(), rec.String())
+				assert.Equal(t, l.Batches(), l2.Batches())
+				assert.Equal(t, leo+3, l2.LEO())
+			})
+		})
+	}
+}
+
+// failingDisk fails every Append after failAfter successful ones.
+type failingDisk struct {
+	*SimDisk
+	failAfter int
+}
+
+func (d *failingDisk) Append(name string, data []byte) error {
+	if d.failAfter == 0 {
+		// Model a short write: half the frame reaches the file.
+		_ = d.SimDisk.Append(name, data[:len(data)/2])
+		return errors.New("disk full")
+	}
+	d.failAfter--
+	return d.SimDisk.Append(name, data)
+}
+
+// TestLogFailsAfterIOError checks that a log stops writing after a failed
+// write, because more frames after a partial one would be lost on recovery.
+func TestLogFailsAfterIOError(t *testing.T) {
+	d := &failingDisk{SimDisk: NewSimDisk(), failAfter: 3}
+	l, _ := openLog(t, d, "p")
+	rng := rand.New(rand.NewPCG(7, 8))
+	written := appendN(t, l, rng, 3)
+
+	err := l.Append(genBatch(rng, l.LEO(), 1))
+	require.ErrorIs(t, err, ErrLogFailed)
+	assert.Equal(t, written[2].NextOffset(), l.LEO(), "the failed batch is not in the log")
+	d.failAfter = 100
+	require.ErrorIs(t, l.Append(genBatch(rng, l.LEO(), 1)), ErrLogFailed, "the failure is sticky")
+	require.ErrorIs(t, l.Sync(), ErrLogFailed)
+	_, err = l.TruncateTo(0)
+	require.ErrorIs(t, err, ErrLogFailed)
+
+	l2, rec := openLog(t, d, "p")
+	assert.False(t, rec.Clean(), "the partial frame is dropped")
+	assert.Equal(t, asRead(written), l2.Batches())
+	require.NoError(t, l2.Append(genBatch(rng, l2.LEO(), 1)), "a reopened log works")
+}
+
+func TestRecoveryString(t *testing.T) {
+	clean := Recovery{File: "p/log", KeptBatches: 2, KeptBytes: 100, LEO: 5}
+	assert.Equal(t, "log p/log: kept 2 batches (100 bytes), LEO 5, clean", clean.String())
+	torn := clean
+	torn.DroppedBytes, torn.Reason = 7, "frame at byte 100: torn frame"
+	assert.Equal(t, "log p/log: kept 2 batches (100 bytes), LEO 5; dropped 7 bytes holding 0 intact batches: frame at byte 100: torn frame", torn.String())
+}

@@ -1,0 +1,156 @@
+package storage
+
+import (
+	"io/fs"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func read(t *testing.T, d *SimDisk, name string) string {
+	t.Helper()
+	b, err := d.ReadFile(name)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestSimDiskPowerLossKeepsPrefixOfUnsynced checks the torn-write model: a
+// power loss keeps the durable content plus some prefix, possibly empty,
+// possibly whole, of what was appended since the last sync.
+func TestSimDiskPowerLossKeepsPrefixOfUnsynced(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range uint64(100) {
+		d := NewSimDisk()
+		require.NoError(t, d.Append("f", []byte("dur")))
+		require.NoError(t, d.Sync("f"))
+		require.NoError(t, d.Append("f", []byte("ab")))
+		require.NoError(t, d.Append("f", []byte("c")))
+		assert.Equal(t, 3, d.UnsyncedBytes("f"))
+
+		d.PowerLoss(rand.New(rand.NewPCG(seed, 0)))
+		got := read(t, d, "f")
+		require.Contains(t, []string{"dur", "dura", "durab", "durabc"}, got)
+		seen[got] = true
+		assert.Zero(t, d.UnsyncedBytes("f"), "what survived is durable")
+	}
+	assert.Len(t, seen, 4, "every prefix length occurs")
+}
+
+func TestSimDiskPowerLossDropsNeverSyncedFiles(t *testing.T) {
+	d := NewSimDisk()
+	require.NoError(t, d.Append("new", []byte("data")))
+	require.NoError(t, d.WriteFileAtomic("ckpt", []byte("x")))
+	_, ok := d.Durable("new")
+	assert.False(t, ok)
+	d.PowerLoss(rand.New(rand.NewPCG(1, 1)))
+	_, err := d.ReadFile("new")
+	require.ErrorIs(t, err, fs.ErrNotExist, "a file never synced vanishes")
+	assert.Equal(t, "x", read(t, d, "ckpt"), "an atomic write is durable at once")
+	assert.Equal(t, 1, d.PowerLosses())
+}
+
+// TestSimDiskPowerLossAfterTruncate checks that an unsynced truncation either
+// did not reach the disk (durable content back, later appends gone) or did
+// (truncated content plus a prefix of later appends).
+func TestSimDiskPowerLossAfterTruncate(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range uint64(100) {
+		d := NewSimDisk()
+		require.NoError(t, d.Append("f", []byte("abcdef")))
+		require.NoError(t, d.Sync("f"))
+		require.NoError(t, d.Truncate("f", 4))
+		require.NoError(t, d.Truncate("f", 2))
+		require.NoError(t, d.Append("f", []byte("XY")))
+		durable, ok := d.Durable("f")
+		require.True(t, ok)
+		assert.Equal(t, "abcdef", string(durable))
+
+		d.PowerLoss(rand.New(rand.NewPCG(seed, 0)))
+		got := read(t, d, "f")
+		require.Contains(t, []string{"abcdef", "ab", "abX", "abXY"}, got)
+		seen[got] = true
+	}
+	assert.Len(t, seen, 4)
+}
+
+func TestSimDiskSyncMakesDurable(t *testing.T) {
+	d := NewSimDisk()
+	require.NoError(t, d.Append("f", []byte("abc")))
+	require.NoError(t, d.Truncate("f", 1))
+	require.NoError(t, d.Append("f", []byte("z")))
+	require.NoError(t, d.Sync("f"))
+	assert.Zero(t, d.UnsyncedBytes("f"))
+	for seed := range uint64(10) {
+		c := d.Clone()
+		c.PowerLoss(rand.New(rand.NewPCG(seed, 0)))
+		assert.Equal(t, "az", read(t, c, "f"))
+	}
+}
+
+// TestSimDiskDeterministic checks that a run replays from its seed: the same
+// operations and seed give the same disk, file by file.
+func TestSimDiskDeterministic(t *testing.T) {
+	run := func(seed uint64) map[string]string {
+		d := NewSimDisk()
+		ops := rand.New(rand.NewPCG(42, 42))
+		for i := range 300 {
+			name := []string{"a/log", "b/log", "c/log", "d/log"}[ops.IntN(4)]
+			switch ops.IntN(5) {
+			case 0:
+				_ = d.Sync(name)
+			case 1:
+				if b, err := d.ReadFile(name); err == nil {
+					require.NoError(t, d.Truncate(name, int64(ops.IntN(len(b)+1))))
+				}
+			default:
+				require.NoError(t, d.Append(name, []byte{byte(i), byte(i >> 8)}))
+			}
+		}
+		d.PowerLoss(rand.New(rand.NewPCG(seed, 7)))
+		out := map[string]string{}
+		names, err := d.List("")
+		require.NoError(t, err)
+		for _, name := range names {
+			out[name] = read(t, d, name)
+		}
+		return out
+	}
+	first := run(1)
+	assert.Equal(t, first, run(1))
+	differs := false
+	for seed := uint64(2); seed < 10 && !differs; seed++ {
+		differs = !assert.ObjectsAreEqual(first, run(seed))
+	}
+	assert.True(t, differs, "the seed has no effect; the test checks nothing")
+}
+
+func TestSimDiskCloneIsIndependent(t *testing.T) {
+	d := NewSimDisk()
+	require.NoError(t, d.Append("f", []byte("ab")))
+	require.NoError(t, d.Sync("f"))
+	require.NoError(t, d.Append("f", []byte("cd")))
+	d.Crash()
+	c := d.Clone()
+	require.NoError(t, c.Append("f", []byte("!")))
+	require.NoError(t, c.WriteFileAtomic("g", nil))
+	assert.Equal(t, "abcd", read(t, d, "f"))
+	assert.Equal(t, "abcd!", read(t, c, "f"))
+	assert.Equal(t, 2, d.UnsyncedBytes("f"))
+	assert.Equal(t, 3, c.UnsyncedBytes("f"))
+	assert.Equal(t, 1, c.Crashes())
+	names, err := d.List("")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"f"}, names)
+}
+
+func TestSimDiskZeroValue(t *testing.T) {
+	var d SimDisk
+	names, err := d.List("")
+	require.NoError(t, err)
+	assert.Empty(t, names)
+	require.NoError(t, d.Append("f", []byte("x")))
+	assert.Equal(t, "x", read(t, &d, "f"))
+	assert.Zero(t, d.UnsyncedBytes("missing"))
+}
