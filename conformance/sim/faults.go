@@ -74,11 +74,17 @@ type Failpoint struct {
 	Term string
 	Node int // the broker it applies to; 0 for every broker
 	When Trigger
+	// DownMs is how long the broker it crashes, powers off or pauses stays
+	// so; 0 means Config.RestartAfterMs.
+	DownMs int64
 }
 
 func (fp Failpoint) validate(brokers int) error {
 	if !slices.Contains(broker.Failpoints, fp.Name) {
 		return fmt.Errorf("unknown failpoint %q: want one of %s", fp.Name, strings.Join(broker.Failpoints, ", "))
+	}
+	if fp.DownMs < 0 {
+		return fmt.Errorf("failpoint %s: negative down time %d ms", fp.Name, fp.DownMs)
 	}
 	if fp.Node < 0 || fp.Node > brokers {
 		return fmt.Errorf("failpoint %s on broker %d: brokers are 1..%d (0 = all)", fp.Name, fp.Node, brokers)

@@ -165,17 +165,27 @@ func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
 	if fe.Cause != nil {
 		s.note(fmt.Sprintf("  cause: %v", fe.Cause))
 	}
+	if int(target) >= len(s.nodes) {
+		s.note(fmt.Sprintf("  no broker %d: ignored", target))
+		return
+	}
 	n := s.nodes[target]
+	down := s.cfg.RestartAfterMs
+	for _, fp := range s.cfg.Failpoints {
+		if fp.Name == fe.Name && fp.DownMs > 0 {
+			down = fp.DownMs
+		}
+	}
 	switch fe.Action {
 	case broker.ActionCrash:
-		s.kill(n, false, s.cfg.RestartAfterMs, "failpoint "+fe.Name)
+		s.kill(n, false, down, "failpoint "+fe.Name)
 	case broker.ActionPowerLoss:
-		s.kill(n, true, s.cfg.RestartAfterMs, "failpoint "+fe.Name)
+		s.kill(n, true, down, "failpoint "+fe.Name)
 	case broker.ActionPause:
 		if n.b != nil && !n.paused {
 			n.paused = true
 			n.faulted++
-			s.schedule(event{at: s.now + s.cfg.RestartAfterMs, kind: evResume, node: n.id})
+			s.schedule(event{at: s.now + down, kind: evResume, node: n.id})
 		}
 	}
 }

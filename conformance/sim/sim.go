@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 
 	"github.com/pingcap/failpoint"
@@ -444,12 +443,3 @@ func (s *Sim) clientsDone() bool {
 	return s.workloadOver && s.now >= s.end()
 }
 
-// sortedIDs returns the keys of a set in order.
-func sortedIDs(m map[broker.NodeID]bool) []broker.NodeID {
-	var ids []broker.NodeID
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}

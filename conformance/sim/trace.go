@@ -61,7 +61,10 @@ func (t *trace) step(at int64, e event) {
 	}
 	t.buf = b
 	t.h.Write(b)
-	t.push(traceEntry{at: at, ev: e})
+	if e.kind != evTick && e.kind != evClientTick {
+		// Timers are hashed but not shown: what they cause shows as notes.
+		t.push(traceEntry{at: at, ev: e})
+	}
 }
 
 func (t *trace) note(at int64, text string) {

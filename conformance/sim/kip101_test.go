@@ -1,0 +1,48 @@
+package sim
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// requireFailpoints skips a failpoint-driven test in a plain build, and
+// fails it under `make test`, which sets WATERMARK_REQUIRE_FAILPOINTS.
+func requireFailpoints(t *testing.T) {
+	t.Helper()
+	if broker.FailpointsCompiled() {
+		return
+	}
+	if os.Getenv("WATERMARK_REQUIRE_FAILPOINTS") != "" {
+		t.Fatal("failpoints are not compiled in, but WATERMARK_REQUIRE_FAILPOINTS is set: build with failpoint-toolexec (make test)")
+	}
+	t.Skip("failpoints are not compiled in: run `make test` to build with failpoint-toolexec")
+}
+
+// With truncation to the high watermark, a follower that restarts drops a
+// record the leader already acknowledged, and if the leader then dies it is
+// elected without it: the committed log loses a record.
+// Reference: KIP-101, scenario 1.
+func TestKIP101DataLossWithHWTruncation(t *testing.T) {
+	requireFailpoints(t)
+	res, err := Run(KIP101DataLoss(1, partition.TruncateToHW))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire")
+	require.NotNil(t, res.Violation, "truncation=hw must lose the acknowledged record")
+	require.Contains(t, []string{InvTrueHWMonotonic, InvLeaderCompleteness}, res.Violation.Invariant, res.Violation.Error())
+}
+
+// The same schedule with leader epochs: the restarted follower asks the
+// leader where its epoch ended instead of trusting its HW, keeps m2, and the
+// election loses nothing.
+// Reference: KIP-101, scenario 1, with the fix.
+func TestKIP101DataLossFixedByEpochTruncation(t *testing.T) {
+	requireFailpoints(t)
+	res, err := Run(KIP101DataLoss(1, partition.TruncateToEpoch))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire")
+	require.Nil(t, res.Violation)
+}
