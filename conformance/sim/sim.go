@@ -442,4 +442,3 @@ func (s *Sim) note(text string) {
 func (s *Sim) clientsDone() bool {
 	return s.workloadOver && s.now >= s.end()
 }
-
