@@ -193,6 +193,11 @@ func (inv *invariants) checkLeader(tp broker.TopicPartition, p controller.Partit
 		if inc, _ := ctrl.Incarnation(int32(m.id)); inc != m.inc || !ctrl.IsAlive(int32(m.id)) {
 			continue // a restarted process the controller has not heard from: it cannot lead
 		}
+		if m.r.LEO() < l.r.HW() {
+			inv.fail(InvStrongISR, fmt.Sprintf("%s: ISR member %d ends at %d, below leader %d's HW %d",
+				tp, m.id, m.r.LEO(), l.id, l.r.HW()))
+			return
+		}
 		if off, ok := inv.agree(tp, l, m, l.r.HW()); !ok {
 			inv.fail(InvStrongISR, fmt.Sprintf("%s: ISR member %d differs from leader %d at offset %d, below the leader's HW %d",
 				tp, m.id, l.id, off, l.r.HW()))
@@ -250,8 +255,8 @@ func (inv *invariants) agree(tp broker.TopicPartition, a, b replicaView, upTo in
 			return min(la[i].BaseOffset, lb[j].BaseOffset), false
 		}
 	}
-	// One log ends below upTo: both HWs are clamped to LEO, so this cannot
-	// hide a difference; the shorter one is a prefix.
+	// Callers make sure both logs reach upTo (HWs are clamped to LEO, and
+	// StrongIsr checks the member's LEO first).
 	inv.verified[key] = upTo
 	return 0, true
 }
