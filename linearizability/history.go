@@ -1,17 +1,42 @@
 // Package linearizability records what clients saw and judges it: the
 // history format, the porcupine models built on spec/, and the offset-based
 // anomaly checker.
+//
+// A history is a list of operations (Op), written as JSON lines (one Op per
+// line; see FORMAT.md). Any harness in any language can write one and have
+// watermark check it.
 package linearizability
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
 
 // Kind is the operation a client performed.
 type Kind string
 
 // Operation kinds.
 const (
-	KindProduce     Kind = "produce"
-	KindFetch       Kind = "fetch"
+	// KindProduce writes one record (Value) to a partition.
+	KindProduce Kind = "produce"
+	// KindFetch reads records of a partition from Offset on.
+	KindFetch Kind = "fetch"
+	// KindListOffsets asks for the latest visible offset (the HW).
 	KindListOffsets Kind = "list-offsets"
+	// KindAssign says a consumer (Client) starts reading a partition at
+	// Offset: after a (re)assignment, a seek or an offset reset. The next
+	// fetch of that client on that partition is not compared with the ones
+	// before it.
+	KindAssign Kind = "assign"
 )
+
+// Kinds lists the kinds a history may hold.
+var Kinds = []Kind{KindProduce, KindFetch, KindListOffsets, KindAssign}
 
 // Outcome is how an operation ended, as far as the client could tell.
 type Outcome string
@@ -33,10 +58,13 @@ type Record struct {
 
 // Op is one client operation, from call to return.
 //
-// Invariants:
-//  1. Call <= Return (Return is -1 while the operation is open).
-//  2. Produce: Value is unique in the history.
-//  3. Outcome ok for produce with acks != 0 => Offset >= 0.
+// Invariants (Validate checks them):
+//  1. Call <= Return; Return is -1 only for an operation still open when the
+//     history ended, whose outcome is then unknown.
+//  2. Produce: Value is non-empty and unique among the history's produces.
+//  3. Produce with outcome ok and acks != 0: Offset >= 0 is where it landed.
+//  4. Fetch with outcome ok: Records have strictly increasing offsets, all
+//     >= Offset.
 type Op struct {
 	ID        int     `json:"id"`
 	Client    int     `json:"client"`
@@ -48,14 +76,124 @@ type Op struct {
 	Outcome   Outcome `json:"outcome"`
 	Error     string  `json:"error,omitempty"`
 
-	// Produce: the value written, the acks used, the offset assigned.
+	// Produce: the value written and the acks used (0, 1 or -1 for all).
 	Value string `json:"value,omitempty"`
 	Acks  int    `json:"acks,omitempty"`
-	// Offset is the produce's assigned offset, the fetch's start offset, or
-	// the list-offsets answer.
+	// Offset is the produce's assigned offset (-1 when unknown), the fetch's
+	// or assign's start offset, or the list-offsets answer.
 	Offset int64 `json:"offset"`
 
 	// Fetch: the records returned and the HW the broker reported.
 	Records []Record `json:"records,omitempty"`
 	HW      int64    `json:"hw,omitempty"`
+	// Final marks the reads done after every fault healed; they read each
+	// partition to its end, which makes "unseen" meaningful.
+	Final bool `json:"final,omitempty"`
 }
+
+// TopicPartition names a partition in a history.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String renders "topic-partition".
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// TP is the operation's partition.
+func (op *Op) TP() TopicPartition { return TopicPartition{op.Topic, op.Partition} }
+
+// Validate checks a history's invariants and reports the first broken one
+// with the operation's line.
+func Validate(h []Op) error {
+	values := map[string]int{}
+	for i := range h {
+		op := &h[i]
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("op %d (line %d): %s", op.ID, i+1, fmt.Sprintf(format, args...))
+		}
+		if !slices.Contains(Kinds, op.Kind) {
+			return bad("unknown kind %q: want one of %v", op.Kind, Kinds)
+		}
+		switch op.Outcome {
+		case OutcomeOK, OutcomeFail, OutcomeUnknown:
+		default:
+			return bad("unknown outcome %q: want ok, fail or unknown", op.Outcome)
+		}
+		if op.Return == -1 {
+			if op.Outcome != OutcomeUnknown {
+				return bad("open operation (return -1) must have outcome unknown")
+			}
+		} else if op.Return < op.Call {
+			return bad("returns (%d) before it is called (%d)", op.Return, op.Call)
+		}
+		switch op.Kind {
+		case KindProduce:
+			if op.Value == "" {
+				return bad("produce without a value")
+			}
+			if j, dup := values[op.Value]; dup {
+				return bad("value %q was already produced by op %d: values must be unique", op.Value, j)
+			}
+			values[op.Value] = op.ID
+			if op.Outcome == OutcomeOK && op.Acks != 0 && op.Offset < 0 {
+				return bad("acknowledged produce without an offset")
+			}
+		case KindFetch:
+			prev := op.Offset - 1
+			for _, r := range op.Records {
+				if r.Offset <= prev {
+					return bad("fetch records out of order at offset %d (after %d)", r.Offset, prev)
+				}
+				prev = r.Offset
+			}
+		}
+	}
+	return nil
+}
+
+// WriteHistory writes h as JSON lines.
+func WriteHistory(w io.Writer, h []Op) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for i := range h {
+		if err := enc.Encode(&h[i]); err != nil {
+			return fmt.Errorf("write op %d: %w", h[i].ID, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadHistory reads JSON lines written by WriteHistory or any harness that
+// follows FORMAT.md, and validates them.
+func ReadHistory(r io.Reader) ([]Op, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	var h []Op
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var op Op
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&op); err != nil {
+			return nil, fmt.Errorf("history line %d: %w", line, err)
+		}
+		h = append(h, op)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("history line %d: longer than 64 MiB", line+1)
+		}
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	if err := Validate(h); err != nil {
+		return nil, fmt.Errorf("invalid history: %w", err)
+	}
+	return h, nil
+}
+
