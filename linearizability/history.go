@@ -196,4 +196,3 @@ func ReadHistory(r io.Reader) ([]Op, error) {
 	}
 	return h, nil
 }
-
