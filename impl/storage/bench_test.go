@@ -49,8 +49,8 @@ func BenchmarkRead(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	b.ReportAllocs()
 	for b.Loop() {
-		if got := l.Read(rng.Int64N(l.LEO()), 64<<10); len(got) == 0 {
-			b.Fatal("empty read")
+		if got, err := l.Read(rng.Int64N(l.LEO()), 64<<10); err != nil || len(got) == 0 {
+			b.Fatal("empty read", err)
 		}
 	}
 }

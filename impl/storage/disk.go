@@ -26,7 +26,8 @@ import (
 // WriteFileAtomic and Remove are durable when they return. Errors for missing
 // files wrap fs.ErrNotExist.
 type Disk interface {
-	// ReadFile returns the file's current contents.
+	// ReadFile returns the file's current contents in a new slice that
+	// the caller owns: Log keeps the batches it decodes from it.
 	ReadFile(name string) ([]byte, error)
 	// Append adds data at the end of the file, creating it if missing. It
 	// does not retain data.

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -69,17 +70,6 @@ func genBytes(rng *rand.Rand) []byte {
 	return b
 }
 
-// asRead returns what a reader of bs gets from a Log: Batch.Clone's copies.
-// Clone turns empty byte slices into nil (see record.cloneBytes), so the log
-// keeps them apart on disk (TestFrameRoundTrip) but not in what it returns.
-func asRead(bs []record.Batch) []record.Batch {
-	out := make([]record.Batch, len(bs))
-	for i := range bs {
-		out[i] = bs[i].Clone()
-	}
-	return out
-}
-
 // appendN appends n generated batches to l and returns them.
 func appendN(t testing.TB, l *Log, rng *rand.Rand, n int) []record.Batch {
 	var out []record.Batch
@@ -110,6 +100,18 @@ func openLog(t testing.TB, d Disk, dir string) (*Log, Recovery) {
 	return l, rec
 }
 
+func mustRead(t testing.TB, l *Log, offset int64, maxBytes int) []record.Batch {
+	got, err := l.Read(offset, maxBytes)
+	require.NoError(t, err)
+	return got
+}
+
+func mustReadAll(t testing.TB, l *Log) []record.Batch {
+	got, err := l.ReadAll()
+	require.NoError(t, err)
+	return got
+}
+
 func TestLogRoundTrip(t *testing.T) {
 	forEachDisk(t, func(t *testing.T, d Disk) {
 		l, rec := openLog(t, d, "topic-0")
@@ -120,28 +122,108 @@ func TestLogRoundTrip(t *testing.T) {
 
 		written := appendN(t, l, rand.New(rand.NewPCG(1, 2)), 50)
 		require.NoError(t, l.Sync())
-		assert.Equal(t, asRead(written), l.Batches())
+		assert.Equal(t, written, l.Batches(), "decoded from the file, nil and empty apart")
+		assert.Equal(t, written, mustReadAll(t, l))
 
 		l2, rec := openLog(t, d, "topic-0")
 		assert.True(t, rec.Clean(), rec.String())
 		assert.Equal(t, 50, rec.KeptBatches)
 		assert.Equal(t, l.LEO(), l2.LEO())
 		assert.Equal(t, written[len(written)-1].NextOffset(), l2.LEO())
-		assert.Equal(t, asRead(written), l2.Batches(), "every field reads back")
-		assert.Equal(t, written, l2.batches, "on disk nil and empty stay apart")
+		assert.Equal(t, written, l2.Batches(), "every field reads back, nil and empty apart")
+		assert.Nil(t, l2.recovered, "the log let go of the recovered batches")
+		assert.Equal(t, written, l2.Batches(), "a second call decodes the file again")
 	})
 }
 
-func TestLogKeepsItsOwnCopies(t *testing.T) {
+func TestLogDoesNotRetainBatches(t *testing.T) {
 	l, _ := openLog(t, NewSimDisk(), "p")
 	b := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
 		Records: []record.Record{{Value: []byte("abc")}}}
 	require.NoError(t, l.Append(b))
 	b.Records[0].Value[0] = 'X'
-	got := l.Read(0, 1)
+	got := mustRead(t, l, 0, 1)
 	assert.Equal(t, "abc", string(got[0].Records[0].Value), "caller's later writes do not reach the log")
 	got[0].Records[0].Value[0] = 'Y'
 	assert.Equal(t, "abc", string(l.Batches()[0].Records[0].Value), "reader's writes do not reach the log")
+}
+
+// TestLogBatchesHandsOver checks that Batches hands over OpenLog's decoded
+// batches once, kept in step with truncation, and that appending drops them.
+func TestLogBatchesHandsOver(t *testing.T) {
+	d := NewSimDisk()
+	l, _ := openLog(t, d, "p")
+	rng := rand.New(rand.NewPCG(21, 22))
+	written := appendN(t, l, rng, 6)
+	assert.Nil(t, l.recovered, "appending keeps no batches")
+
+	t.Run("truncate first", func(t *testing.T) {
+		l, _ := openLog(t, d, "p")
+		require.Len(t, l.recovered, 6)
+		leo, err := l.TruncateTo(written[4].BaseOffset)
+		require.NoError(t, err)
+		assert.Equal(t, written[3].NextOffset(), leo)
+		got := l.Batches()
+		assert.Equal(t, written[:4], got, "the recovered batches, truncated")
+		assert.Nil(t, l.recovered)
+		assert.Equal(t, got, l.Batches(), "the file holds the same")
+		written = written[:4]
+	})
+	t.Run("append first", func(t *testing.T) {
+		l, _ := openLog(t, d, "p")
+		require.Len(t, l.recovered, 4)
+		b := genBatch(rng, l.LEO(), 1)
+		require.NoError(t, l.Append(b))
+		assert.Nil(t, l.recovered, "appending drops the recovered batches")
+		assert.Equal(t, append(written, b), l.Batches(), "decoded from the file")
+	})
+}
+
+// TestLogReadChecksTheFile checks that a log whose file changed under it
+// fails instead of returning batches its index does not describe.
+func TestLogReadChecksTheFile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	tests := map[string]func(d Disk, name string){
+		"truncated": func(d Disk, name string) {
+			data, err := d.ReadFile(name)
+			require.NoError(t, err)
+			require.NoError(t, d.Truncate(name, int64(len(data)-1)))
+		},
+		"corrupted": func(d Disk, name string) {
+			corruptFile(t, d, name, func(b []byte) { b[len(b)-1] ^= 1 })
+		},
+		"renumbered": func(d Disk, name string) {
+			// The first frame, intact but for other offsets.
+			corruptFile(t, d, name, func(b []byte) {
+				binary.BigEndian.PutUint64(b[frameHeaderSize+1:], 1)
+				fixCRCs(b)
+			})
+		},
+		"replaced": func(d Disk, name string) {
+			var data []byte
+			for next := int64(0); len(data) < 1<<12; {
+				b := genBatch(rng, next, 1)
+				var err error
+				data, err = appendFrame(data, &b)
+				require.NoError(t, err)
+				next = b.NextOffset()
+			}
+			require.NoError(t, d.WriteFileAtomic(name, data))
+		},
+	}
+	for name, change := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := NewSimDisk()
+			l, _ := openLog(t, d, "p")
+			appendN(t, l, rng, 3)
+			change(d, l.File())
+			_, err := l.ReadAll()
+			require.ErrorIs(t, err, ErrLogFailed)
+			require.ErrorIs(t, err, errIndexMismatch)
+			assert.Panics(t, func() { l.Batches() })
+			require.ErrorIs(t, l.Append(genBatch(rng, l.LEO(), 1)), ErrLogFailed, "the failure is sticky")
+		})
+	}
 }
 
 func TestLogAppendRejects(t *testing.T) {
@@ -166,25 +248,32 @@ func TestLogAppendRejects(t *testing.T) {
 
 func TestLogRead(t *testing.T) {
 	l, _ := openLog(t, NewSimDisk(), "p")
-	batches := asRead(appendN(t, l, rand.New(rand.NewPCG(5, 6)), 10))
+	batches := appendN(t, l, rand.New(rand.NewPCG(5, 6)), 10)
 
-	assert.Nil(t, l.Read(-1, 1<<20), "below the start offset")
-	assert.Nil(t, l.Read(l.LEO(), 1<<20), "at LEO there is nothing yet")
-	assert.Nil(t, l.Read(l.LEO()+5, 1<<20))
+	assert.Nil(t, mustRead(t, l, -1, 1<<20), "below the start offset")
+	assert.Nil(t, mustRead(t, l, l.LEO(), 1<<20), "at LEO there is nothing yet")
+	assert.Nil(t, mustRead(t, l, l.LEO()+5, 1<<20))
 
-	assert.Equal(t, batches, l.Read(0, 1<<20), "everything fits")
+	assert.Equal(t, batches, mustRead(t, l, 0, 1<<20), "everything fits")
 	for _, b := range batches {
-		got := l.Read(b.LastOffset(), 0)
+		got := mustRead(t, l, b.LastOffset(), 0)
 		require.Len(t, got, 1, "at least one batch even when maxBytes is too small")
+		assert.Equal(t, b, got[0], "the batch holding the offset, whole")
+	}
+	for _, b := range batches {
+		got := mustRead(t, l, b.BaseOffset, 0)
+		require.Len(t, got, 1)
 		assert.Equal(t, b, got[0], "the batch holding the offset, whole")
 	}
 
 	// Exactly the first three batches fit.
 	limit := batches[3].Size() + batches[4].Size() + batches[5].Size()
-	got := l.Read(batches[3].BaseOffset, limit)
+	got := mustRead(t, l, batches[3].BaseOffset, limit)
 	assert.Equal(t, batches[3:6], got)
-	got = l.Read(batches[3].BaseOffset, limit-1)
+	got = mustRead(t, l, batches[3].BaseOffset, limit-1)
 	assert.Equal(t, batches[3:5], got)
+	got = mustRead(t, l, batches[9].LastOffset(), 1<<20)
+	assert.Equal(t, batches[9:], got, "the last batch")
 }
 
 // TestLogTruncateTo checks that truncation removes whole batches: truncating
@@ -268,7 +357,7 @@ func TestLogFailsAfterIOError(t *testing.T) {
 
 	l2, rec := openLog(t, d, "p")
 	assert.False(t, rec.Clean(), "the partial frame is dropped")
-	assert.Equal(t, asRead(written), l2.Batches())
+	assert.Equal(t, written, l2.Batches())
 	require.NoError(t, l2.Append(genBatch(rng, l2.LEO(), 1)), "a reopened log works")
 }
 
