@@ -26,6 +26,20 @@ type client struct {
 	nextAt   int64
 	seq      int
 	pos      map[broker.TopicPartition]int64 // consumer positions
+
+	final *finalRead // set for the final reader
+}
+
+// finalRead reads every partition from offset 0 to the HW that ListOffsets
+// reports, once all faults have healed. Its fetches are marked Final only
+// when a partition's pass completes, so a pass cut short by a late fault
+// claims nothing.
+type finalRead struct {
+	active bool
+	tp     int   // index of the partition being read
+	target int64 // HW to read up to; -1 until ListOffsets answers
+	pos    int64
+	ops    []int // this pass's fetches
 }
 
 type inflight struct {
@@ -56,6 +70,84 @@ func (s *Sim) startClients() {
 		s.clients = append(s.clients, c)
 		s.schedule(event{at: s.rng.Int64N(s.cfg.TickMs) + s.cfg.TickMs, kind: evClientTick, node: c.id})
 	}
+	if !s.cfg.NoFinalRead {
+		c := &client{
+			s:        s,
+			id:       broker.ClientIDBase + broker.NodeID(len(s.clients)),
+			tps:      tps,
+			leaders:  map[broker.TopicPartition]int32{},
+			needMeta: true,
+			pos:      map[broker.TopicPartition]int64{},
+			final:    &finalRead{target: -1},
+		}
+		s.clients = append(s.clients, c)
+		s.schedule(event{at: s.rng.Int64N(s.cfg.TickMs) + s.cfg.TickMs, kind: evClientTick, node: c.id})
+	}
+}
+
+func (s *Sim) startFinalRead() {
+	for _, c := range s.clients {
+		if c.final != nil {
+			c.final.active = true
+			s.note("final read of every partition")
+		}
+	}
+}
+
+// FinalReadDone reports whether the final read covered every partition.
+func (r *Result) FinalReadDone() bool { return r.Stats.FinalReadDone }
+
+func (c *client) tickFinal() {
+	f := c.final
+	s := c.s
+	if !f.active || f.tp >= len(c.tps) {
+		return
+	}
+	if c.needMeta {
+		c.requestMetadata()
+		return
+	}
+	tp := c.tps[f.tp]
+	leader, ok := c.leaders[tp]
+	if !ok || leader < 0 {
+		c.needMeta = true
+		return
+	}
+	if f.target < 0 {
+		op := s.record(linearizability.Op{
+			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindListOffsets,
+			Topic: tp.Topic, Partition: tp.Partition, Offset: -1,
+		})
+		c.corr++
+		s.send(broker.Envelope{From: c.id, To: broker.NodeID(leader), Msg: broker.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp, Latest: true}})
+		c.inflight = &inflight{corr: c.corr, op: op, deadline: s.now + 1000}
+		return
+	}
+	c.pos[tp] = f.pos
+	c.fetch(tp, broker.NodeID(leader))
+	f.ops = append(f.ops, c.inflight.op)
+}
+
+// afterFinalFetch advances the final read after one of its fetches.
+func (c *client) afterFinalFetch(tp broker.TopicPartition, ok bool) {
+	f := c.final
+	if !ok {
+		f.target, f.pos, f.ops = -1, 0, nil
+		return
+	}
+	f.pos = c.pos[tp]
+	if f.pos < f.target {
+		return
+	}
+	for _, i := range f.ops {
+		c.s.history[i].Final = true
+	}
+	f.tp++
+	f.target, f.pos, f.ops = -1, 0, nil
+	if f.tp == len(c.tps) {
+		c.s.stats.FinalReadDone = true
+		c.s.note("final read complete")
+	}
 }
 
 func (c *client) tick() {
@@ -71,6 +163,13 @@ func (c *client) tick() {
 		}
 		c.inflight = nil
 		c.needMeta = true
+		if c.final != nil && f.op >= 0 && c.s.history[f.op].Kind == linearizability.KindFetch {
+			c.afterFinalFetch(c.tps[c.final.tp], false)
+		}
+	}
+	if c.final != nil {
+		c.tickFinal()
+		return
 	}
 	if s.now < c.nextAt || (c.producer && s.workloadOver) {
 		return
@@ -179,6 +278,9 @@ func (c *client) handle(env broker.Envelope) {
 		if m.Err != nil {
 			c.finish(f.op, linearizability.OutcomeFail, m.Err.Error())
 			c.needMeta = true
+			if c.final != nil {
+				c.afterFinalFetch(m.TopicPartition, false)
+			}
 			return
 		}
 		op.HW = m.HW
@@ -195,6 +297,26 @@ func (c *client) handle(env broker.Envelope) {
 		}
 		c.pos[m.TopicPartition] = next
 		c.finish(f.op, linearizability.OutcomeOK, "")
+		if c.final != nil {
+			c.afterFinalFetch(m.TopicPartition, true)
+		}
+	case broker.ListOffsetsResponse:
+		if f == nil || f.corr != m.Correlation {
+			return
+		}
+		c.inflight = nil
+		op := &c.s.history[f.op]
+		if m.Err != nil {
+			c.finish(f.op, linearizability.OutcomeFail, m.Err.Error())
+			c.needMeta = true
+			return
+		}
+		op.Offset = m.Offset
+		c.finish(f.op, linearizability.OutcomeOK, "")
+		if c.final != nil {
+			c.final.target = m.Offset
+			c.final.pos = 0
+		}
 	}
 }
 

@@ -47,6 +47,13 @@ type Config struct {
 	// steps a violation report shows.
 	MaxSteps  int
 	TraceTail int
+	// ContinueAfterViolation keeps running after an invariant fails, so the
+	// clients' history shows what the failure did (each invariant is
+	// reported once, at its first failure). By default a run stops there.
+	ContinueAfterViolation bool
+	// NoFinalRead skips the read of every partition to its end after the
+	// faults heal.
+	NoFinalRead bool
 }
 
 // Topic is created at the start of the run.
@@ -66,6 +73,7 @@ type BrokerSettings struct {
 	HeartbeatIntervalMs    int64
 	HWCheckpointIntervalMs int64
 	FlushEveryAppend       bool
+	FlushIntervalMs        int64
 	AdvanceHWBelowMinISR   bool
 }
 
@@ -201,6 +209,7 @@ func (c *Config) brokerConfig(id int) (broker.Config, error) {
 		HeartbeatIntervalMs:    s.HeartbeatIntervalMs,
 		HWCheckpointIntervalMs: s.HWCheckpointIntervalMs,
 		FlushEveryAppend:       s.FlushEveryAppend,
+		FlushIntervalMs:        s.FlushIntervalMs,
 	}
 	return cfg, cfg.Validate()
 }

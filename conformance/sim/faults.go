@@ -18,11 +18,22 @@ const (
 	FaultPowerLoss FaultKind = "powerloss" // machine dies; unsynced writes lost, last may tear
 	FaultPause     FaultKind = "pause"     // process stops; messages wait for it
 	FaultIsolate   FaultKind = "isolate"   // network partition: the broker alone on one side
+	FaultSlow      FaultKind = "slow"      // every message to or from the broker takes DelayMs longer
 	FaultHeal      FaultKind = "heal"      // end every network partition
 )
 
 // FaultKinds lists every kind, for messages and flags.
-var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultHeal}
+var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal}
+
+// Role picks a fault's broker by what it does when the fault strikes.
+type Role string
+
+// Roles. RoleAny means Fault.Node names the broker.
+const (
+	RoleAny      Role = ""
+	RoleLeader   Role = "leader"   // the current leader of a partition
+	RoleFollower Role = "follower" // a follower of that partition, drawn from the seed
+)
 
 // Trigger says when a scheduled fault or failpoint takes effect: at a time,
 // or once a number of produces have been acknowledged. The zero Trigger is
@@ -44,19 +55,35 @@ func (t Trigger) String() string {
 type Fault struct {
 	When Trigger
 	Kind FaultKind
-	Node int // the broker; unused for heal
+	Node int // the broker when Role is RoleAny; unused for heal
+	// Role, when set, picks the broker when the fault strikes: the leader
+	// or a follower of Partition (default: the first topic's partition 0).
+	Role      Role
+	Partition *broker.TopicPartition
 	// ForMs is how long the fault lasts: downtime for crash and power loss,
-	// pause length, isolation length. 0 means Config.RestartAfterMs for
-	// crash, power loss and pause, and "until the final heal" for isolate.
+	// pause length, isolation or slowness length. 0 means
+	// Config.RestartAfterMs, except for isolate, where it means "until the
+	// final heal".
 	ForMs int64
+	// DelayMs is the extra delay of a slow broker's messages.
+	DelayMs int64
 }
 
 func (f Fault) validate(brokers int) error {
 	if !slices.Contains(FaultKinds, f.Kind) {
 		return fmt.Errorf("unknown kind %q: want one of %v", f.Kind, FaultKinds)
 	}
-	if f.Kind != FaultHeal && (f.Node < 1 || f.Node > brokers) {
-		return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
+	switch f.Role {
+	case RoleAny:
+		if f.Kind != FaultHeal && (f.Node < 1 || f.Node > brokers) {
+			return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
+		}
+	case RoleLeader, RoleFollower:
+	default:
+		return fmt.Errorf("unknown role %q: want leader or follower", f.Role)
+	}
+	if f.Kind == FaultSlow && f.DelayMs <= 0 {
+		return fmt.Errorf("slow broker without a delay: set DelayMs > 0")
 	}
 	if f.ForMs < 0 || f.When.AtMs < 0 || f.When.AfterAcks < 0 {
 		return fmt.Errorf("%s: negative time or count", f.Kind)
@@ -115,6 +142,8 @@ func splitPercent(term string) (float64, string, error) {
 // Nemesis injects random faults while the workload runs.
 type Nemesis struct {
 	Kinds      []FaultKind // drawn uniformly; empty disables the nemesis
+	Role       Role        // strike leaders or followers only (RoleAny: any broker)
+	DelayMs    int64       // extra delay for FaultSlow
 	IntervalMs int64       // time between faults, uniform in [Interval/2, 3*Interval/2]
 	FaultMs    int64       // how long each fault lasts
 	MaxFaulty  int         // at most this many brokers faulted at once (0: 1)

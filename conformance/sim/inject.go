@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/failpoint"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/controller"
 )
 
 // inject applies one fault now.
@@ -16,7 +17,12 @@ func (s *Sim) inject(f Fault) {
 		s.healIsolation()
 		return
 	}
-	n := s.nodes[f.Node]
+	id, ok := s.resolve(f)
+	if !ok {
+		s.note(fmt.Sprintf("%s of the %s: no such broker now, skipped", f.Kind, f.Role))
+		return
+	}
+	n := s.nodes[id]
 	dur := f.ForMs
 	if dur == 0 && f.Kind != FaultIsolate {
 		dur = s.cfg.RestartAfterMs
@@ -32,6 +38,14 @@ func (s *Sim) inject(f Fault) {
 		n.faulted++
 		s.note(fmt.Sprintf("pause broker %d for %d ms", n.id, dur))
 		s.schedule(event{at: s.now + dur, kind: evResume, node: n.id})
+	case FaultSlow:
+		if n.slowMs > 0 {
+			return
+		}
+		n.slowMs = f.DelayMs
+		n.faulted++
+		s.note(fmt.Sprintf("slow broker %d by %d ms for %d ms", n.id, f.DelayMs, dur))
+		s.schedule(event{at: s.now + dur, kind: evUnslow, node: n.id})
 	case FaultIsolate:
 		if n.isolated {
 			return
@@ -43,6 +57,34 @@ func (s *Sim) inject(f Fault) {
 			s.schedule(event{at: s.now + dur, kind: evUnisolate, node: n.id})
 		}
 	}
+}
+
+// resolve picks the broker a fault strikes.
+func (s *Sim) resolve(f Fault) (broker.NodeID, bool) {
+	if f.Role == RoleAny {
+		return broker.NodeID(f.Node), true
+	}
+	tp := broker.TopicPartition{Topic: s.cfg.Topics[0].Name}
+	if f.Partition != nil {
+		tp = *f.Partition
+	}
+	p, ok := s.ctrl.Controller().Partition(controller.TopicPartition(tp))
+	if !ok {
+		return 0, false
+	}
+	if f.Role == RoleLeader {
+		return broker.NodeID(p.Leader), p.Leader > 0
+	}
+	var followers []int32
+	for _, id := range p.Replicas {
+		if id != p.Leader {
+			followers = append(followers, id)
+		}
+	}
+	if len(followers) == 0 {
+		return 0, false
+	}
+	return broker.NodeID(followers[s.rng.IntN(len(followers))]), true
 }
 
 // kill stops a broker's process; with powerLoss its machine loses what was
@@ -87,6 +129,14 @@ func (s *Sim) resume(n *node) {
 	}
 }
 
+func (s *Sim) unslow(n *node) {
+	if n.slowMs > 0 {
+		n.slowMs = 0
+		n.faulted--
+		s.note(fmt.Sprintf("broker %d is fast again", n.id))
+	}
+}
+
 func (s *Sim) healIsolation() {
 	for _, n := range s.nodes[1:] {
 		if n.isolated {
@@ -105,6 +155,7 @@ func (s *Sim) healAll() {
 		if n.paused {
 			s.resume(n)
 		}
+		s.unslow(n)
 	}
 	for i, fp := range s.cfg.Failpoints {
 		if s.fpActive[i] {
@@ -215,7 +266,6 @@ func (s *Sim) nemesis() {
 		return
 	}
 	kind := nm.Kinds[s.rng.IntN(len(nm.Kinds))]
-	n := healthy[s.rng.IntN(len(healthy))]
 	if kind == FaultPowerLoss && nm.PowerLossOnlyInSync && (faulty > 0 || !s.allInSync()) {
 		kind = FaultCrash
 	}
@@ -223,7 +273,23 @@ func (s *Sim) nemesis() {
 	if dur <= 0 {
 		dur = s.cfg.RestartAfterMs
 	}
-	s.inject(Fault{Kind: kind, Node: int(n.id), ForMs: dur})
+	f := Fault{Kind: kind, ForMs: dur, DelayMs: nm.DelayMs, Role: nm.Role}
+	if f.Kind == FaultSlow && f.DelayMs <= 0 {
+		f.DelayMs = 500
+	}
+	if nm.Role == RoleAny {
+		f.Node = int(healthy[s.rng.IntN(len(healthy))].id)
+	} else {
+		tps := s.partitions()
+		tp := tps[s.rng.IntN(len(tps))]
+		f.Partition = &tp
+		id, ok := s.resolve(f)
+		if !ok || s.nodes[id].faulted > 0 || s.nodes[id].b == nil {
+			return
+		}
+		f.Role, f.Node = RoleAny, int(id)
+	}
+	s.inject(f)
 }
 
 // allInSync reports whether every partition's ISR holds all its replicas.

@@ -73,11 +73,12 @@ type pairKey struct {
 }
 
 type invariants struct {
-	s         *Sim
-	committed map[broker.TopicPartition]*committedLog
-	leaderEp  map[broker.TopicPartition]int32
-	verified  map[pairKey]int64
-	violation *Violation
+	s          *Sim
+	committed  map[broker.TopicPartition]*committedLog
+	leaderEp   map[broker.TopicPartition]int32
+	verified   map[pairKey]int64
+	violations []*Violation // the first failure of each invariant, in order
+	failed     bool         // something failed in this step's check
 }
 
 func newInvariants(s *Sim) *invariants {
@@ -90,10 +91,14 @@ func newInvariants(s *Sim) *invariants {
 }
 
 func (inv *invariants) fail(name, detail string) {
-	if inv.violation != nil {
-		return
+	for _, v := range inv.violations {
+		if v.Invariant == name {
+			return
+		}
 	}
-	inv.violation = &Violation{Invariant: name, Detail: detail, AtMs: inv.s.now, Step: inv.s.steps, Trace: inv.s.trace.tail()}
+	inv.failed = true
+	inv.violations = append(inv.violations, &Violation{Invariant: name, Detail: detail, AtMs: inv.s.now, Step: inv.s.steps, Trace: inv.s.trace.tail()})
+	inv.s.note(fmt.Sprintf("invariant %s violated: %s", name, detail))
 }
 
 // replicaView is one live replica as the checks see it.
@@ -107,8 +112,9 @@ type replicaView struct {
 func (inv *invariants) check() {
 	s := inv.s
 	ctrl := s.ctrl.Controller()
+	inv.failed = false
 	for _, p := range ctrl.Metadata() {
-		if inv.violation != nil {
+		if inv.failed {
 			return
 		}
 		tp := broker.TopicPartition(p.TopicPartition)

@@ -14,6 +14,7 @@ type Stats struct {
 	PowerLosses     int
 	FailpointsFired int
 	StepLimitHit    bool
+	FinalReadDone   bool // the final read covered every partition
 }
 
 // Note is a fault, failpoint or heal at a point in time, for annotating
@@ -25,22 +26,31 @@ type Note struct {
 
 // Result is what a run produced.
 type Result struct {
-	Config    Config
-	Violation *Violation
-	History   []linearizability.Op
-	Notes     []Note
-	Stats     Stats
+	Config Config
+	// Violation is the first invariant that failed, nil if none did;
+	// Violations has the first failure of each (more than one only with
+	// ContinueAfterViolation).
+	Violation  *Violation
+	Violations []*Violation
+	History    []linearizability.Op
+	Notes      []Note
+	Stats      Stats
 	// TraceHash is a hash of every step: equal configs give equal hashes.
 	TraceHash uint64
 }
 
 func (s *Sim) result() *Result {
+	var first *Violation
+	if len(s.inv.violations) > 0 {
+		first = s.inv.violations[0]
+	}
 	return &Result{
-		Config:    s.cfg,
-		Violation: s.inv.violation,
-		History:   s.history,
-		Notes:     s.notes,
-		Stats:     s.stats,
-		TraceHash: s.trace.sum(),
+		Config:     s.cfg,
+		Violation:  first,
+		Violations: s.inv.violations,
+		History:    s.history,
+		Notes:      s.notes,
+		Stats:      s.stats,
+		TraceHash:  s.trace.sum(),
 	}
 }

@@ -39,10 +39,12 @@ const (
 	evEnableFailpoint
 	evNemesis
 	evEndWorkload
+	evUnslow
+	evFinalRead
 )
 
 var evNames = [...]string{"deliver", "tick", "client-tick", "fault", "restart", "resume", "unisolate",
-	"enable-failpoint", "nemesis", "end-workload"}
+	"enable-failpoint", "nemesis", "end-workload", "unslow", "final-read"}
 
 type event struct {
 	at    int64
@@ -81,7 +83,8 @@ type node struct {
 	paused   bool
 	held     []broker.Envelope
 	isolated bool
-	faulted  int // faults in force (crash, power loss, pause, isolation)
+	slowMs   int64 // extra delay on every message to or from this broker
+	faulted  int   // faults in force (crash, power loss, pause, isolation)
 	fpctx    context.Context
 }
 
@@ -188,6 +191,9 @@ func newSim(cfg Config) (*Sim, error) {
 		s.schedule(event{at: s.nemesisDelay(), kind: evNemesis})
 	}
 	s.schedule(event{at: cfg.DurationMs, kind: evEndWorkload})
+	if !cfg.NoFinalRead {
+		s.schedule(event{at: cfg.DurationMs + cfg.SettleMs/2, kind: evFinalRead})
+	}
 	return s, nil
 }
 
@@ -231,7 +237,7 @@ func (s *Sim) onAck() {
 func (s *Sim) end() int64 { return s.cfg.DurationMs + s.cfg.SettleMs }
 
 func (s *Sim) loop() {
-	for s.queue.Len() > 0 && s.inv.violation == nil {
+	for s.queue.Len() > 0 && (s.cfg.ContinueAfterViolation || len(s.inv.violations) == 0) {
 		e := heap.Pop(&s.queue).(event)
 		if e.at > s.end() {
 			break
@@ -290,6 +296,10 @@ func (s *Sim) step(e event) {
 	case evEndWorkload:
 		s.workloadOver = true
 		s.healAll()
+	case evUnslow:
+		s.unslow(s.nodes[e.node])
+	case evFinalRead:
+		s.startFinalRead()
 	}
 }
 
@@ -345,11 +355,29 @@ func (s *Sim) send(env broker.Envelope) {
 		s.stats.Dropped++
 		return
 	}
-	delay := s.cfg.Network.MinDelayMs
+	delay := s.cfg.Network.MinDelayMs + s.slowness(env.From) + s.slowness(env.To)
 	if span := s.cfg.Network.MaxDelayMs - s.cfg.Network.MinDelayMs; span > 0 {
 		delay += s.rng.Int64N(span + 1)
 	}
 	s.schedule(event{at: s.now + delay, kind: evDeliver, env: env})
+}
+
+func (s *Sim) slowness(id broker.NodeID) int64 {
+	if id > broker.ControllerID && int(id) < len(s.nodes) {
+		return s.nodes[id].slowMs
+	}
+	return 0
+}
+
+// partitions lists every topic-partition of the run.
+func (s *Sim) partitions() []broker.TopicPartition {
+	var tps []broker.TopicPartition
+	for _, t := range s.cfg.Topics {
+		for p := int32(0); p < t.Partitions; p++ {
+			tps = append(tps, broker.TopicPartition{Topic: t.Name, Partition: p})
+		}
+	}
+	return tps
 }
 
 // cut reports whether a network partition separates two nodes.

@@ -75,6 +75,7 @@ func TestStrongSettingsHoldUnderRandomFaults(t *testing.T) {
 			t.Fatalf("%v\n%s\nlast steps:\n%s", res.Violation, replay(cfg), join(res.Violation.Trace))
 		}
 		require.Greater(t, res.Stats.Faults, 0, "seed %d injected no fault", seed)
+		require.True(t, res.Stats.FinalReadDone, "seed %d: the final read did not finish; %s", seed, replay(cfg))
 		total += acked(res.History)
 	}
 	assert.Greater(t, total, 1000, "the cluster must make progress between faults")

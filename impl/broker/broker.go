@@ -41,6 +41,9 @@ type Config struct {
 	// (log.flush.interval.messages=1). Kafka's default is off: durability
 	// comes from replication, and a power loss drops unsynced records.
 	FlushEveryAppend bool
+	// FlushIntervalMs syncs every log this often (log.flush.interval.ms);
+	// 0 never syncs on a timer.
+	FlushIntervalMs int64
 }
 
 // Validate reports a configuration a broker cannot run with.
@@ -50,6 +53,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatIntervalMs <= 0 {
 		return fmt.Errorf("heartbeat interval must be > 0, got %d", c.HeartbeatIntervalMs)
+	}
+	if c.FlushIntervalMs < 0 {
+		return fmt.Errorf("flush interval must be >= 0, got %d", c.FlushIntervalMs)
 	}
 	if c.HWCheckpointIntervalMs < 0 {
 		return fmt.Errorf("HW checkpoint interval must be >= 0, got %d", c.HWCheckpointIntervalMs)
@@ -81,6 +87,7 @@ type Broker struct {
 	lastRegister   int64
 	lastHeartbeat  int64
 	lastCheckpoint int64
+	lastFlush      int64
 
 	parts    map[TopicPartition]*hosted
 	order    []TopicPartition // sorted keys of parts: iteration never depends on map order
@@ -243,6 +250,17 @@ func (b *Broker) Tick(now int64) error {
 	}
 	if err := b.expireParked(); err != nil {
 		return err
+	}
+	if b.cfg.FlushIntervalMs > 0 && b.now-b.lastFlush >= b.cfg.FlushIntervalMs {
+		b.lastFlush = b.now
+		if err := b.failpoint(FPBeforeFsync); err != nil {
+			return err
+		}
+		for _, tp := range b.order {
+			if err := b.parts[tp].log.Sync(); err != nil {
+				return storageFailure(tp, err)
+			}
+		}
 	}
 	if b.cfg.HWCheckpointIntervalMs > 0 && b.now-b.lastCheckpoint >= b.cfg.HWCheckpointIntervalMs {
 		b.lastCheckpoint = b.now

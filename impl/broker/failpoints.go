@@ -79,8 +79,9 @@ func (e *FailpointError) Error() string {
 // Unwrap returns the storage error behind a storage failure.
 func (e *FailpointError) Unwrap() error { return e.Cause }
 
-// ParseAction reads a failpoint value: "crash", "powerloss" or "pause",
-// optionally followed by ":<broker id>".
+// ParseAction reads one failpoint action: "crash", "powerloss" or "pause",
+// optionally followed by ":<broker id>". A failpoint value may list several,
+// separated by commas.
 func ParseAction(v string) (Action, NodeID, error) {
 	name, target, hasTarget := strings.Cut(v, ":")
 	var a Action
@@ -110,21 +111,36 @@ func (b *Broker) failpoint(name string) (err error) {
 		if !ok {
 			return
 		}
-		a, target, perr := ParseAction(s)
-		if perr != nil {
-			err = &FailpointError{Name: name, Action: ActionCrash, Cause: perr}
-			return
+		err = b.failpointFired(name, s)
+	})
+	return err
+}
+
+// failpointFired carries out a failpoint value: a comma-separated list of
+// actions ("crash,powerloss:2" crashes this broker and cuts broker 2's power
+// at the same instant). Actions on other brokers are queued for the caller
+// (TakeFaults); an action on this broker stops it here.
+func (b *Broker) failpointFired(name, value string) error {
+	var self *FailpointError
+	for _, part := range strings.Split(value, ",") {
+		a, target, err := ParseAction(strings.TrimSpace(part))
+		if err != nil {
+			return &FailpointError{Name: name, Action: ActionCrash, Target: b.cfg.ID, Cause: err}
 		}
 		fe := &FailpointError{Name: name, Action: a, Target: target}
 		if target != 0 && target != b.cfg.ID {
-			// Another node takes the hit; this one goes on.
 			b.faults = append(b.faults, fe)
-			return
+			continue
 		}
 		fe.Target = b.cfg.ID
-		err = fe
-	})
-	return err
+		if self == nil {
+			self = fe
+		}
+	}
+	if self == nil {
+		return nil
+	}
+	return self
 }
 
 // TakeFaults returns failpoints that fired here but target other nodes.
