@@ -227,6 +227,9 @@ func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
 			down = fp.DownMs
 		}
 	}
+	if fe.ForMs > 0 {
+		down = fe.ForMs
+	}
 	switch fe.Action {
 	case broker.ActionCrash:
 		s.kill(n, false, down, "failpoint "+fe.Name)

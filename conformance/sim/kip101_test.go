@@ -46,3 +46,35 @@ func TestKIP101DataLossFixedByEpochTruncation(t *testing.T) {
 	require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire")
 	require.Nil(t, res.Violation)
 }
+
+// A follower that lost an unsynced tail in a power loss leads and writes a
+// new record where the old leader still holds one. With truncation=hw the
+// old leader keeps its record when it returns: the replicas diverge for
+// good. Reference: KIP-101, scenario 2.
+func TestKIP101DivergenceWithHWTruncation(t *testing.T) {
+	requireFailpoints(t)
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := KIP101Divergence(seed, partition.TruncateToHW)
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
+		require.NotNil(t, res.Violation, "truncation=hw must diverge; %s", replay(cfg))
+		require.Equal(t, InvLogMatching, res.Violation.Invariant, res.Violation.Error())
+	}
+}
+
+// The same schedule with leader epochs: the returning leader learns that
+// epoch 0 ended at offset 1, drops its stale record and copies the new one.
+// Reference: KIP-101, scenario 2, with the fix.
+func TestKIP101DivergenceFixedByEpochTruncation(t *testing.T) {
+	requireFailpoints(t)
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := KIP101Divergence(seed, partition.TruncateToEpoch)
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
+		if res.Violation != nil {
+			t.Fatalf("%v\n%s", res.Violation, replay(cfg))
+		}
+	}
+}

@@ -4,17 +4,21 @@ import "github.com/watermarkhq/watermark/linearizability"
 
 // Stats counts what a run did.
 type Stats struct {
-	Steps           int
-	EndMs           int64
-	Messages        int
-	Dropped         int
-	Produced        int
-	Faults          int
-	Crashes         int
-	PowerLosses     int
-	FailpointsFired int
-	StepLimitHit    bool
-	FinalReadDone   bool // the final read covered every partition
+	Steps            int
+	EndMs            int64
+	Messages         int
+	Dropped          int
+	Produced         int
+	Faults           int
+	Crashes          int
+	PowerLosses      int
+	FailpointsFired  int
+	StepLimitHit     bool
+	FinalReadDone    bool // the final read covered every partition
+	Elections        int
+	UncleanElections int
+	ISRShrinks       int
+	ISRExpands       int
 }
 
 // Note is a fault, failpoint or heal at a point in time, for annotating

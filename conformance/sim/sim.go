@@ -10,6 +10,7 @@ import (
 
 	"github.com/pingcap/failpoint"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/storage"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -439,6 +440,21 @@ func (s *Sim) afterBroker(n *node, err error) {
 func (s *Sim) flushController() {
 	for _, e := range s.ctrl.TakeEvents() {
 		s.trace.note(s.now, "controller: "+e.String())
+		switch e.Kind {
+		case controller.ISRChange:
+			if len(e.State.ISR) < len(e.OldISR) {
+				s.stats.ISRShrinks++
+			} else if len(e.State.ISR) > len(e.OldISR) {
+				s.stats.ISRExpands++
+			}
+		case controller.ElectionClean, controller.ElectionPreferred:
+			s.stats.Elections++
+			s.note(fmt.Sprintf("%s: broker %d leads in epoch %d", e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch))
+		case controller.ElectionUnclean:
+			s.stats.Elections++
+			s.stats.UncleanElections++
+			s.note(fmt.Sprintf("%s: unclean election of broker %d in epoch %d", e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch))
+		}
 	}
 	for _, env := range s.ctrl.TakeOutbox() {
 		s.send(env)

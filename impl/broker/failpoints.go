@@ -61,7 +61,10 @@ type FailpointError struct {
 	Name   string
 	Action Action
 	Target NodeID
-	Cause  error
+	// ForMs, when > 0, is how long the target stays down or paused; 0
+	// leaves it to the runner's default.
+	ForMs int64
+	Cause error
 }
 
 // Error describes the failpoint.
@@ -81,8 +84,28 @@ func (e *FailpointError) Unwrap() error { return e.Cause }
 
 // ParseAction reads one failpoint action: "crash", "powerloss" or "pause",
 // optionally followed by ":<broker id>". A failpoint value may list several,
-// separated by commas.
+// separated by commas, and each may end with "@<ms>", how long its target
+// stays down (see ParseActionFor).
 func ParseAction(v string) (Action, NodeID, error) {
+	a, target, _, err := ParseActionFor(v)
+	return a, target, err
+}
+
+// ParseActionFor reads "action[:broker][@ms]".
+func ParseActionFor(v string) (Action, NodeID, int64, error) {
+	var forMs int64
+	if head, ms, ok := strings.Cut(v, "@"); ok {
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || n <= 0 {
+			return "", 0, 0, fmt.Errorf("bad duration in failpoint action %q: want @<milliseconds>", v)
+		}
+		v, forMs = head, n
+	}
+	a, target, err := parseAction(v)
+	return a, target, forMs, err
+}
+
+func parseAction(v string) (Action, NodeID, error) {
 	name, target, hasTarget := strings.Cut(v, ":")
 	var a Action
 	switch Action(name) {
@@ -123,11 +146,11 @@ func (b *Broker) failpoint(name string) (err error) {
 func (b *Broker) failpointFired(name, value string) error {
 	var self *FailpointError
 	for _, part := range strings.Split(value, ",") {
-		a, target, err := ParseAction(strings.TrimSpace(part))
+		a, target, forMs, err := ParseActionFor(strings.TrimSpace(part))
 		if err != nil {
 			return &FailpointError{Name: name, Action: ActionCrash, Target: b.cfg.ID, Cause: err}
 		}
-		fe := &FailpointError{Name: name, Action: a, Target: target}
+		fe := &FailpointError{Name: name, Action: a, Target: target, ForMs: forMs}
 		if target != 0 && target != b.cfg.ID {
 			b.faults = append(b.faults, fe)
 			continue

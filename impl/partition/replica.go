@@ -253,6 +253,14 @@ func (r *Replica) LEO() int64 { return r.leo() }
 // ISR is the controller-committed ISR as the replica last learned it.
 func (r *Replica) ISR() []int32 { return slices.Clone(r.isr) }
 
+// Resolved reports whether the replica acts on a log it has reconciled
+// with its leader epoch: it leads, or it follows and has finished working
+// out where to truncate. A replica just restarted, or still waiting for the
+// leader's epoch answer, holds a log and an HW that are leftovers.
+func (r *Replica) Resolved() bool {
+	return r.role == RoleLeader || (r.role == RoleFollower && !r.follower.awaitingEpoch)
+}
+
 // Truncations counts the truncations that removed records; a checker can
 // trust a log prefix it verified while this count stands still.
 func (r *Replica) Truncations() uint64 { return r.truncations }
