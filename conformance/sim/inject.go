@@ -99,6 +99,7 @@ func (s *Sim) kill(n *node, powerLoss bool, downMs int64, why string) {
 	n.b = nil
 	n.paused = false
 	n.held = nil
+	n.heldOut = nil
 	n.faulted++
 	if powerLoss {
 		n.disk.PowerLoss(s.rng)
@@ -119,6 +120,10 @@ func (s *Sim) resume(n *node) {
 	n.paused = false
 	n.faulted--
 	s.note(fmt.Sprintf("resume broker %d", n.id))
+	for _, env := range n.heldOut {
+		s.send(env)
+	}
+	n.heldOut = nil
 	held := n.held
 	n.held = nil
 	for _, env := range held {

@@ -82,7 +82,8 @@ type node struct {
 	disk     *storage.SimDisk
 	b        *broker.Broker // nil while down
 	paused   bool
-	held     []broker.Envelope
+	held     []broker.Envelope // delivered while paused, handled on resume
+	heldOut  []broker.Envelope // sent by the step that paused, sent on resume
 	isolated bool
 	slowMs   int64 // extra delay on every message to or from this broker
 	faulted  int   // faults in force (crash, power loss, pause, isolation)
@@ -428,6 +429,10 @@ func (s *Sim) afterBroker(n *node, err error) {
 		var fe *broker.FailpointError
 		if !errors.As(err, &fe) {
 			fe = &broker.FailpointError{Name: "error", Action: broker.ActionCrash, Cause: err}
+		}
+		if fe.Action == broker.ActionPause {
+			// The step ran to its end; what it sends leaves on resume.
+			n.heldOut = append(n.heldOut, out...)
 		}
 		s.failpointFired(fe, n.id)
 		return

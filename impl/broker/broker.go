@@ -102,6 +102,7 @@ type Broker struct {
 	out    []Envelope
 	events []Event
 	faults []*FailpointError
+	pause  *FailpointError // a pause failpoint fired during this step
 }
 
 // Open starts a broker process on disk: it recovers every partition log it
@@ -114,6 +115,7 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
 	cfg.Partition.BrokerID = int32(cfg.ID)
+	cfg.Partition.Incarnation = incarnation
 	if fpctx == nil {
 		fpctx = context.Background()
 	}
@@ -188,10 +190,10 @@ func (b *Broker) sendRegister() {
 func (b *Broker) Handle(env Envelope, now int64) error {
 	b.now = max(b.now, now)
 	if err := b.dispatch(env); err != nil {
-		return err
+		return b.finish(err)
 	}
 	// Whatever this message changed may release held follower fetches.
-	return b.releaseReplicaFetches()
+	return b.finish(b.releaseReplicaFetches())
 }
 
 func (b *Broker) dispatch(env Envelope) error {
@@ -233,6 +235,10 @@ func (b *Broker) withReplica(tp TopicPartition, fn func(*partition.Replica)) err
 // Tick advances logical time: heartbeats, replica timers, parked requests
 // that expire, and the periodic HW checkpoint.
 func (b *Broker) Tick(now int64) error {
+	return b.finish(b.tick(now))
+}
+
+func (b *Broker) tick(now int64) error {
 	b.now = max(b.now, now)
 	if !b.registered && b.now-b.lastRegister >= b.cfg.HeartbeatIntervalMs {
 		b.sendRegister()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -418,13 +417,4 @@ func storedValues(t *testing.T, d *storage.SimDisk, tp broker.TopicPartition) []
 	l, _, err := storage.OpenLog(d.Clone(), fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
 	require.NoError(t, err)
 	return values(l.Batches())
-}
-
-// knownBug skips a test that shows a known bug in impl/broker unless
-// WATERMARK_BROKER_BUGS is set; the test fails until the bug is fixed.
-func knownBug(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv("WATERMARK_BROKER_BUGS") == "" {
-		t.Skip("known bug: " + bug)
-	}
 }

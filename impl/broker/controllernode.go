@@ -67,12 +67,13 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		_ = n.c.Heartbeat(int32(env.From), m.Incarnation, now) // refused: the broker re-registers
 	case AlterISR:
 		res := n.c.AlterPartition(controller.AlterPartitionRequest{
-			TopicPartition:    controller.TopicPartition(m.TopicPartition),
-			BrokerID:          int32(env.From),
-			BrokerIncarnation: m.Incarnation,
-			LeaderEpoch:       m.LeaderEpoch,
-			PartitionEpoch:    m.PartitionEpoch,
-			NewISR:            m.NewISR,
+			TopicPartition:     controller.TopicPartition(m.TopicPartition),
+			BrokerID:           int32(env.From),
+			BrokerIncarnation:  m.Incarnation,
+			LeaderEpoch:        m.LeaderEpoch,
+			PartitionEpoch:     m.PartitionEpoch,
+			NewISR:             m.NewISR,
+			NewISRIncarnations: m.NewISRIncarnations, // KIP-903: additions must come from live processes
 		}, now)
 		n.flush()
 		n.send(env.From, AlterISRAnswer{TopicPartition: m.TopicPartition, Code: res.Error, State: res.State})

@@ -56,7 +56,9 @@ const (
 
 // FailpointError reports a failpoint that fired: the node named (or, when
 // Target is 0, the node that hit it) must take Action now. It is also how a
-// storage failure takes a broker down.
+// storage failure takes a broker down. For a crash or power loss, the step
+// stopped at the failpoint and its outbox must be dropped; for a pause, the
+// step ran to its end and its outbox must be sent when the broker resumes.
 type FailpointError struct {
 	Name   string
 	Action Action
@@ -118,8 +120,8 @@ func parseAction(v string) (Action, NodeID, error) {
 		return a, 0, nil
 	}
 	id, err := strconv.ParseInt(target, 10, 32)
-	if err != nil || id <= 0 {
-		return "", 0, fmt.Errorf("bad target in failpoint action %q: want a broker id", v)
+	if err != nil || id <= int64(ControllerID) || id >= int64(ClientIDBase) {
+		return "", 0, fmt.Errorf("bad target in failpoint action %q: want a broker id, 1..%d", v, ClientIDBase-1)
 	}
 	return a, NodeID(id), nil
 }
@@ -156,6 +158,15 @@ func (b *Broker) failpointFired(name, value string) error {
 			continue
 		}
 		fe.Target = b.cfg.ID
+		if a == ActionPause {
+			// A paused process goes on from this very point when it
+			// resumes, so the step runs to its end and the pause is
+			// reported after it (its messages wait for the resume).
+			if b.pause == nil {
+				b.pause = fe
+			}
+			continue
+		}
 		if self == nil {
 			self = fe
 		}
@@ -164,6 +175,20 @@ func (b *Broker) failpointFired(name, value string) error {
 		return nil
 	}
 	return self
+}
+
+// finish ends a Handle or Tick: a crash stops the step where it happened; a
+// pause lets it finish and then stops the broker.
+func (b *Broker) finish(err error) error {
+	p := b.pause
+	b.pause = nil
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		return p
+	}
+	return nil
 }
 
 // TakeFaults returns failpoints that fired here but target other nodes.

@@ -144,7 +144,6 @@ func TestParseActionFor(t *testing.T) {
 // Broker ids are 1..ClientIDBase-1 (Config.Validate); a target outside that
 // range names no broker and should be refused like "crash:0".
 func TestParseActionRefusesTargetsThatAreNotBrokers(t *testing.T) {
-	knownBug(t, `ParseAction accepts "crash:1000": a client's node id, not a broker's`)
 	_, _, err := broker.ParseAction(fmt.Sprintf("crash:%d", broker.ClientIDBase))
 	require.Error(t, err)
 }
@@ -302,7 +301,6 @@ func TestFailpointFiresOnlyWhereTheHookAllows(t *testing.T) {
 // Reference: broker.ActionPause; DESIGN.md, "the caller persists first".
 func TestPauseFailpointResumesWhereItStopped(t *testing.T) {
 	requireFailpoints(t)
-	knownBug(t, "a pause failpoint abandons the rest of the Ready; the resumed broker's replica and log disagree")
 	c, leader := newTopic(t, opts{fpctx: map[broker.NodeID]context.Context{1: hook(always)}})
 	enable(t, broker.FPLeaderBeforeAppend, `1*return("pause")`)
 	_, err := handleDirect(c, leader, produceRequest(c.nextCorr(), tp0, partition.AcksLeader, "a"))

@@ -123,7 +123,6 @@ func TestPowerLossKeepsOnlySyncedRecords(t *testing.T) {
 // Reference: KIP-903 (replicas with a stale broker epoch must not join the
 // ISR); SEMANTICS.md, StrongIsr.
 func TestStaleFetchDoesNotReturnAnEmptyReplicaToTheISR(t *testing.T) {
-	knownBug(t, "a held replica fetch from a follower's previous incarnation puts the restarted, empty follower back in the ISR (no KIP-903 fencing)")
 	c, leader := newTopic(t, opts{})
 	require.EqualValues(t, 1, leader)
 	for _, v := range []string{"a", "b", "c"} {

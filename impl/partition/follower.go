@@ -71,6 +71,7 @@ func (r *Replica) sendFetch(now int64) {
 		TopicPartition:     r.tp,
 		ID:                 r.follower.inflight,
 		ReplicaID:          r.cfg.BrokerID,
+		ReplicaIncarnation: r.cfg.Incarnation,
 		To:                 r.leaderID,
 		FetchOffset:        r.leo(),
 		CurrentLeaderEpoch: r.epoch,

@@ -22,6 +22,7 @@ const (
 //  1. leo == -1 until the follower fetches in this leader epoch.
 //  2. lastCaughtUp <= lastFetchTime once the follower has fetched.
 type followerProgress struct {
+	incarnation        int64 // of the follower process whose fetches these are
 	leo                int64
 	lastCaughtUp       int64
 	lastFetchTime      int64
@@ -128,6 +129,18 @@ func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
 	if f == nil {
 		resp.Err = ErrNotLeader // not a replica of this partition
 		return resp
+	}
+	switch {
+	case req.ReplicaIncarnation < f.incarnation:
+		// Sent by the follower's previous process, delayed or held here:
+		// what it says about the follower's log is no longer true.
+		resp.Err = ErrStaleBrokerEpoch
+		return resp
+	case req.ReplicaIncarnation > f.incarnation:
+		// A new process: nothing it has not itself fetched counts.
+		f.incarnation = req.ReplicaIncarnation
+		f.leo = -1
+		f.lastFetchLeaderLEO = -1
 	}
 	leo := r.leo()
 	resp.LEO = leo
@@ -274,12 +287,21 @@ func (r *Replica) maybeExpandISR(id int32, now int64) {
 
 func (r *Replica) sendAlterISR(isr []int32, now int64) {
 	r.leader.pending = &pendingISR{isr: isr, sentAt: now}
+	incs := make([]int64, len(isr))
+	for i, id := range isr {
+		if id == r.cfg.BrokerID {
+			incs[i] = r.cfg.Incarnation
+		} else if f := r.leader.followers[id]; f != nil {
+			incs[i] = f.incarnation
+		}
+	}
 	r.ready.Messages = append(r.ready.Messages, AlterISRRequest{
-		TopicPartition: r.tp,
-		LeaderID:       r.cfg.BrokerID,
-		LeaderEpoch:    r.epoch,
-		PartitionEpoch: r.partitionEpoch,
-		NewISR:         slices.Clone(isr),
+		TopicPartition:     r.tp,
+		LeaderID:           r.cfg.BrokerID,
+		LeaderEpoch:        r.epoch,
+		PartitionEpoch:     r.partitionEpoch,
+		NewISR:             slices.Clone(isr),
+		NewISRIncarnations: incs,
 	})
 }
 

@@ -38,6 +38,7 @@ type FetchRequest struct {
 	TopicPartition
 	ID                 uint64 // matches the response to the request in flight
 	ReplicaID          int32
+	ReplicaIncarnation int64 // the follower process's incarnation (KIP-903's broker epoch)
 	To                 int32 // the leader
 	FetchOffset        int64
 	CurrentLeaderEpoch int32
@@ -81,6 +82,11 @@ type AlterISRRequest struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISRIncarnations holds, for each member of NewISR, the incarnation
+	// its fetches came from (0 when the leader has not heard from it in
+	// this epoch). The controller refuses to add a member whose process
+	// has since restarted (KIP-903).
+	NewISRIncarnations []int64
 }
 
 func (FetchRequest) isMessage()    {}

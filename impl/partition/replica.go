@@ -35,6 +35,7 @@ var (
 	ErrNotEnoughReplicas            = errors.New("not enough replicas")
 	ErrNotEnoughReplicasAfterAppend = errors.New("not enough replicas after append")
 	ErrInvalidRecord                = errors.New("invalid record")
+	ErrStaleBrokerEpoch             = errors.New("stale broker epoch")
 	ErrLeaderChanged                = errors.New("leader changed before the request completed")
 	errUnexpectedBatch              = errors.New("fetched batch does not start at the follower's LEO")
 )
@@ -95,6 +96,10 @@ type Config struct {
 	RequestTimeoutMs int64
 	// RetryBackoffMs is the pause after an error answer before retrying.
 	RetryBackoffMs int64
+	// Incarnation is the broker process's incarnation (Kafka's broker
+	// epoch). Fetches carry it, so a leader can tell a follower's fetch
+	// from one its previous process sent before a restart (KIP-903).
+	Incarnation int64
 }
 
 // DefaultConfig returns Kafka's defaults where Kafka has one, scaled for the
