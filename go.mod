@@ -3,10 +3,15 @@ module github.com/watermarkhq/watermark
 go 1.26
 
 require (
-	github.com/cockroachdb/datadriven v1.0.3 // indirect
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/cockroachdb/datadriven v1.0.3
+	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
+	github.com/spf13/pflag v1.1.0
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
 	github.com/pingcap/errors v0.11.4 // indirect
-	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

@@ -1,0 +1,300 @@
+package conformance
+
+import (
+	"fmt"
+
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// Case is a named conformance scenario: a cluster, a workload, a fault
+// schedule, and the guarantees it expects.
+type Case struct {
+	Name    string
+	Summary string
+	// Config builds the run for one seed. The simulator keeps running after
+	// an invariant fails, so the clients' history shows the consequences.
+	Config func(seed uint64) sim.Config
+	// Allowed lists the anomalies this case tolerates: they are reported as
+	// allowed, not as violations (acks=1 may lose acknowledged writes).
+	Allowed []string
+	// LossAllowed tolerates the loss of committed records: porcupine's
+	// verdict and the protocol invariants are reported but do not fail the
+	// case (unclean election, by design).
+	LossAllowed bool
+	// Require is a case's own expectation about a run, such as "some
+	// produce was refused"; it keeps a case from passing without having
+	// exercised what it claims to.
+	Require func(r *sim.Result) error
+}
+
+// Options change every case of a check.
+type Options struct {
+	// Truncation overrides the cases' truncation variant when set.
+	Truncation *partition.Truncation
+}
+
+// config builds the run of c for seed under opts.
+func (c *Case) config(seed uint64, opts Options) sim.Config {
+	cfg := c.Config(seed)
+	if opts.Truncation != nil {
+		cfg.Broker.Truncation = *opts.Truncation
+	}
+	cfg.ContinueAfterViolation = true
+	return cfg
+}
+
+// base is the strong-consistency recipe with the harness's usual workload.
+func base(seed uint64) sim.Config {
+	cfg := sim.DefaultConfig(seed)
+	cfg.ContinueAfterViolation = true
+	return cfg
+}
+
+// Anomalies a lossy case may show: each follows from records disappearing.
+var lossAnomalies = []string{
+	linearizability.AnomalyLostWrite, linearizability.AnomalyUnseen,
+	linearizability.AnomalyInconsistentOffsets, linearizability.AnomalyReadUncommitted,
+	linearizability.AnomalyNonmonotonicSend, linearizability.AnomalyNonmonotonicPoll,
+	linearizability.AnomalyPollSkip,
+}
+
+// Cases is every case, in the order `watermark check` runs them.
+var Cases = []Case{
+	{
+		Name:    "acks-all-leader-crash",
+		Summary: "RF 3, min ISR 2, acks=all; partition leaders crash and come back",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 3000, FaultMs: 2000, MaxFaulty: 1}
+			return cfg
+		},
+		Require: requireFaults,
+	},
+	{
+		Name:    "follower-restart",
+		Summary: "followers crash and restart mid-stream",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleFollower, IntervalMs: 2000, FaultMs: 1500, MaxFaulty: 1}
+			return cfg
+		},
+		Require: requireFaults,
+	},
+	{
+		Name:    "power-loss-minority",
+		Summary: "one broker at a time loses power: unsynced writes vanish, the last may tear",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultPowerLoss}, IntervalMs: 3000, FaultMs: 1500, MaxFaulty: 1, PowerLossOnlyInSync: true}
+			return cfg
+		},
+		Require: func(r *sim.Result) error {
+			if r.Stats.PowerLosses == 0 {
+				return fmt.Errorf("no broker lost power")
+			}
+			return nil
+		},
+	},
+	{
+		Name:    "leader-isolated",
+		Summary: "the leader is cut off from the other brokers, the controller and the clients",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultIsolate}, Role: sim.RoleLeader, IntervalMs: 4000, FaultMs: 3000, MaxFaulty: 1}
+			return cfg
+		},
+		Require: requireFaults,
+	},
+	{
+		Name:    "acks-1-leader-crash",
+		Summary: "acks=1: leaders crash; losing acknowledged writes is allowed, inconsistent offsets and uncommitted reads are not",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			cfg.Workload.Acks = partition.AcksLeader
+			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 3000, FaultMs: 2000, MaxFaulty: 1}
+			return cfg
+		},
+		Allowed: []string{linearizability.AnomalyUnseen, linearizability.AnomalyNonmonotonicSend},
+		Require: requireFaults,
+	},
+	{
+		Name:    "isr-shrink-expand",
+		Summary: "a follower stalls past replica.lag.time.max.ms, leaves the ISR, then catches up and rejoins",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			// A session long enough that the controller does not fence the
+			// stalled follower: the leader must notice the lag on its own.
+			cfg.Controller.SessionTimeoutMs = 8000
+			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultPause}, Role: sim.RoleFollower, IntervalMs: 7000, FaultMs: 5000, MaxFaulty: 1}
+			return cfg
+		},
+		Require: func(r *sim.Result) error {
+			if r.Stats.ISRShrinks == 0 || r.Stats.ISRExpands == 0 {
+				return fmt.Errorf("ISR shrank %d and expanded %d times: want both", r.Stats.ISRShrinks, r.Stats.ISRExpands)
+			}
+			return nil
+		},
+	},
+	{
+		Name:    "min-isr-refuses",
+		Summary: "two of three replicas down: the ISR falls below min.insync.replicas and acks=all produces are refused",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			cfg.Topics = []sim.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			// Partition 0's replicas are [1 2 3], led by broker 1.
+			cfg.Faults = []sim.Fault{
+				{When: sim.Trigger{AtMs: 4000}, Kind: sim.FaultCrash, Node: 2, ForMs: 8000},
+				{When: sim.Trigger{AtMs: 4000}, Kind: sim.FaultCrash, Node: 3, ForMs: 8000},
+			}
+			return cfg
+		},
+		Require: func(r *sim.Result) error {
+			for _, op := range r.History {
+				if op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeFail && op.Error == partition.ErrNotEnoughReplicas.Error() {
+					return nil
+				}
+			}
+			return fmt.Errorf("no produce was refused with NOT_ENOUGH_REPLICAS")
+		},
+	},
+	uncleanElection(false),
+	uncleanElection(true),
+	{
+		Name:    "kip101-data-loss",
+		Summary: "KIP-101 scenario 1 by failpoints: a restarted follower truncates to its HW and is elected",
+		Config: func(seed uint64) sim.Config {
+			cfg := sim.KIP101DataLoss(seed, partition.TruncateToEpoch)
+			cfg.Workload.Consumers = 1
+			return cfg
+		},
+		Require: requireFailpoints,
+	},
+	{
+		Name:    "kip101-divergence",
+		Summary: "KIP-101 scenario 2 by failpoints: a follower loses power with an unsynced tail and leads; the old leader keeps its tail",
+		Config: func(seed uint64) sim.Config {
+			cfg := sim.KIP101Divergence(seed, partition.TruncateToEpoch)
+			return cfg
+		},
+		Require: requireFailpoints,
+	},
+}
+
+// uncleanElection: broker 2 is cut off long enough to leave the ISR, then
+// the leader crashes while broker 2 comes back. With the option off the
+// partition waits for its leader (unavailable, nothing lost); with it on,
+// broker 2 leads with what it has (committed records lost, by design).
+func uncleanElection(on bool) Case {
+	c := Case{
+		Name:    "unclean-election/off",
+		Summary: "the only ISR member dies while an out-of-sync replica lives; unclean election off: unavailable, no loss",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			cfg.Brokers = 2
+			cfg.Topics = []sim.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 2}}
+			cfg.Broker.MinInsyncReplicas = 1
+			cfg.Controller.UncleanLeaderElection = on
+			cfg.Faults = []sim.Fault{
+				{When: sim.Trigger{AtMs: 2000}, Kind: sim.FaultIsolate, Node: 2, ForMs: 6000},
+				{When: sim.Trigger{AtMs: 7000}, Kind: sim.FaultCrash, Node: 1, ForMs: 6000},
+			}
+			return cfg
+		},
+		Require: func(r *sim.Result) error {
+			if r.Stats.UncleanElections > 0 {
+				return fmt.Errorf("%d unclean elections with unclean.leader.election.enable=false", r.Stats.UncleanElections)
+			}
+			return nil
+		},
+	}
+	if on {
+		c.Name = "unclean-election/on"
+		c.Summary = "the only ISR member dies while an out-of-sync replica lives; unclean election on: the replica leads, loss allowed and reported"
+		c.Allowed = lossAnomalies
+		c.LossAllowed = true
+		c.Require = func(r *sim.Result) error {
+			if r.Stats.UncleanElections == 0 {
+				return fmt.Errorf("no unclean election happened")
+			}
+			return nil
+		}
+	}
+	return c
+}
+
+func requireFaults(r *sim.Result) error {
+	if r.Stats.Faults == 0 {
+		return fmt.Errorf("no fault was injected")
+	}
+	return nil
+}
+
+func requireFailpoints(r *sim.Result) error {
+	if r.Stats.FailpointsFired == 0 {
+		return fmt.Errorf("no failpoint fired: the scenario did not unfold")
+	}
+	return nil
+}
+
+// Lookup finds cases by name; a name also selects its variants
+// ("unclean-election" selects "unclean-election/off" and ".../on").
+func Lookup(names []string) ([]Case, error) {
+	if len(names) == 0 {
+		return Cases, nil
+	}
+	var out []Case
+	for _, n := range names {
+		found := false
+		for _, c := range Cases {
+			if c.Name == n || baseName(c.Name) == n {
+				out = append(out, c)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown case %q; valid cases: %s", n, CaseNames())
+		}
+	}
+	return out, nil
+}
+
+func baseName(n string) string {
+	for i := range n {
+		if n[i] == '/' {
+			return n[:i]
+		}
+	}
+	return n
+}
+
+// CaseNames lists the names Lookup accepts.
+func CaseNames() string {
+	s := ""
+	seen := map[string]bool{}
+	for _, c := range Cases {
+		for _, n := range []string{baseName(c.Name), c.Name} {
+			if !seen[n] {
+				seen[n] = true
+				if s != "" {
+					s += ", "
+				}
+				s += n
+			}
+		}
+	}
+	return s
+}
+
+// NeedFailpoints names the cases that drive failpoints: they need a binary
+// built with failpoint-toolexec.
+func NeedFailpoints(cases []Case) []string {
+	var names []string
+	for _, c := range cases {
+		if len(c.Config(1).Failpoints) > 0 {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}

@@ -1,0 +1,254 @@
+// Package conformance runs named cases against a Kafka-compatible cluster,
+// records what the clients saw, and judges it: protocol invariants (on the
+// simulated reference), the offset-based anomaly checker, and porcupine
+// against spec/'s model of the partition log.
+package conformance
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// Verdict is how a run or a case came out.
+type Verdict string
+
+// Verdicts. Unknown means a checker ran out of time: never a silent pass.
+const (
+	Holds    Verdict = "holds"
+	Violated Verdict = "violated"
+	Unknown  Verdict = "unknown"
+)
+
+// worse returns the worse of two verdicts.
+func worse(a, b Verdict) Verdict {
+	rank := map[Verdict]int{Holds: 0, Unknown: 1, Violated: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// RunResult is one seed of one case, judged.
+type RunResult struct {
+	Case    string
+	Seed    uint64
+	Verdict Verdict
+	// Reasons say why the run did not hold, one line each.
+	Reasons []string
+	// Found are the anomalies the case does not allow; Allowed the ones it
+	// does; Invariants the protocol invariants that failed.
+	Found           []linearizability.Anomaly
+	Allowed         []linearizability.Anomaly
+	Invariants      []*sim.Violation
+	Linearizability linearizability.LinearizabilityResult
+	Ops             int
+	Sim             *sim.Result
+	Elapsed         time.Duration
+}
+
+// Judge checks one simulated run against the case's guarantees.
+func Judge(c *Case, res *sim.Result, checkTimeout time.Duration) *RunResult {
+	r := &RunResult{Case: c.Name, Seed: res.Config.Seed, Verdict: Holds, Ops: len(res.History), Sim: res}
+	fail := func(v Verdict, format string, args ...any) {
+		r.Verdict = worse(r.Verdict, v)
+		r.Reasons = append(r.Reasons, fmt.Sprintf(format, args...))
+	}
+	for _, a := range linearizability.CheckAnomalies(res.History) {
+		if slices.Contains(c.Allowed, a.Name) {
+			r.Allowed = append(r.Allowed, a)
+		} else {
+			r.Found = append(r.Found, a)
+		}
+	}
+	if len(r.Found) > 0 {
+		fail(Violated, "%d anomalies: %s", len(r.Found), summarize(r.Found))
+	}
+	r.Invariants = res.Violations
+	if len(r.Invariants) > 0 && !c.LossAllowed {
+		for _, v := range r.Invariants {
+			fail(Violated, "invariant %s", v.Error())
+		}
+	}
+	r.Linearizability = linearizability.CheckLinearizability(res.History, checkTimeout)
+	switch r.Linearizability.Verdict {
+	case linearizability.VerdictIllegal:
+		if !c.LossAllowed {
+			fail(Violated, "porcupine: the history is not linearizable against spec/'s partition log")
+		}
+	case linearizability.VerdictUnknown:
+		fail(Unknown, "porcupine ran out of time (%s); rerun with a longer --check-timeout", checkTimeout)
+	}
+	if c.Require != nil {
+		if err := c.Require(res); err != nil {
+			fail(Violated, "case expectation: %v", err)
+		}
+	}
+	return r
+}
+
+// summarize counts anomalies by name: "lost-write x2, unseen x1".
+func summarize(as []linearizability.Anomaly) string {
+	counts := map[string]int{}
+	for _, a := range as {
+		counts[a.Name]++
+	}
+	return formatCounts(counts)
+}
+
+func formatCounts(counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for n := range counts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s := ""
+	for _, n := range names {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s x%d", n, counts[n])
+	}
+	return s
+}
+
+// RunOne runs case c with one seed on the simulated reference cluster.
+func RunOne(c *Case, seed uint64, opts Options, checkTimeout time.Duration) (*RunResult, error) {
+	start := time.Now()
+	res, err := sim.Run(c.config(seed, opts))
+	if err != nil {
+		return nil, fmt.Errorf("case %s seed %d: %w", c.Name, seed, err)
+	}
+	r := Judge(c, res, checkTimeout)
+	r.Elapsed = time.Since(start)
+	return r, nil
+}
+
+// CaseResult sums up every seed of a case.
+type CaseResult struct {
+	Name    string
+	Summary string
+	Seeds   int
+	Ops     int
+	Verdict Verdict
+	// Found counts what broke the case's guarantees, by anomaly or
+	// invariant name; Allowed counts anomalies the case tolerates.
+	Found   map[string]int
+	Allowed map[string]int
+	// Failed holds the runs that did not hold, in seed order.
+	Failed []*RunResult
+}
+
+// Report is the outcome of a check.
+type Report struct {
+	Verdict Verdict
+	Cases   []*CaseResult
+	Runs    int
+	Elapsed time.Duration
+}
+
+// Check runs every case with every seed, workers at a time, and calls
+// progress (if not nil) after each run from one goroutine at a time.
+func Check(cases []Case, seeds []uint64, opts Options, checkTimeout time.Duration, workers int,
+	progress func(done, total int, r *RunResult)) (*Report, error) {
+	start := time.Now()
+	type job struct {
+		c    int
+		seed uint64
+	}
+	jobs := make(chan job)
+	type outcome struct {
+		c   int
+		r   *RunResult
+		err error
+	}
+	results := make(chan outcome)
+	var wg sync.WaitGroup
+	for w := 0; w < max(workers, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				r, err := RunOne(&cases[j.c], j.seed, opts, checkTimeout)
+				results <- outcome{c: j.c, r: r, err: err}
+			}
+		}()
+	}
+	go func() {
+		for i := range cases {
+			for _, s := range seeds {
+				jobs <- job{c: i, seed: s}
+			}
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+	rep := &Report{Verdict: Holds}
+	for _, c := range cases {
+		rep.Cases = append(rep.Cases, &CaseResult{Name: c.Name, Summary: c.Summary, Verdict: Holds,
+			Found: map[string]int{}, Allowed: map[string]int{}})
+	}
+	total := len(cases) * len(seeds)
+	var firstErr error
+	for o := range results {
+		if o.err != nil {
+			if firstErr == nil {
+				firstErr = o.err
+			}
+			continue
+		}
+		rep.Runs++
+		cr := rep.Cases[o.c]
+		add(cr, o.r, cases[o.c].LossAllowed)
+		if progress != nil {
+			progress(rep.Runs, total, o.r)
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	for _, cr := range rep.Cases {
+		sort.Slice(cr.Failed, func(i, j int) bool { return cr.Failed[i].Seed < cr.Failed[j].Seed })
+		rep.Verdict = worse(rep.Verdict, cr.Verdict)
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+func add(cr *CaseResult, r *RunResult, lossAllowed bool) {
+	cr.Seeds++
+	cr.Ops += r.Ops
+	cr.Verdict = worse(cr.Verdict, r.Verdict)
+	for _, a := range r.Found {
+		cr.Found[a.Name]++
+	}
+	for _, a := range r.Allowed {
+		cr.Allowed[a.Name]++
+	}
+	if len(r.Invariants) > 0 {
+		for _, v := range r.Invariants {
+			key := "invariant:" + v.Invariant
+			if lossAllowed {
+				cr.Allowed[key]++
+			} else {
+				cr.Found[key]++
+			}
+		}
+	}
+	if r.Linearizability.Verdict == linearizability.VerdictIllegal {
+		if lossAllowed {
+			cr.Allowed["porcupine:illegal"]++
+		} else {
+			cr.Found["porcupine:illegal"]++
+		}
+	}
+	if r.Verdict != Holds {
+		cr.Failed = append(cr.Failed, r)
+	}
+}

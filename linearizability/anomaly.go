@@ -1,0 +1,241 @@
+package linearizability
+
+import (
+	"cmp"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Anomaly names, as SEMANTICS.md's table "Anomalies the checkers name"
+// spells them.
+const (
+	// AnomalyInconsistentOffsets: one offset was observed holding two
+	// different records.
+	AnomalyInconsistentOffsets = "inconsistent-offsets"
+	// AnomalyDuplicate: one record value stands at two offsets.
+	AnomalyDuplicate = "duplicate"
+	// AnomalyLostWrite: a record that must have committed is no longer at its
+	// offset in a read that began after it committed.
+	AnomalyLostWrite = "lost-write"
+	// AnomalyUnseen: an acknowledged write that no read returned, in a run
+	// whose final reads read the partition to its end.
+	AnomalyUnseen = "unseen"
+	// AnomalyReadUncommitted: a read returned a record that a read begun
+	// after it returned found gone or replaced.
+	AnomalyReadUncommitted = "read-uncommitted"
+	// AnomalyReadOfFailedWrite: a read returned a record whose produce got a
+	// definite error.
+	AnomalyReadOfFailedWrite = "read-of-failed-write"
+	// AnomalyPollSkip: a consumer's next read of a partition started past
+	// the offset after its previous read.
+	AnomalyPollSkip = "poll-skip"
+	// AnomalyNonmonotonicPoll: a consumer's next read of a partition started
+	// at or before the last offset it had read.
+	AnomalyNonmonotonicPoll = "nonmonotonic-poll"
+	// AnomalyNonmonotonicSend: a producer's acknowledged send landed at or
+	// before the offset of its previous acknowledged send to the partition.
+	AnomalyNonmonotonicSend = "nonmonotonic-send"
+)
+
+// AnomalyNames lists the names CheckAnomalies reports, in the order it
+// reports them within a partition.
+var AnomalyNames = []string{
+	AnomalyInconsistentOffsets,
+	AnomalyDuplicate,
+	AnomalyLostWrite,
+	AnomalyUnseen,
+	AnomalyReadUncommitted,
+	AnomalyReadOfFailedWrite,
+	AnomalyPollSkip,
+	AnomalyNonmonotonicPoll,
+	AnomalyNonmonotonicSend,
+}
+
+// Anomaly is one violation of the offset rules, with the operations that
+// prove it.
+type Anomaly struct {
+	Name      string `json:"name"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Offset is the offset concerned, -1 if none.
+	Offset int64 `json:"offset"`
+	// Value is the record concerned, "" if the anomaly is about several.
+	Value string `json:"value,omitempty"`
+	// Ops are the IDs of the operations that prove it, the evidence first.
+	Ops []int `json:"ops"`
+	// Detail says what happened in one sentence.
+	Detail string `json:"detail"`
+}
+
+// TP is the anomaly's partition.
+func (a Anomaly) TP() TopicPartition { return TopicPartition{a.Topic, a.Partition} }
+
+// String renders "topic-partition name: detail".
+func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Name, a.Detail) }
+
+// CheckAnomalies judges a history by offsets alone and returns every anomaly
+// it finds, ordered by partition, then by name (in AnomalyNames order), then
+// by offset. It returns nil for a clean history.
+//
+// Each partition is judged on its own. Records are identified by value
+// (values are unique, see FORMAT.md). Observations of the committed log: an
+// acks=all produce acknowledged at Offset says its value stands there; every
+// record a fetch returned says its value stands at its offset. An acks=1
+// acknowledgement is not one: the leader answers before replicating and may
+// lose the record and hand its offset to another (SEMANTICS.md), so it only
+// takes part in unseen and nonmonotonic-send.
+// Time is the history's: op A happened before op B when A.Return < B.Call.
+// The rules, per partition:
+//
+//   - inconsistent-offsets: an offset observed holding two or more values.
+//     Ops: for each value, the produce acknowledged there or else the fetch
+//     that returned it there first.
+//   - duplicate: a value observed at two or more offsets. Offset is the
+//     lowest; Ops as above, one per offset.
+//   - lost-write: a (value V, offset O) that must have committed (an acks=all
+//     produce acknowledged V at O, or a fetch returned V at O) is missing from
+//     an ok fetch called after the commit was known (after the earliest
+//     return among that produce and those fetches) that covered O. An ok
+//     fetch covers [start, last], where start is its requested Offset (its
+//     first record when the Offset is negative) and last is its last record;
+//     offsets are contiguous on the reference broker (no compaction, no
+//     transactions), so an offset inside that range with another value or no
+//     record at all is missing. V re-appearing at another offset does not
+//     excuse it: the committed log changed. Ops: the evidence, the fetch.
+//   - read-uncommitted: a (V, O) a fetch returned is missing, in the sense
+//     above, from an ok fetch called after the first such read returned: the
+//     broker let a client see a record that was not committed. Every
+//     read-uncommitted is also a lost-write (a read proves a commit); they
+//     are reported both because they name different failures (HW visibility
+//     and durability). Ops: the first read, the fetch that missed it.
+//   - unseen: only in a partition with an ok Final fetch. A produce
+//     acknowledged with acks 1 or all that no fetch ever returned, whether
+//     its offset is below the end of the final reads (they passed over it) or
+//     beyond (they never got that far: the log ends before it). Ops: the
+//     produce, the final fetch that read furthest.
+//   - read-of-failed-write: a fetch returned a value whose produce has
+//     outcome fail. Offset is where it was first read. Ops: produce, fetch.
+//   - poll-skip and nonmonotonic-poll: per client and partition, each ok
+//     fetch is compared with the ok fetch before it, unless an assign op of
+//     that client on that partition stands between them, or it is the
+//     client's first Final fetch (final reads start wherever the harness
+//     chose, usually 0). The previous fetch leaves the consumer at next =
+//     its last record + 1 (its Offset if it returned nothing). The new fetch
+//     starts at its Offset when that is not next, else at its first record
+//     (next if it returned nothing): a start past next is a poll-skip
+//     (Offset = next, the first offset skipped), a start before next is a
+//     nonmonotonic-poll (Offset = the start). Ops: the two fetches.
+//   - nonmonotonic-send: per client and partition, consecutive produces
+//     with outcome ok and Offset >= 0, in call order: the later one at an
+//     offset <= the earlier one's. Offset is the later one's. Ops: both.
+//
+// Where a rule needs one witness among several, it cites the fetch called
+// latest. It runs in O(n log n) time for n operations and records (the log
+// is from sorting each partition's observed offsets, nearly sorted in
+// practice, and operations when a client's are out of call order) and,
+// besides an index of the operations by partition, holds memory for the
+// distinct values and (offset, value) pairs of one partition per CPU, on
+// which partitions are judged in parallel. It does not modify h. A history
+// that fails Validate gets unspecified anomalies, but no panic.
+func CheckAnomalies(h []Op) []Anomaly {
+	groups := groupByPartition(h)
+	// Partitions are independent: judge them on all CPUs, each worker
+	// reusing its buffers, and concatenate in partition order.
+	found := make([][]Anomaly, len(groups))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(groups)) {
+		wg.Go(func() {
+			c := newPartitionCheck(h)
+			for g := int(next.Add(1) - 1); g < len(groups); g = int(next.Add(1) - 1) {
+				found[g] = c.run(groups[g].tp, groups[g].ops)
+			}
+		})
+	}
+	wg.Wait()
+	return slices.Concat(found...)
+}
+
+// partitionOps is one partition's operations, as indexes into the history.
+type partitionOps struct {
+	tp  TopicPartition
+	ops []int32
+}
+
+// groupByPartition returns the produces, fetches and assigns of each
+// partition, partitions in order, operations in history order.
+func groupByPartition(h []Op) []partitionOps {
+	// Topics are few and usually repeat, so they are interned once and the
+	// per-operation lookup hashes two integers instead of a string.
+	type key struct{ topic, partition int32 }
+	topics := map[string]int32{}
+	lastTopic, lastIdx := "", int32(-1)
+	at := map[key]int32{}
+	var groups []partitionOps
+	for i := range h {
+		op := &h[i]
+		switch op.Kind {
+		case KindProduce, KindFetch, KindAssign:
+		default:
+			continue
+		}
+		if lastIdx < 0 || op.Topic != lastTopic {
+			t, ok := topics[op.Topic]
+			if !ok {
+				t = int32(len(topics))
+				topics[op.Topic] = t
+			}
+			lastTopic, lastIdx = op.Topic, t
+		}
+		k := key{lastIdx, op.Partition}
+		g, ok := at[k]
+		if !ok {
+			g = int32(len(groups))
+			at[k] = g
+			groups = append(groups, partitionOps{tp: op.TP()})
+		}
+		groups[g].ops = append(groups[g].ops, int32(i))
+	}
+	slices.SortFunc(groups, func(a, b partitionOps) int { return compareTP(a.tp, b.tp) })
+	return groups
+}
+
+func compareTP(a, b TopicPartition) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
+func span(lo, hi int64) string {
+	if lo == hi {
+		return fmt.Sprintf("offset %d", lo)
+	}
+	return fmt.Sprintf("offsets %d..%d", lo, hi)
+}
+
+// joinAnd renders "a", "a and b", "a, b and c".
+func joinAnd(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+var anomalyRank = func() map[string]int {
+	m := map[string]int{}
+	for i, n := range AnomalyNames {
+		m[n] = i
+	}
+	return m
+}()
+
+func compareAnomalies(a, b Anomaly) int {
+	return cmp.Or(
+		cmp.Compare(anomalyRank[a.Name], anomalyRank[b.Name]),
+		cmp.Compare(a.Offset, b.Offset),
+		strings.Compare(a.Value, b.Value),
+		slices.Compare(a.Ops, b.Ops),
+	)
+}

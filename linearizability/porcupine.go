@@ -1,0 +1,645 @@
+package linearizability
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/watermarkhq/watermark/spec"
+)
+
+// This file checks a history for linearizability against spec's partition
+// log, one topic-partition at a time, with porcupine: is there one order of
+// the operations, each placed between its call and its return, in which the
+// committed log of spec/ allows every observation?
+
+// Verdict is the outcome of a linearizability check.
+type Verdict string
+
+// Verdicts.
+const (
+	// VerdictOK: a linearization was found for every partition.
+	VerdictOK Verdict = "ok"
+	// VerdictIllegal: some partition has no linearization; the history
+	// breaks the spec.
+	VerdictIllegal Verdict = "illegal"
+	// VerdictUnknown: the time ran out before the search finished. This is
+	// not a pass.
+	VerdictUnknown Verdict = "unknown"
+)
+
+// PartitionVerdict is the verdict on one topic-partition.
+type PartitionVerdict struct {
+	TP      TopicPartition
+	Ops     int // operations checked (assigns and failed reads are left out)
+	Verdict Verdict
+}
+
+// LinearizabilityResult is the verdict on a history, with what
+// WriteVisualization needs to draw it.
+type LinearizabilityResult struct {
+	Verdict Verdict
+	// Partitions holds one verdict per topic-partition, sorted by topic then
+	// partition; it is the order of porcupine's partitions in Info.
+	Partitions []PartitionVerdict
+	Elapsed    time.Duration
+	// Info is porcupine's record of the search: the (partial)
+	// linearizations found, per partition.
+	Info porcupine.LinearizationInfo
+
+	model porcupine.Model
+}
+
+// CheckLinearizability checks each topic-partition of h against the spec's
+// partition log. A timeout of 0 means no limit; when the timeout runs out
+// before every partition is decided the verdict is VerdictUnknown (or
+// VerdictIllegal if a violation was already found), never VerdictOK.
+//
+// h should satisfy Validate: above all, produced values must be unique.
+// What is checked: produces (a definite failure as a no-op, so that it shows
+// in the picture), fetches and list-offsets that succeeded. Assigns, and
+// reads that failed or timed out, observed nothing and are left out.
+func CheckLinearizability(h []Op, timeout time.Duration) LinearizabilityResult {
+	ops, parts, unread := toOperations(h)
+	model := logModel(len(parts), unread)
+	start := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+	elapsed := time.Since(start)
+
+	out := LinearizabilityResult{Elapsed: elapsed, Info: info, model: model}
+	switch res {
+	case porcupine.Ok:
+		out.Verdict = VerdictOK
+	case porcupine.Illegal:
+		out.Verdict = VerdictIllegal
+	default:
+		out.Verdict = VerdictUnknown
+	}
+	// porcupine gives one verdict for the whole history; a partition is
+	// decided ok when its longest linearization holds all its operations.
+	// If the search may have been cut short, an undecided partition is
+	// unknown, unless it is the only one left to blame for an illegal
+	// verdict.
+	timedOut := timeout > 0 && elapsed >= timeout
+	partials := info.PartialLinearizations()
+	var undecided []int
+	for i, p := range parts {
+		pv := PartitionVerdict{TP: p.tp, Ops: p.ops, Verdict: VerdictOK}
+		if out.Verdict != VerdictOK && !completeLinearization(partials, i, p.ops) {
+			pv.Verdict = VerdictUnknown
+			if out.Verdict == VerdictIllegal && !timedOut {
+				pv.Verdict = VerdictIllegal
+			}
+			undecided = append(undecided, i)
+		}
+		out.Partitions = append(out.Partitions, pv)
+	}
+	if out.Verdict == VerdictIllegal && len(undecided) == 1 {
+		out.Partitions[undecided[0]].Verdict = VerdictIllegal
+	}
+	return out
+}
+
+func completeLinearization(partials [][][]int, part, ops int) bool {
+	if part >= len(partials) {
+		return false
+	}
+	for _, lin := range partials[part] {
+		if len(lin) == ops {
+			return true
+		}
+	}
+	return false
+}
+
+// logCall is an operation's input, as porcupine's Operation.Input.
+type logCall struct {
+	part  int    // index into the sorted partitions
+	tp    string // "topic-partition: " in descriptions when there are several
+	kind  Kind
+	write spec.Write // produce, as the model sees it (see toOperations)
+	value string     // produce: the value written, for descriptions
+	read  bool       // produce: some fetch of the partition returned the value
+	// pending: a produce the model keeps as a pending write (toOperations, 4).
+	pending bool
+	// pendingBefore counts the pending writes of the partition called
+	// before this operation (toOperations, 5).
+	pendingBefore int
+	from          int64 // fetch: the offset asked for
+}
+
+// logReturn is an operation's output, as porcupine's Operation.Output.
+type logReturn struct {
+	outcome Outcome
+	offset  int64 // produce: where it landed; list-offsets: the answer
+	records []spec.Record
+	hw      int64
+}
+
+// logMeta ties a porcupine operation back to the history.
+type logMeta struct {
+	id, client int
+	tp         TopicPartition
+}
+
+type partInfo struct {
+	tp  TopicPartition
+	ops int
+}
+
+// unreadValue stands for the value of any produce no fetch of its
+// partition returned (see toOperations); toOperations makes it unlike every
+// value a fetch returned.
+const unreadValue = "?"
+
+// toOperations turns a history into porcupine operations, grouped by
+// topic-partition in sorted order, and returns the partitions.
+//
+// The checker judges with spec/'s rules, but decides when a write takes
+// effect in ways that keep the search exact and tractable:
+//
+//  1. Operations whose outcome the client could not learn (unknown, open, and
+//     acks=0 sends, which get no answer) may take effect at any time after
+//     their call: their Return is set past every other operation's, the
+//     standard way to tell porcupine so. spec.Produce lets them take effect
+//     or not.
+//  2. A produce whose value some fetch of its partition returned did take
+//     effect, at the offset it was read at: values are unique, so no other
+//     operation can put it there. Its "did not take effect" branch is
+//     dropped; its offset, when the client did not learn one, is the first
+//     one it was read at; and it returns, at the latest, when the first read
+//     that returned it did. An unknown write that was read can then take
+//     effect only when the log reaches that offset, before that read, not
+//     anywhere after its call.
+//  3. A produce whose value no fetch returned is written to the model as
+//     unreadValue, the same for all of them. No fetch can match that value
+//     (it is chosen unlike every returned value), just as none could match
+//     the real one, and spec.Produce looks at offsets, never at values, so
+//     every step is judged as before; but candidate logs that differ only in
+//     which unread write stands where now compare equal.
+//  4. An unread produce with no offset that may or may not have taken effect
+//     (unknown outcome, acks=0) is a pending write. Linearizing it only
+//     counts it in the state (logState.pending); later steps let pending
+//     writes take effect, as unread records at the log's end, when they need
+//     the log longer than it is: a write at a known offset past the end, an
+//     HW past the end. That is exact: by 3 the only thing such a write
+//     changes that any step looks at is the log's length, and these are the
+//     steps that need it longer; taking effect just when needed is as good as
+//     any earlier instant, and never taking effect is allowed. And it is what
+//     makes the search tractable: counting a pending write commutes with
+//     every other step, so porcupine's cache meets the same (operations
+//     linearized, state) pair whichever order it tried, where k such writes
+//     placed one by one make up to k! orders. Lost writes are the common
+//     case after faults: forty of them concurrent took porcupine past a 10s
+//     timeout without 3 and 4.
+//  5. A pending write is counted before any operation called after it: the
+//     model refuses an operation while fewer pending writes are counted than
+//     were called before it. Counting a pending write earlier only allows
+//     more, and the earliest instant it may be counted is its call, so every
+//     history that has a linearization has one that obeys this. Without it
+//     porcupine, to prove a history illegal, tries every subset of the
+//     pending writes called so far at every step: an illegal
+//     10,000-operation history with 25 unknown produces was not decided in
+//     a minute.
+func toOperations(h []Op) (ops []porcupine.Operation, parts []partInfo, unread string) {
+	end := int64(0)
+	type tpValue struct {
+		tp    TopicPartition
+		value string
+	}
+	readAt := map[tpValue]int64{} // first offset a value was read at
+	readBy := map[tpValue]int64{} // first return of a fetch that read it
+	fetched := map[string]bool{}
+	for i := range h {
+		op := &h[i]
+		end = max(end, op.Call, op.Return)
+		if op.Kind == KindFetch && op.Outcome == OutcomeOK {
+			for _, r := range op.Records {
+				k := tpValue{op.TP(), r.Value}
+				if at, ok := readAt[k]; !ok || r.Offset < at {
+					readAt[k] = r.Offset
+				}
+				if by, ok := readBy[k]; !ok || op.Return < by {
+					readBy[k] = op.Return
+				}
+				fetched[r.Value] = true
+			}
+		}
+	}
+	end++
+	unread = unreadValue
+	for fetched[unread] {
+		unread += "?"
+	}
+	rows := clientRows(h)
+
+	byTP := map[TopicPartition][]porcupine.Operation{}
+	for i := range h {
+		op := &h[i]
+		call := &logCall{kind: op.Kind}
+		ret := &logReturn{outcome: op.Outcome, offset: op.Offset}
+		returned := op.Return
+		switch op.Kind {
+		case KindProduce:
+			w := spec.Write{Value: op.Value, Acks: op.Acks, Outcome: specOutcome(op.Outcome), Offset: op.Offset}
+			at, read := readAt[tpValue{op.TP(), op.Value}]
+			switch {
+			case read && w.Offset < 0:
+				w.Offset = at
+			case !read:
+				w.Value = unread
+				call.pending = w.Offset < 0 && w.Outcome != spec.Failed &&
+					(w.Outcome != spec.Acknowledged || w.Acks != spec.AcksAll)
+			}
+			call.value, call.read, call.write = op.Value, read, w
+			if op.Outcome == OutcomeUnknown || op.Return < 0 || (op.Acks == spec.AcksNone && op.Outcome == OutcomeOK) {
+				returned = end
+			}
+			if read && w.Outcome != spec.Failed {
+				// It took effect before a read saw it (toOperations, 2); a
+				// read that returned before the write was called is left
+				// for the model to reject.
+				returned = max(op.Call, min(returned, readBy[tpValue{op.TP(), op.Value}]))
+			}
+		case KindFetch:
+			if op.Outcome != OutcomeOK {
+				continue
+			}
+			call.from = op.Offset
+			ret.hw = op.HW
+			ret.records = make([]spec.Record, len(op.Records))
+			for j, r := range op.Records {
+				ret.records[j] = spec.Record{Offset: r.Offset, Value: r.Value}
+			}
+		case KindListOffsets:
+			if op.Outcome != OutcomeOK {
+				continue
+			}
+		default:
+			continue
+		}
+		tp := op.TP()
+		byTP[tp] = append(byTP[tp], porcupine.Operation{
+			ClientId: rows[op.Client],
+			Input:    call,
+			Call:     op.Call,
+			Output:   ret,
+			Return:   returned,
+			Metadata: logMeta{id: op.ID, client: op.Client, tp: tp},
+		})
+	}
+
+	tps := make([]TopicPartition, 0, len(byTP))
+	for tp := range byTP {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	parts = make([]partInfo, len(tps))
+	for i, tp := range tps {
+		var pendingCalls []int64
+		for _, o := range byTP[tp] {
+			if o.Input.(*logCall).pending {
+				pendingCalls = append(pendingCalls, o.Call)
+			}
+		}
+		slices.Sort(pendingCalls)
+		for _, o := range byTP[tp] {
+			// Calls are closed intervals: an operation called at the same
+			// instant as a pending write is concurrent with it.
+			o.Input.(*logCall).pendingBefore, _ = slices.BinarySearch(pendingCalls, o.Call)
+			o.Input.(*logCall).part = i
+			if len(tps) > 1 {
+				o.Input.(*logCall).tp = tp.String() + ": "
+			}
+			ops = append(ops, o)
+		}
+		parts[i] = partInfo{tp: tp, ops: len(byTP[tp])}
+	}
+	return ops, parts, unread
+}
+
+func specOutcome(o Outcome) spec.Outcome {
+	switch o {
+	case OutcomeOK:
+		return spec.Acknowledged
+	case OutcomeFail:
+		return spec.Failed
+	default:
+		return spec.Unknown
+	}
+}
+
+// clientRows maps client ids to porcupine's zero-based client rows: a client
+// keeps its own id, so the picture's rows read as the history's clients;
+// negative ids, which the format does not forbid, get rows after the others.
+func clientRows(h []Op) map[int]int {
+	rows := map[int]int{}
+	top := -1
+	var negative []int
+	for i := range h {
+		c := h[i].Client
+		if c >= 0 {
+			rows[c] = c
+			top = max(top, c)
+		} else if _, ok := rows[c]; !ok {
+			rows[c] = 0
+			negative = append(negative, c)
+		}
+	}
+	slices.Sort(negative)
+	for i, c := range slices.Backward(negative) {
+		rows[c] = top + len(negative) - i
+	}
+	return rows
+}
+
+// logModel is the spec's partition log as a porcupine model, over nparts
+// partitions numbered as toOperations numbers them. Its state is a set of
+// candidate states (candidates).
+func logModel(nparts int, unread string) porcupine.Model {
+	return porcupine.Model{
+		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
+			out := make([][]porcupine.Operation, nparts)
+			for _, o := range ops {
+				p := o.Input.(*logCall).part
+				out[p] = append(out[p], o)
+			}
+			return out
+		},
+		Init: func() any { return newCandidates(logState{}) },
+		StepContext: func(ctx context.Context, state, input, output any) (bool, any) {
+			next, ok := state.(*candidates).step(ctx, func(s logState, add func(logState)) {
+				stepLog(s, input.(*logCall), output.(*logReturn), unread, add)
+			})
+			return ok, next
+		},
+		Equal: func(a, b any) bool { return a.(*candidates).equal(b.(*candidates)) },
+		Hash:  func(s any) uint64 { return s.(*candidates).hash },
+		DescribeOperation: func(in, out any) string {
+			return describeOperation(in.(*logCall), out.(*logReturn))
+		},
+		DescribeState: func(s any) string { return s.(*candidates).describe() },
+		DescribeOperationMetadata: func(m any) string {
+			meta, ok := m.(logMeta)
+			if !ok {
+				return ""
+			}
+			return fmt.Sprintf("op %d, client %d, %s", meta.id, meta.client, meta.tp)
+		},
+	}
+}
+
+// logState is one candidate state of a partition: the committed log, how
+// many pending writes may still take effect (toOperations, 4), and how many
+// were counted in all.
+type logState struct {
+	log     spec.Log
+	pending int
+	counted int
+}
+
+func (s logState) hash() uint64 {
+	return s.log.Hash() ^ uint64(s.pending)*0x9e3779b97f4a7c15 ^ uint64(s.counted)*0xbf58476d1ce4e5b9
+}
+
+// grow lets pending writes take effect, as unread records, until the log
+// reaches length n; it reports false when too few are pending.
+func (s logState) grow(n int64, unread string) (logState, bool) {
+	gap := n - s.log.Len()
+	if gap <= 0 {
+		return s, true
+	}
+	if gap > int64(s.pending) {
+		return s, false
+	}
+	for range gap {
+		s.log = s.log.Append(unread)
+	}
+	s.pending -= int(gap)
+	return s, true
+}
+
+// stepLog is the spec's nondeterministic step: it adds every state that may
+// follow s once the operation has taken effect.
+func stepLog(s logState, call *logCall, ret *logReturn, unread string, add func(logState)) {
+	if s.counted < call.pendingBefore {
+		return // count the pending writes called before first (toOperations, 5)
+	}
+	switch call.kind {
+	case KindProduce:
+		if call.pending {
+			add(logState{s.log, s.pending + 1, s.counted + 1})
+			return
+		}
+		// A write that was read took effect (toOperations, 2); a failed one
+		// that was read is left for the read to reject.
+		mustTakeEffect := call.read && call.write.Outcome != spec.Failed
+		for _, n := range spec.Produce(s.log, call.write) {
+			if !mustTakeEffect || n.Len() > s.log.Len() {
+				add(logState{n, s.pending, s.counted})
+			}
+		}
+		// The write may stand past the end, where pending writes took
+		// effect before it.
+		if call.write.Offset > s.log.Len() {
+			if g, ok := s.grow(call.write.Offset, unread); ok {
+				for _, n := range spec.Produce(g.log, call.write) {
+					if n.Len() > g.log.Len() {
+						add(logState{n, g.pending, g.counted})
+					}
+				}
+			}
+		}
+	case KindFetch:
+		// The HW a fetch reports is what a list-offsets would have answered
+		// at the same instant.
+		if g, ok := s.grow(ret.hw, unread); ok && spec.Fetch(g.log, call.from, ret.records) && spec.ListOffsets(g.log, ret.hw) {
+			add(g)
+		}
+	case KindListOffsets:
+		if g, ok := s.grow(ret.offset, unread); ok && spec.ListOffsets(g.log, ret.offset) {
+			add(g)
+		}
+	}
+}
+
+// describeOperation renders an operation for the picture, e.g.
+// "produce c0-1 acks=all → ok @3" or "fetch @3 → [3:c0-1] hw 4".
+func describeOperation(call *logCall, ret *logReturn) string {
+	var b strings.Builder
+	b.WriteString(call.tp)
+	switch call.kind {
+	case KindProduce:
+		acks := fmt.Sprint(call.write.Acks)
+		if call.write.Acks == spec.AcksAll {
+			acks = "all"
+		}
+		fmt.Fprintf(&b, "produce %s acks=%s → %s", call.value, acks, ret.outcome)
+		if ret.offset >= 0 {
+			fmt.Fprintf(&b, " @%d", ret.offset)
+		}
+		if !call.read {
+			b.WriteString(" (never read)")
+		}
+	case KindFetch:
+		fmt.Fprintf(&b, "fetch @%d → [", call.from)
+		for i, r := range ret.records {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%d:%s", r.Offset, r.Value)
+		}
+		fmt.Fprintf(&b, "] hw %d", ret.hw)
+	case KindListOffsets:
+		fmt.Fprintf(&b, "list-offsets → %d", ret.offset)
+	}
+	return b.String()
+}
+
+// candidates is the set of states a partition may be in once the operations
+// linearized so far have taken effect: the model's state, the power-set
+// construction over spec's nondeterministic steps. porcupine's own
+// construction (NondeterministicModel.ToModel) merges a step's states
+// pairwise and does not look at the timeout while it does, so a large set
+// can overrun the timeout by minutes; this one merges by hash and checks the
+// timeout between candidates.
+//
+// Invariants:
+//  1. No two states hold equal logs: of two, the one with more pending
+//     writes is kept, since it allows everything the other does.
+//  2. hash is the XOR of the states' hashes, which does not depend on
+//     order, as a set's hash must not.
+//  3. A candidates value is never modified once a step has returned it.
+type candidates struct {
+	states []logState
+	hash   uint64
+}
+
+func newCandidates(s logState) *candidates {
+	return &candidates{states: []logState{s}, hash: s.hash()}
+}
+
+// indexAbove is the set size past which lookups go through a hash index.
+const indexAbove = 16
+
+// candidateBuilder collects a set of states (candidates' invariants).
+type candidateBuilder struct {
+	c     candidates
+	index map[uint64][]int // log hash → positions in c.states, once large
+}
+
+func (b *candidateBuilder) add(s logState) {
+	if i := b.find(s.log); i >= 0 {
+		if old := b.c.states[i]; s.pending > old.pending {
+			b.c.hash ^= old.hash() ^ s.hash()
+			b.c.states[i] = s
+		}
+		return
+	}
+	b.c.states = append(b.c.states, s)
+	b.c.hash ^= s.hash()
+	switch {
+	case b.index != nil:
+		h := s.log.Hash()
+		b.index[h] = append(b.index[h], len(b.c.states)-1)
+	case len(b.c.states) > indexAbove:
+		b.index = make(map[uint64][]int, 2*len(b.c.states))
+		for i, m := range b.c.states {
+			b.index[m.log.Hash()] = append(b.index[m.log.Hash()], i)
+		}
+	}
+}
+
+// find returns the position of the state holding log l, or -1.
+func (b *candidateBuilder) find(l spec.Log) int {
+	if b.index == nil {
+		for i, m := range b.c.states {
+			if m.log.Equal(l) { // Equal rejects on the hash first
+				return i
+			}
+		}
+		return -1
+	}
+	for _, i := range b.index[l.Hash()] {
+		if b.c.states[i].log.Equal(l) {
+			return i
+		}
+	}
+	return -1
+}
+
+// step applies f, which adds every successor of one state, to every
+// candidate. It reports false when no candidate has a successor, or when ctx
+// is done.
+func (c *candidates) step(ctx context.Context, f func(s logState, add func(logState))) (*candidates, bool) {
+	var b candidateBuilder
+	for i, s := range c.states {
+		if i&63 == 63 && ctx.Err() != nil {
+			return nil, false
+		}
+		f(s, b.add)
+	}
+	if len(b.c.states) == 0 {
+		return nil, false
+	}
+	return &b.c, true
+}
+
+func (c *candidates) equal(o *candidates) bool {
+	if c == o {
+		return true
+	}
+	if len(c.states) != len(o.states) || c.hash != o.hash {
+		return false
+	}
+	b := candidateBuilder{c: *o}
+	if len(o.states) > indexAbove {
+		b.index = make(map[uint64][]int, 2*len(o.states))
+		for i, m := range o.states {
+			b.index[m.log.Hash()] = append(b.index[m.log.Hash()], i)
+		}
+	}
+	for _, s := range c.states {
+		if i := b.find(s.log); i < 0 || o.states[i].pending != s.pending {
+			return false
+		}
+	}
+	return true
+}
+
+// stateTail is how many of a log's last records a state description shows.
+const stateTail = 4
+
+// describeShown is how many candidates a state description lists.
+const describeShown = 4
+
+// describe renders the set for the picture: the state when it is known, else
+// "one of {…}" with the first few candidates. "?" is a record no read
+// returned; "+N pending" counts unread writes that may still take effect.
+func (c *candidates) describe() string {
+	one := func(s logState) string {
+		d := s.log.Describe(stateTail)
+		if s.pending > 0 {
+			d += fmt.Sprintf(" +%d pending", s.pending)
+		}
+		return d
+	}
+	if len(c.states) == 1 {
+		return one(c.states[0])
+	}
+	var parts []string
+	for _, s := range c.states[:min(len(c.states), describeShown)] {
+		parts = append(parts, one(s))
+	}
+	if more := len(c.states) - describeShown; more > 0 {
+		parts = append(parts, fmt.Sprintf("%d more", more))
+	}
+	return "one of {" + strings.Join(parts, " | ") + "}"
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// defaultSeeds is how many seeds each case runs with by default: enough for
+// the random fault schedules to vary, small enough to finish in seconds.
+const defaultSeeds = 10
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("watermark check", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	caseNames := fs.StringArray("case", nil, "run only this case (repeatable); a base name selects its variants")
+	seeds := fs.Int("seeds", defaultSeeds, "seeds per case (runs 1..N)")
+	seed := fs.Uint64("seed", 0, "run exactly this one seed (replays a reported run)")
+	truncation := fs.String("truncation", "", "override the cases' truncation variant: hw or epoch (default: each case's own, epoch)")
+	reportDir := fs.String("report-dir", "watermark-report", "where failed runs leave their history, config and HTML")
+	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
+	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "porcupine's time limit per run; past it the verdict is unknown")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs in parallel")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return usageError(stderr, fs, err)
+	}
+	if *help {
+		fmt.Fprintln(stdout, "usage: watermark check [flags]\n\nRuns the conformance cases on the simulated reference cluster.\n\nflags:")
+		fmt.Fprint(stdout, fs.FlagUsages())
+		fmt.Fprintf(stdout, "\ncases: %s\n", conformance.CaseNames())
+		return exitOK
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, fs, fmt.Errorf("unexpected argument %q (cases are chosen with --case)", fs.Arg(0)))
+	}
+	cases, err := conformance.Lookup(*caseNames)
+	if err != nil {
+		return usageError(stderr, fs, err)
+	}
+	var opts conformance.Options
+	if *truncation != "" {
+		t, err := partition.ParseTruncation(*truncation)
+		if err != nil {
+			return usageError(stderr, fs, fmt.Errorf("--truncation: %v", err))
+		}
+		opts.Truncation = &t
+	}
+	if *seeds < 1 {
+		return usageError(stderr, fs, fmt.Errorf("--seeds %d: want at least 1", *seeds))
+	}
+	if *workers < 1 {
+		return usageError(stderr, fs, fmt.Errorf("--workers %d: want at least 1", *workers))
+	}
+	if *checkTimeout < 0 {
+		return usageError(stderr, fs, fmt.Errorf("--check-timeout %s: want >= 0 (0 = no limit)", *checkTimeout))
+	}
+	if need := conformance.NeedFailpoints(cases); len(need) > 0 && !broker.FailpointsCompiled() {
+		fmt.Fprintf(stderr, "watermark check: cases %s drive failpoints, but this binary was built without them.\n"+
+			"Build it with `make build` (bin/watermark), or leave those cases out with --case.\n", strings.Join(need, ", "))
+		return exitUsage
+	}
+	seedList := make([]uint64, 0, *seeds)
+	if fs.Changed("seed") {
+		seedList = append(seedList, *seed)
+	} else {
+		for s := 1; s <= *seeds; s++ {
+			seedList = append(seedList, uint64(s))
+		}
+	}
+
+	progress := newProgress(stderr, *quiet || *asJSON)
+	rep, err := conformance.Check(cases, seedList, opts, *checkTimeout, *workers, progress.update)
+	progress.done()
+	if err != nil {
+		fmt.Fprintf(stderr, "watermark check: %v\n", err)
+		return exitViolated
+	}
+	written := map[*conformance.RunResult]string{}
+	for _, cr := range rep.Cases {
+		for _, r := range cr.Failed {
+			dir, err := conformance.WriteRun(*reportDir, r)
+			if err != nil {
+				fmt.Fprintf(stderr, "watermark check: %v\n", err)
+			}
+			written[r] = dir
+		}
+	}
+	if *asJSON {
+		if err := writeJSONReport(stdout, rep, written); err != nil {
+			fmt.Fprintf(stderr, "watermark check: %v\n", err)
+			return exitViolated
+		}
+	} else {
+		printTable(stdout, rep, written)
+	}
+	if rep.Verdict != conformance.Holds {
+		return exitViolated
+	}
+	return exitOK
+}
+
+func usageError(w io.Writer, fs *pflag.FlagSet, err error) int {
+	fmt.Fprintf(w, "watermark check: %v\n\nflags:\n%s", err, fs.FlagUsages())
+	return exitUsage
+}
+
+func printTable(w io.Writer, rep *conformance.Report, written map[*conformance.RunResult]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tSEEDS\tOPS\tVERDICT\tANOMALIES FOUND\tALLOWED ANOMALIES SEEN")
+	for _, cr := range rep.Cases {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", cr.Name, cr.Seeds, cr.Ops, strings.ToUpper(string(cr.Verdict)),
+			counts(cr.Found), counts(cr.Allowed))
+	}
+	tw.Flush()
+	for _, cr := range rep.Cases {
+		for i, r := range cr.Failed {
+			if i == 3 {
+				fmt.Fprintf(w, "\n... and %d more failed runs of %s under %s\n", len(cr.Failed)-3, cr.Name, conformanceDirOf(written, r))
+				break
+			}
+			fmt.Fprintf(w, "\n%s seed %d: %s\n", r.Case, r.Seed, strings.ToUpper(string(r.Verdict)))
+			for _, reason := range r.Reasons {
+				fmt.Fprintln(w, indent(reason, "  - "))
+			}
+			if dir := written[r]; dir != "" {
+				fmt.Fprintf(w, "  report: %s\n", dir)
+			}
+			fmt.Fprintf(w, "  replay: %s\n", conformance.ReplayCommand(r))
+		}
+	}
+	fmt.Fprintf(w, "\n%s in %s: %s\n", plural(rep.Runs, "run"), rep.Elapsed.Round(time.Millisecond), verdictLine(rep))
+}
+
+func conformanceDirOf(written map[*conformance.RunResult]string, r *conformance.RunResult) string {
+	if d := written[r]; d != "" {
+		return d[:strings.LastIndex(d, string(os.PathSeparator))]
+	}
+	return "the report folder"
+}
+
+func verdictLine(rep *conformance.Report) string {
+	switch rep.Verdict {
+	case conformance.Holds:
+		return "every case holds"
+	case conformance.Unknown:
+		return "a checker ran out of time: the verdict is unknown, not a pass"
+	}
+	n := 0
+	for _, cr := range rep.Cases {
+		if cr.Verdict == conformance.Violated {
+			n++
+		}
+	}
+	return plural(n, "case") + " violated"
+}
+
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s x%d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// jsonReport is the machine-readable result of `watermark check --json`.
+type jsonReport struct {
+	Verdict   string     `json:"verdict"`
+	Runs      int        `json:"runs"`
+	ElapsedMs int64      `json:"elapsed_ms"`
+	Cases     []jsonCase `json:"cases"`
+}
+
+type jsonCase struct {
+	Name    string         `json:"name"`
+	Seeds   int            `json:"seeds"`
+	Ops     int            `json:"ops"`
+	Verdict string         `json:"verdict"`
+	Found   map[string]int `json:"anomalies_found"`
+	Allowed map[string]int `json:"allowed_anomalies_seen"`
+	Failed  []jsonRun      `json:"failed_runs"`
+}
+
+type jsonRun struct {
+	Seed    uint64   `json:"seed"`
+	Verdict string   `json:"verdict"`
+	Reasons []string `json:"reasons"`
+	Report  string   `json:"report_dir,omitempty"`
+	Replay  string   `json:"replay"`
+}
+
+func writeJSONReport(w io.Writer, rep *conformance.Report, written map[*conformance.RunResult]string) error {
+	out := jsonReport{Verdict: string(rep.Verdict), Runs: rep.Runs, ElapsedMs: rep.Elapsed.Milliseconds()}
+	for _, cr := range rep.Cases {
+		jc := jsonCase{Name: cr.Name, Seeds: cr.Seeds, Ops: cr.Ops, Verdict: string(cr.Verdict),
+			Found: cr.Found, Allowed: cr.Allowed, Failed: []jsonRun{}}
+		for _, r := range cr.Failed {
+			jc.Failed = append(jc.Failed, jsonRun{Seed: r.Seed, Verdict: string(r.Verdict), Reasons: r.Reasons,
+				Report: written[r], Replay: conformance.ReplayCommand(r)})
+		}
+		out.Cases = append(out.Cases, jc)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func runCases(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" {
+		fmt.Fprintf(stderr, "watermark cases: takes no arguments\n")
+		return exitUsage
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, c := range conformance.Cases {
+		fmt.Fprintf(tw, "%s\t%s\n", c.Name, c.Summary)
+	}
+	tw.Flush()
+	return exitOK
+}
