@@ -113,7 +113,13 @@ var Cases = []Case{
 		Config: func(seed uint64) sim.Config {
 			cfg := base(seed)
 			cfg.Workload.Acks = partition.AcksLeader
-			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 3000, FaultMs: 2000, MaxFaulty: 1}
+			// A slower network and more writers widen the window between
+			// the leader's answer and the followers' copy, where a crash
+			// loses what acks=1 acknowledged.
+			cfg.Network.MaxDelayMs = 30
+			cfg.Workload.Producers = 4
+			cfg.Workload.ProduceIntervalMs = 10
+			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 1500, FaultMs: 1500, MaxFaulty: 1}
 			return cfg
 		},
 		Allowed: []string{linearizability.AnomalyUnseen, linearizability.AnomalyNonmonotonicSend},

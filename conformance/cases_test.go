@@ -1,0 +1,117 @@
+package conformance
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// needsFailpoints skips a failpoint case in a plain build and fails it
+// under `make test` (WATERMARK_REQUIRE_FAILPOINTS).
+func needsFailpoints(t *testing.T, c *Case) {
+	t.Helper()
+	if len(c.Config(1).Failpoints) == 0 || broker.FailpointsCompiled() {
+		return
+	}
+	if os.Getenv("WATERMARK_REQUIRE_FAILPOINTS") != "" {
+		t.Fatal("failpoints are not compiled in: build with failpoint-toolexec (make test)")
+	}
+	t.Skip("failpoints are not compiled in: run `make test`")
+}
+
+// Every case holds on the reference broker with its own settings, over a
+// few seeds each, and each run exercises what the case claims to (its
+// Require expectation is part of the verdict).
+func TestEveryCaseHoldsOnTheReference(t *testing.T) {
+	for i := range Cases {
+		c := &Cases[i]
+		t.Run(c.Name, func(t *testing.T) {
+			needsFailpoints(t, c)
+			for seed := uint64(1); seed <= 3; seed++ {
+				r, err := RunOne(c, seed, Options{}, time.Minute)
+				require.NoError(t, err)
+				if r.Verdict != Holds {
+					t.Fatalf("seed %d: %s\n%s\nreplay: %s", seed, r.Verdict, strings.Join(r.Reasons, "\n"), ReplayCommand(r))
+				}
+				require.Positive(t, r.Ops)
+			}
+		})
+	}
+}
+
+// The KIP-101 cases find the data loss and the divergence with truncation
+// to the high watermark, in what the clients saw, not only in invariants.
+// Reference: KIP-101, scenarios 1 and 2.
+func TestKIP101CasesFindTheBugWithHWTruncation(t *testing.T) {
+	hw := partition.TruncateToHW
+	for _, name := range []string{"kip101-data-loss", "kip101-divergence"} {
+		t.Run(name, func(t *testing.T) {
+			cases, err := Lookup([]string{name})
+			require.NoError(t, err)
+			c := &cases[0]
+			needsFailpoints(t, c)
+			for seed := uint64(1); seed <= 3; seed++ {
+				r, err := RunOne(c, seed, Options{Truncation: &hw}, time.Minute)
+				require.NoError(t, err)
+				require.Equal(t, Violated, r.Verdict, "seed %d", seed)
+				names := map[string]bool{}
+				for _, a := range r.Found {
+					names[a.Name] = true
+				}
+				assert.True(t, names[linearizability.AnomalyLostWrite] || names[linearizability.AnomalyInconsistentOffsets],
+					"seed %d: want lost-write or inconsistent-offsets, got %v", seed, names)
+				assert.Equal(t, linearizability.VerdictIllegal, r.Linearizability.Verdict, "seed %d", seed)
+			}
+		})
+	}
+}
+
+// With unclean election on, losing committed records is allowed and
+// reported as allowed; the case still holds.
+func TestUncleanElectionReportsAllowedLoss(t *testing.T) {
+	cases, err := Lookup([]string{"unclean-election/on"})
+	require.NoError(t, err)
+	r, err := RunOne(&cases[0], 1, Options{}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, Holds, r.Verdict, strings.Join(r.Reasons, "\n"))
+	require.NotEmpty(t, r.Allowed, "the unclean election lost nothing")
+	require.Empty(t, r.Found)
+}
+
+// A case's guarantees are judged, not assumed: the acks=1 case run with
+// acks=all's expectations fails on the loss acks=1 allows.
+func TestAllowedAnomaliesAreNeededByAcks1(t *testing.T) {
+	cases, err := Lookup([]string{"acks-1-leader-crash"})
+	require.NoError(t, err)
+	strict := cases[0]
+	strict.Allowed = nil
+	sawLoss := false
+	for seed := uint64(1); seed <= 10 && !sawLoss; seed++ {
+		r, err := RunOne(&strict, seed, Options{}, time.Minute)
+		require.NoError(t, err)
+		for _, a := range r.Found {
+			require.Contains(t, cases[0].Allowed, a.Name, "seed %d: acks=1 showed %s, which the case does not allow", seed, a)
+			sawLoss = true
+		}
+	}
+	require.True(t, sawLoss, "ten seeds of acks=1 with leader crashes lost no acknowledged write")
+}
+
+func TestLookup(t *testing.T) {
+	cs, err := Lookup([]string{"unclean-election"})
+	require.NoError(t, err)
+	require.Len(t, cs, 2, "a base name selects its variants")
+	_, err = Lookup([]string{"no-such-case"})
+	require.ErrorContains(t, err, `unknown case "no-such-case"`)
+	require.ErrorContains(t, err, "acks-all-leader-crash")
+	all, err := Lookup(nil)
+	require.NoError(t, err)
+	require.Len(t, all, len(Cases))
+}
