@@ -223,6 +223,32 @@ func TestRestartFencesBeforeSessionTimeout(t *testing.T) {
 	h.check()
 }
 
+// TestKeepISROnRestart checks the pre-KIP-903 behaviour the KIP-101
+// scenarios need: with KeepISROnRestart a broker that registers with a new
+// incarnation keeps its ISR places and its leaderships; only its
+// incarnation changes.
+// Reference: KIP-101, scenario 1 (the restarted follower stays in the ISR).
+func TestKeepISROnRestart(t *testing.T) {
+	h := newHarness(t, Config{KeepISROnRestart: true}, 1, 2, 3)
+	h.createTopic("t", 1, 3)
+	p := tp("t", 0)
+	before := h.state(p)
+	h.c.Ready()
+	h.now += 10
+
+	h.restart(1)
+	after := h.state(p)
+	assert.Equal(t, before.Leader, after.Leader)
+	assert.Equal(t, before.ISR, after.ISR)
+	assert.Equal(t, before.LeaderEpoch, after.LeaderEpoch)
+	inc, _ := h.c.Incarnation(1)
+	assert.Equal(t, int64(2), inc)
+	rd := h.c.Ready()
+	assert.Equal(t, []EventKind{BrokerRegistered}, kinds(rd))
+	assert.NotEmpty(t, rd.Updates, "the new process is sent its partitions")
+	h.check()
+}
+
 // TestRestartOfLastISRMember pins down what KIP-903 alone cannot prevent:
 // when the restarted broker is the last ISR member, it is fenced (the
 // partition goes offline) and then cleanly re-elected, whatever it lost.
