@@ -82,4 +82,13 @@ var Catalogue = []Point{
 	{broker.FPBeforeProduceResp,
 		"handleProduce (acks=1) or completeProduce (acks=all): the produce succeeded, its answer not queued",
 		"the classic unknown outcome: committed yet unanswered; retries duplicate without idempotence"},
+	{broker.FPProducerStateUpdate,
+		"apply, before appending batches of an idempotent producer: the replica's producer state already counts them",
+		"producer state is rebuilt from what storage holds after a restart; a retry must be appended once"},
+	{broker.FPBeforeProducerSnapshot,
+		"snapshotProducers (from Tick, with the HW checkpoint): before the log sync and the snapshot write",
+		"a restart with an old snapshot replays more of the log; dedup must come out the same"},
+	{broker.FPAfterProducerSnapshot,
+		"snapshotProducers: the producer snapshot is written",
+		"a restart from this snapshot plus log replay dedups as the process before it did"},
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
@@ -69,11 +70,22 @@ func (b *Broker) load(tp TopicPartition) (*hosted, error) {
 			epochs.Assign(batches[i].LeaderEpoch, batches[i].BaseOffset)
 		}
 	}
-	r, err := partition.New(b.cfg.Partition, tp, batches, hw, epochs)
+	var snap *partition.ProducerSnapshot
+	if lines, ok, err := storage.ReadProducerSnapshot(b.disk, dir); err != nil {
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	} else if ok {
+		if snap, err = partition.ParseProducerSnapshot(lines); err != nil {
+			return nil, fmt.Errorf("open %s: %w", tp, err)
+		}
+	}
+	r, err := partition.New(b.cfg.Partition, tp, batches, hw, epochs, snap)
 	if err != nil {
 		return nil, err
 	}
-	h := &hosted{tp: tp, replica: r, log: log, dir: dir, checkpointed: hw}
+	h := &hosted{tp: tp, replica: r, log: log, dir: dir, checkpointed: hw, snapshotAt: -1}
+	if snap != nil {
+		h.snapshotAt = snap.Offset
+	}
 	b.parts[tp] = h
 	b.order = append(b.order, tp)
 	slices.SortFunc(b.order, compareTP)
@@ -120,6 +132,13 @@ func (b *Broker) apply(h *hosted) error {
 		if _, err := h.log.TruncateTo(rd.Truncate); err != nil {
 			return storageFailure(h.tp, err)
 		}
+		if h.snapshotAt > rd.Truncate {
+			// The snapshot describes batches the log no longer holds.
+			if err := storage.RemoveProducerSnapshot(b.disk, h.dir); err != nil {
+				return storageFailure(h.tp, err)
+			}
+			h.snapshotAt = -1
+		}
 		if err := b.failpoint(FPAfterTruncate); err != nil {
 			return err
 		}
@@ -132,6 +151,13 @@ func (b *Broker) apply(h *hosted) error {
 	if len(rd.Append) > 0 {
 		if err := b.failpoint(pick(leader, FPLeaderBeforeAppend, FPFollowerBeforeAppend)); err != nil {
 			return err
+		}
+		if idempotent(rd.Append) {
+			// The replica's producer state already counts these batches;
+			// a crash here leaves it to be rebuilt from what storage holds.
+			if err := b.failpoint(FPProducerStateUpdate); err != nil {
+				return err
+			}
 		}
 		for i := range rd.Append {
 			if err := h.log.Append(rd.Append[i]); err != nil {
@@ -183,6 +209,39 @@ func (b *Broker) apply(h *hosted) error {
 		return b.onHWChange(h)
 	}
 	return nil
+}
+
+func idempotent(batches []record.Batch) bool {
+	for i := range batches {
+		if batches[i].ProducerID != record.NoProducerID {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshotProducers writes tp's producer-state snapshot at its LEO, if the
+// log grew since the last one. A restart then replays only what follows.
+func (b *Broker) snapshotProducers(h *hosted) error {
+	leo := h.replica.LEO()
+	if leo == h.snapshotAt || leo == 0 {
+		return nil
+	}
+	if err := b.failpoint(FPBeforeProducerSnapshot); err != nil {
+		return err
+	}
+	// The snapshot covers only what is durable: sync the log first, or a
+	// power loss could leave a snapshot past the log's end (which load
+	// detects and ignores, but then it bought nothing).
+	if err := h.log.Sync(); err != nil {
+		return storageFailure(h.tp, err)
+	}
+	snap := h.replica.ProducerSnapshot()
+	if err := storage.WriteProducerSnapshot(b.disk, h.dir, snap.Lines()); err != nil {
+		return storageFailure(h.tp, err)
+	}
+	h.snapshotAt = snap.Offset
+	return b.failpoint(FPAfterProducerSnapshot)
 }
 
 // checkpointHW writes tp's HW checkpoint if it changed since the last one.

@@ -73,6 +73,7 @@ type hosted struct {
 	dir          string
 	hwDirty      bool
 	checkpointed int64 // HW last written to the checkpoint
+	snapshotAt   int64 // offset of the stored producer snapshot, -1 if none
 }
 
 // Broker is one broker process's state. Not safe for concurrent use.
@@ -95,6 +96,7 @@ type Broker struct {
 	live     []int32
 
 	nextProduce uint64
+	nextPID     int64
 	produces    map[uint64]*parkedProduce
 	fetches     []*parkedFetch
 	replicaFets []*parkedReplicaFetch
@@ -218,6 +220,8 @@ func (b *Broker) dispatch(env Envelope) error {
 		b.handleListOffsets(env.From, m)
 	case MetadataRequest:
 		b.send(env.From, b.metadataResponse(m.Correlation))
+	case InitProducerIDRequest:
+		b.send(env.From, b.initProducerID(m))
 	}
 	return nil
 }
@@ -272,6 +276,9 @@ func (b *Broker) tick(now int64) error {
 		b.lastCheckpoint = b.now
 		for _, tp := range b.order {
 			if err := b.checkpointHW(b.parts[tp]); err != nil {
+				return err
+			}
+			if err := b.snapshotProducers(b.parts[tp]); err != nil {
 				return err
 			}
 		}
@@ -406,4 +413,25 @@ func compareTP(a, b TopicPartition) int {
 		return 1
 	}
 	return int(a.Partition) - int(b.Partition)
+}
+
+// pidBits is how many low bits of a producer id count producers within one
+// broker process; the high bits are the process's incarnation.
+const pidBits = 20
+
+// ErrProducerIDsExhausted: one broker process handed out 2^20 producer ids.
+var ErrProducerIDsExhausted = errors.New("producer ids exhausted for this broker process: restart it")
+
+// initProducerID hands out a producer id. A PID is the broker's incarnation
+// in the high bits and a counter in the low ones, so it is unique across the
+// cluster (incarnations are, see controller.RegisterBroker) and is never
+// reused after a restart (a restarted broker has a new incarnation), with no
+// round trip to the controller (KIP-730's blocks, with the block being the
+// process). The epoch of a new PID is 0.
+func (b *Broker) initProducerID(m InitProducerIDRequest) InitProducerIDResponse {
+	if b.nextPID >= 1<<pidBits-1 {
+		return InitProducerIDResponse{Correlation: m.Correlation, ProducerID: -1, Err: ErrProducerIDsExhausted}
+	}
+	b.nextPID++
+	return InitProducerIDResponse{Correlation: m.Correlation, ProducerID: b.incarnation<<pidBits | b.nextPID}
 }

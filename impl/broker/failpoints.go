@@ -26,6 +26,10 @@ const (
 	FPISRChange            = "isrChange"
 	FPBecomeLeader         = "becomeLeader"
 	FPBecomeFollower       = "becomeFollower"
+	// Producer state (the idempotent producer).
+	FPProducerStateUpdate    = "producerStateUpdate"
+	FPBeforeProducerSnapshot = "beforeProducerSnapshot"
+	FPAfterProducerSnapshot  = "afterProducerSnapshot"
 )
 
 // Failpoints lists every failpoint name of this package.
@@ -34,6 +38,7 @@ var Failpoints = []string{
 	FPFollowerBeforeAppend, FPFollowerAfterAppend, FPBeforeFsync,
 	FPHWAdvance, FPHWCheckpointWrite, FPBeforeTruncate, FPAfterTruncate,
 	FPISRChange, FPBecomeLeader, FPBecomeFollower,
+	FPProducerStateUpdate, FPBeforeProducerSnapshot, FPAfterProducerSnapshot,
 }
 
 // PackagePath is the import path that prefixes this package's failpoints.

@@ -80,13 +80,33 @@ type CreateTopicResponse struct {
 
 // Client plane: clients -> brokers.
 
-// ProduceRequest appends records to one partition.
+// ProduceRequest appends one batch of records to one partition. An
+// idempotent producer sets ProducerID (from InitProducerID), ProducerEpoch
+// and BaseSequence (the sequence of the first record, per partition);
+// others leave ProducerID at record.NoProducerID.
 type ProduceRequest struct {
 	Correlation uint64
 	TopicPartition
-	Acks      partition.Acks
-	Records   []record.Record
-	TimeoutMs int64
+	Acks          partition.Acks
+	Records       []record.Record
+	TimeoutMs     int64
+	ProducerID    int64
+	ProducerEpoch int16
+	BaseSequence  int32
+}
+
+// InitProducerIDRequest asks any broker for a producer id (PID) and epoch.
+type InitProducerIDRequest struct {
+	Correlation uint64
+}
+
+// InitProducerIDResponse carries a PID never handed out before in the
+// cluster, with epoch 0.
+type InitProducerIDResponse struct {
+	Correlation   uint64
+	ProducerID    int64
+	ProducerEpoch int16
+	Err           error
 }
 
 // ProduceResponse answers a produce (never sent for acks=0).

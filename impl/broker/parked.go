@@ -41,6 +41,9 @@ func (b *Broker) handleProduce(from NodeID, m ProduceRequest) error {
 	b.nextProduce++
 	id := b.nextProduce
 	batch := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: m.Records}
+	if m.ProducerID > 0 {
+		batch.ProducerID, batch.ProducerEpoch, batch.BaseSequence = m.ProducerID, m.ProducerEpoch, m.BaseSequence
+	}
 	res := h.replica.Produce(partition.ProduceRequest{ID: id, Acks: m.Acks, Batch: batch}, b.now)
 	if res.Parked {
 		b.produces[id] = &parkedProduce{from: from, corr: m.Correlation, tp: m.TopicPartition, deadline: b.now + m.TimeoutMs}

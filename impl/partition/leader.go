@@ -66,6 +66,9 @@ type ProduceResult struct {
 	BaseOffset int64
 	Err        error
 	Parked     bool
+	// Duplicate says the batch was a retry of one already in the log:
+	// nothing was appended, BaseOffset is the original's.
+	Duplicate bool
 }
 
 func (r *Replica) becomeLeader(epoch int32, now int64) {
@@ -103,6 +106,21 @@ func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
 		return ProduceResult{BaseOffset: -1, Err: ErrNotEnoughReplicas}
 	}
 	b := req.Batch
+	if b.ProducerID != record.NoProducerID {
+		dup, err := r.producers.check(&b, r.cfg.ProducerState == ProducerStateLeaderOnly)
+		if err != nil {
+			return ProduceResult{BaseOffset: -1, Err: err}
+		}
+		if dup != nil {
+			// A retry of a batch already in the log: answer with its
+			// offset, once it is as committed as acks asks.
+			if req.Acks != AcksAll || r.hw > dup.last {
+				return ProduceResult{BaseOffset: dup.base, Duplicate: true}
+			}
+			r.leader.produces = append(r.leader.produces, parkedProduce{id: req.ID, base: dup.base, required: dup.last + 1})
+			return ProduceResult{BaseOffset: dup.base, Parked: true, Duplicate: true}
+		}
+	}
 	b.BaseOffset = r.leo()
 	b.LeaderEpoch = r.epoch
 	r.append(b)

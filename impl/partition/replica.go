@@ -96,6 +96,9 @@ type Config struct {
 	RequestTimeoutMs int64
 	// RetryBackoffMs is the pause after an error answer before retrying.
 	RetryBackoffMs int64
+	// ProducerState says whether followers rebuild idempotent-producer
+	// state from what they replicate (they must; see ProducerStateLeaderOnly).
+	ProducerState ProducerState
 	// Incarnation is the broker process's incarnation (Kafka's broker
 	// epoch). Fetches carry it, so a leader can tell a follower's fetch
 	// from one its previous process sent before a restart (KIP-903).
@@ -194,9 +197,10 @@ type Replica struct {
 	tp   TopicPartition
 	role Role
 
-	log    []record.Batch
-	hw     int64
-	epochs storage.EpochCache
+	log       []record.Batch
+	hw        int64
+	epochs    storage.EpochCache
+	producers producers
 
 	epoch          int32 // leader epoch this replica acts in
 	leaderID       int32
@@ -213,9 +217,10 @@ type Replica struct {
 }
 
 // New builds a replica from what storage recovered: its batches, its
-// checkpointed HW and its leader-epoch cache. It starts with RoleNone and
-// waits for the controller to say what it is.
-func New(cfg Config, tp TopicPartition, batches []record.Batch, hw int64, epochs storage.EpochCache) (*Replica, error) {
+// checkpointed HW, its leader-epoch cache and its producer-state snapshot
+// (nil if none). It starts with RoleNone and waits for the controller to say
+// what it is.
+func New(cfg Config, tp TopicPartition, batches []record.Batch, hw int64, epochs storage.EpochCache, snap *ProducerSnapshot) (*Replica, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -231,6 +236,7 @@ func New(cfg Config, tp TopicPartition, batches []record.Batch, hw int64, epochs
 	// to what survived (Kafka truncates the epoch cache to LEO on load).
 	r.hw = min(max(hw, 0), r.leo())
 	r.epochs.TruncateFromEnd(r.leo())
+	r.producers = restoreProducers(snap, r.log, r.leo())
 	if e, ok := r.epochs.Latest(); ok {
 		r.epoch = e
 	}
@@ -354,6 +360,7 @@ func (r *Replica) truncate(offset int64) int64 {
 	r.log = r.log[:i:i]
 	r.truncations++
 	leo := r.leo()
+	r.truncateProducers(leo)
 	r.epochs.TruncateFromEnd(leo)
 	r.ready.EpochsChanged = true
 	if r.ready.Truncate < 0 || leo < r.ready.Truncate {
@@ -374,6 +381,9 @@ func (r *Replica) truncate(offset int64) int64 {
 
 // append adds a batch at LEO and queues it for storage.
 func (r *Replica) append(b record.Batch) {
+	if r.role == RoleLeader || r.cfg.ProducerState == ProducerStateReplicated {
+		r.producers.observe(&b)
+	}
 	r.log = append(r.log, b)
 	r.ready.Append = append(r.ready.Append, b)
 	if e, ok := r.epochs.Latest(); !ok || b.LeaderEpoch > e {

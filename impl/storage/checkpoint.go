@@ -167,3 +167,52 @@ func ReadEpochCache(d Disk, dir string) (EpochCache, error) {
 	}
 	return c, nil
 }
+
+// ProducerSnapshotFile is the name of the producer-state snapshot in a
+// partition's directory.
+const ProducerSnapshotFile = "producer-snapshot"
+
+// WriteProducerSnapshot durably and atomically stores a producer-state
+// snapshot, one line per line of body (the caller's encoding; lines must not
+// contain newlines). Storage does not interpret it: the partition package
+// owns the producer state, and storage must not import it.
+func WriteProducerSnapshot(d Disk, dir string, body []string) error {
+	name := path.Join(dir, ProducerSnapshotFile)
+	for i, l := range body {
+		if strings.ContainsRune(l, '\n') {
+			return fmt.Errorf("write %s: line %d holds a newline", name, i)
+		}
+	}
+	if err := d.WriteFileAtomic(name, encodeCheckpoint("producer-snapshot", body)); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// ReadProducerSnapshot returns the stored snapshot's lines, or ok=false when
+// there is none.
+func ReadProducerSnapshot(d Disk, dir string) (body []string, ok bool, err error) {
+	name := path.Join(dir, ProducerSnapshotFile)
+	data, err := d.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", name, err)
+	}
+	lines, err := decodeCheckpoint(name, "producer-snapshot", data)
+	if err != nil {
+		return nil, false, err
+	}
+	return lines, true, nil
+}
+
+// RemoveProducerSnapshot deletes the snapshot, if any (after a truncation
+// below it, it describes batches the log no longer holds).
+func RemoveProducerSnapshot(d Disk, dir string) error {
+	name := path.Join(dir, ProducerSnapshotFile)
+	if err := d.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	return nil
+}

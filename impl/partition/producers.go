@@ -1,0 +1,292 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// Errors of the idempotent producer (SEMANTICS.md, Producer).
+var (
+	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	ErrUnknownProducerID    = errors.New("unknown producer id")
+)
+
+// DedupWindow is how many of a producer's latest batches a partition
+// remembers: a retry of any of them is answered with the original offset.
+// Kafka's client keeps at most 5 batches in flight per partition for the
+// same reason.
+const DedupWindow = 5
+
+// ProducerState says how producer state (PID, epoch, recent sequences) is
+// kept.
+type ProducerState int
+
+const (
+	// ProducerStateReplicated: every replica rebuilds producer state from
+	// the batches it appends, leader and follower alike, so a new leader
+	// deduplicates as the old one did. Correct.
+	ProducerStateReplicated ProducerState = iota
+	// ProducerStateLeaderOnly: only the leader that appended a batch learns
+	// of it; followers do not rebuild. A new leader knows nothing of a
+	// producer and takes its retry as a new producer's first batch. This is
+	// the "dedup across leader change" bug of SEMANTICS.md.
+	ProducerStateLeaderOnly
+)
+
+// String names the variant as configs spell it.
+func (v ProducerState) String() string {
+	if v == ProducerStateLeaderOnly {
+		return "leader-only"
+	}
+	return "replicated"
+}
+
+// ParseProducerState reads "replicated" or "leader-only".
+func ParseProducerState(s string) (ProducerState, error) {
+	switch s {
+	case "replicated":
+		return ProducerStateReplicated, nil
+	case "leader-only":
+		return ProducerStateLeaderOnly, nil
+	}
+	return 0, fmt.Errorf("unknown producer state %q: want replicated or leader-only", s)
+}
+
+// producerBatch is one batch a partition remembers for a producer.
+type producerBatch struct {
+	firstSeq, lastSeq int32
+	base, last        int64 // offsets
+}
+
+// producerEntry is a partition's memory of one producer.
+//
+// Invariants:
+//  1. len(batches) <= DedupWindow, oldest first, sequences increasing.
+//  2. Every batch has the entry's epoch.
+type producerEntry struct {
+	epoch   int16
+	batches []producerBatch
+}
+
+// producers is a partition's producer state: PID -> entry. It is derived
+// from the log alone (every idempotent batch carries its PID, epoch and
+// sequence), so a replica rebuilds it by replaying batches.
+type producers map[int64]*producerEntry
+
+// observe records an appended batch.
+func (ps producers) observe(b *record.Batch) {
+	if b.ProducerID == record.NoProducerID {
+		return
+	}
+	e := ps[b.ProducerID]
+	if e == nil || b.ProducerEpoch > e.epoch {
+		e = &producerEntry{epoch: b.ProducerEpoch}
+		ps[b.ProducerID] = e
+	}
+	e.batches = append(e.batches, producerBatch{firstSeq: b.BaseSequence, lastSeq: b.LastSequence(), base: b.BaseOffset, last: b.LastOffset()})
+	if len(e.batches) > DedupWindow {
+		e.batches = slices.Delete(e.batches, 0, len(e.batches)-DedupWindow)
+	}
+}
+
+// check decides what a leader does with an idempotent batch: append it (nil,
+// nil), answer it as the duplicate of a batch already in the log (dup, nil),
+// or refuse it (nil, err).
+//
+// The rules (SEMANTICS.md, Producer):
+//   - an epoch older than the producer's latest: ErrInvalidProducerEpoch;
+//   - a newer epoch must start at sequence 0: ErrOutOfOrderSequence;
+//   - the same epoch and the same sequence range as one of the last
+//     DedupWindow batches: a duplicate, answered with the original offset;
+//   - the same epoch: the next sequence after the latest batch, or
+//     ErrOutOfOrderSequence;
+//   - a producer the partition has no state for: sequence 0 starts it;
+//     anything else is ErrUnknownProducerID. The reference broker never
+//     expires producer state (it deletes no log), so an unknown producer
+//     with a later sequence means state was lost, and that must show as an
+//     error in the history rather than be accepted as Kafka's lenient
+//     first-write rule would. With ProducerStateLeaderOnly the leader does
+//     take it, which is how that bug duplicates.
+func (ps producers) check(b *record.Batch, lenient bool) (*producerBatch, error) {
+	e := ps[b.ProducerID]
+	if e == nil {
+		if b.BaseSequence == 0 || lenient {
+			return nil, nil
+		}
+		return nil, ErrUnknownProducerID
+	}
+	switch {
+	case b.ProducerEpoch < e.epoch:
+		return nil, ErrInvalidProducerEpoch
+	case b.ProducerEpoch > e.epoch:
+		if b.BaseSequence != 0 {
+			return nil, ErrOutOfOrderSequence
+		}
+		return nil, nil
+	}
+	for i := range e.batches {
+		pb := &e.batches[i]
+		if pb.firstSeq == b.BaseSequence && pb.lastSeq == b.LastSequence() {
+			return pb, nil
+		}
+	}
+	if len(e.batches) > 0 && b.BaseSequence != e.batches[len(e.batches)-1].lastSeq+1 {
+		return nil, ErrOutOfOrderSequence
+	}
+	return nil, nil
+}
+
+// truncateProducers forgets what the log no longer holds. Replicated state
+// is rebuilt from the log, which is exact (batches that had left the window
+// come back into it); leader-only state keeps what it has below the point.
+func (r *Replica) truncateProducers(leo int64) {
+	if r.cfg.ProducerState == ProducerStateReplicated {
+		r.producers = rebuildProducers(r.log)
+		return
+	}
+	for id, e := range r.producers {
+		n := 0
+		for _, b := range e.batches {
+			if b.last < leo {
+				e.batches[n] = b
+				n++
+			}
+		}
+		e.batches = e.batches[:n]
+		if n == 0 {
+			delete(r.producers, id)
+		}
+	}
+}
+
+// ProducerSnapshot captures the producer state as of LEO, for storage.
+func (r *Replica) ProducerSnapshot() ProducerSnapshot { return r.producers.snapshot(r.leo()) }
+
+// rebuild replays a log into fresh producer state.
+func rebuildProducers(log []record.Batch) producers {
+	ps := producers{}
+	for i := range log {
+		ps.observe(&log[i])
+	}
+	return ps
+}
+
+// ProducerSnapshot is a partition's producer state as of an offset, so a
+// restart replays only the log after it.
+type ProducerSnapshot struct {
+	Offset    int64 // the state covers every batch below Offset
+	Producers []ProducerSnapshotEntry
+}
+
+// ProducerSnapshotEntry is one producer in a snapshot.
+type ProducerSnapshotEntry struct {
+	ProducerID int64
+	Epoch      int16
+	Batches    []SnapshotBatch
+}
+
+// SnapshotBatch is one remembered batch in a snapshot.
+type SnapshotBatch struct {
+	FirstSeq, LastSeq int32
+	Base, Last        int64
+}
+
+// snapshot captures ps, sorted by PID so equal states encode equally.
+func (ps producers) snapshot(offset int64) ProducerSnapshot {
+	s := ProducerSnapshot{Offset: offset}
+	ids := make([]int64, 0, len(ps))
+	for id := range ps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e := ps[id]
+		se := ProducerSnapshotEntry{ProducerID: id, Epoch: e.epoch}
+		for _, b := range e.batches {
+			se.Batches = append(se.Batches, SnapshotBatch{FirstSeq: b.firstSeq, LastSeq: b.lastSeq, Base: b.base, Last: b.last})
+		}
+		s.Producers = append(s.Producers, se)
+	}
+	return s
+}
+
+// restoreProducers loads a snapshot and replays the log after it. A
+// snapshot past the log's end (a power loss took the tail it describes) is
+// useless and the whole log is replayed instead.
+func restoreProducers(snap *ProducerSnapshot, log []record.Batch, leo int64) producers {
+	if snap == nil || snap.Offset > leo {
+		return rebuildProducers(log)
+	}
+	ps := producers{}
+	for _, se := range snap.Producers {
+		e := &producerEntry{epoch: se.Epoch}
+		for _, b := range se.Batches {
+			e.batches = append(e.batches, producerBatch{firstSeq: b.FirstSeq, lastSeq: b.LastSeq, base: b.Base, last: b.Last})
+		}
+		ps[se.ProducerID] = e
+	}
+	i, _ := slices.BinarySearchFunc(log, snap.Offset, func(b record.Batch, off int64) int {
+		if b.BaseOffset < off {
+			return -1
+		}
+		if b.BaseOffset > off {
+			return 1
+		}
+		return 0
+	})
+	for ; i < len(log); i++ {
+		ps.observe(&log[i])
+	}
+	return ps
+}
+
+// Lines encodes the snapshot as text lines for storage:
+//
+//	offset <N>
+//	producer <pid> <epoch> <firstSeq>:<lastSeq>:<base>:<last> ...
+func (s ProducerSnapshot) Lines() []string {
+	lines := []string{fmt.Sprintf("offset %d", s.Offset)}
+	for _, p := range s.Producers {
+		l := fmt.Sprintf("producer %d %d", p.ProducerID, p.Epoch)
+		for _, b := range p.Batches {
+			l += fmt.Sprintf(" %d:%d:%d:%d", b.FirstSeq, b.LastSeq, b.Base, b.Last)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// ParseProducerSnapshot decodes Lines' output.
+func ParseProducerSnapshot(lines []string) (*ProducerSnapshot, error) {
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("producer snapshot: empty")
+	}
+	s := &ProducerSnapshot{}
+	if _, err := fmt.Sscanf(lines[0], "offset %d", &s.Offset); err != nil {
+		return nil, fmt.Errorf("producer snapshot line 1 %q: %w", lines[0], err)
+	}
+	for i, l := range lines[1:] {
+		fields := strings.Fields(l)
+		var e ProducerSnapshotEntry
+		if len(fields) < 3 || fields[0] != "producer" {
+			return nil, fmt.Errorf("producer snapshot line %d %q: want producer <pid> <epoch> batches...", i+2, l)
+		}
+		if _, err := fmt.Sscanf(fields[1]+" "+fields[2], "%d %d", &e.ProducerID, &e.Epoch); err != nil {
+			return nil, fmt.Errorf("producer snapshot line %d %q: %w", i+2, l, err)
+		}
+		for _, f := range fields[3:] {
+			var b SnapshotBatch
+			if _, err := fmt.Sscanf(f, "%d:%d:%d:%d", &b.FirstSeq, &b.LastSeq, &b.Base, &b.Last); err != nil {
+				return nil, fmt.Errorf("producer snapshot line %d batch %q: %w", i+2, f, err)
+			}
+			e.Batches = append(e.Batches, b)
+		}
+		s.Producers = append(s.Producers, e)
+	}
+	return s, nil
+}
