@@ -39,6 +39,9 @@ const (
 	// AnomalyNonmonotonicSend: a producer's acknowledged send landed at or
 	// before the offset of its previous acknowledged send to the partition.
 	AnomalyNonmonotonicSend = "nonmonotonic-send"
+	// AnomalyDedupFailure: an idempotent write (one PID, epoch and
+	// sequence, however often retried) was appended at two offsets.
+	AnomalyDedupFailure = "dedup-failure"
 )
 
 // AnomalyNames lists the names CheckAnomalies reports, in the order it
@@ -53,6 +56,7 @@ var AnomalyNames = []string{
 	AnomalyPollSkip,
 	AnomalyNonmonotonicPoll,
 	AnomalyNonmonotonicSend,
+	AnomalyDedupFailure,
 }
 
 // Anomaly is one violation of the offset rules, with the operations that

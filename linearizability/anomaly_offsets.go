@@ -414,6 +414,14 @@ func (c *partitionCheck) checkValues() {
 		}
 		v := c.vals[vi].value
 		c.report(AnomalyDuplicate, c.pairs[group[0]].offset, v, ops, "%q stood at offsets %s", v, joinAnd(at))
+		if p := c.vals[vi].produce; p >= 0 && c.h[p].ProducerID > 0 {
+			// The write was idempotent: its retries carried one (PID,
+			// epoch, sequence), and the broker appended it twice anyway.
+			prod := &c.h[p]
+			c.report(AnomalyDedupFailure, c.pairs[group[0]].offset, v, append([]int32{p}, ops...),
+				"%q (producer %d, epoch %d, sequence %d; op %d) was appended at offsets %s",
+				v, prod.ProducerID, prod.ProducerEpoch, prod.Sequence, prod.ID, joinAnd(at))
+		}
 	}
 	for k := range c.vals {
 		v := &c.vals[k]

@@ -591,3 +591,33 @@ func names(as []Anomaly) []string {
 	}
 	return out
 }
+
+// Rule: dedup-failure, an idempotent retry of the same (PID, epoch,
+// sequence) appended twice.
+// Reference: SEMANTICS.md, "Anomalies the checkers name"; Producer.
+func TestDedupFailure(t *testing.T) {
+	idem := func(b *hist, value string, offset int64) int {
+		return b.add(Op{Client: 0, Kind: KindProduce, Outcome: OutcomeOK, Value: value, Acks: -1, Offset: offset,
+			ProducerID: 7 << 20, Sequence: 3})
+	}
+	t.Run("has", func(t *testing.T) {
+		var b hist
+		p := idem(&b, "a", 0)
+		r := b.poll(1, 0, "a", "a")
+		got := b.check(t)
+		assert.Contains(t, got, fmt.Sprintf(`dedup-failure at 0 "a" ops [%d %d]`, p, r))
+		assert.Contains(t, got, fmt.Sprintf(`duplicate at 0 "a" ops [%d %d]`, p, r), "the duplicate is reported as well")
+	})
+	t.Run("has not: appended once", func(t *testing.T) {
+		var b hist
+		idem(&b, "a", 0)
+		b.poll(1, 0, "a")
+		assert.Empty(t, b.check(t))
+	})
+	t.Run("has not: a duplicate of a non-idempotent write", func(t *testing.T) {
+		var b hist
+		b.send(0, "a", 0)
+		b.poll(1, 0, "a", "a")
+		assert.NotContains(t, fmt.Sprint(b.check(t)), AnomalyDedupFailure)
+	})
+}

@@ -82,6 +82,11 @@ type Op struct {
 	// Offset is the produce's assigned offset (-1 when unknown), the fetch's
 	// or assign's start offset, or the list-offsets answer.
 	Offset int64 `json:"offset"`
+	// Produce by an idempotent producer: its producer id (> 0), epoch, and
+	// the record's sequence number. Every retry of the write carried them.
+	ProducerID    int64 `json:"producer_id,omitempty"`
+	ProducerEpoch int16 `json:"producer_epoch,omitempty"`
+	Sequence      int32 `json:"sequence,omitempty"`
 
 	// Fetch: the records returned and the HW the broker reported.
 	Records []Record `json:"records,omitempty"`

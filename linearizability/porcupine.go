@@ -243,7 +243,7 @@ func toOperations(h []Op) (ops []porcupine.Operation, parts []partInfo, unread s
 		returned := op.Return
 		switch op.Kind {
 		case KindProduce:
-			w := spec.Write{Value: op.Value, Acks: op.Acks, Outcome: specOutcome(op.Outcome), Offset: op.Offset}
+			w := spec.Write{Value: op.Value, Acks: op.Acks, Outcome: specOutcome(op.Outcome), Offset: op.Offset, Idempotent: op.ProducerID > 0}
 			at, read := readAt[tpValue{op.TP(), op.Value}]
 			switch {
 			case read && w.Offset < 0:

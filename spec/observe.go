@@ -63,6 +63,9 @@ type Write struct {
 	Outcome Outcome
 	// Offset is where the broker said the record landed, or NoOffset.
 	Offset int64
+	// Idempotent says the write carried a producer id, epoch and sequence
+	// (the idempotent producer): every retry of it is the same batch.
+	Idempotent bool
 }
 
 // Record is one record a fetch returned.
@@ -75,15 +78,18 @@ type Record struct {
 // effect; none if w cannot take effect on l at all.
 //
 // Rules:
+//
 //  1. A definite failure leaves the log as it was: {l}.
 //     Reference: SEMANTICS.md, Producer; FORMAT.md ("fail: the operation
 //     certainly did not take effect").
+//
 //  2. acks=all answered ok: the record is committed, at the offset the
 //     broker named, so that offset must be the log's end: {l+[v]} if
 //     Offset == Len() (or the offset is unknown), else {}.
 //     Reference: SEMANTICS.md, Producer ("the leader answers once every
 //     replica in the ISR has the record (HW has passed it)"; "an acknowledged
 //     record is never lost").
+//
 //  3. Everything else may or may not have taken effect: acks=1 answered ok
 //     (the leader can die before replicating), acks=0 (at-most-once), and an
 //     unknown outcome. {l} and, when the record may stand at the log's end
@@ -92,12 +98,27 @@ type Record struct {
 //     Reference: SEMANTICS.md, Producer (acks 0 and 1;
 //     NOT_ENOUGH_REPLICAS_AFTER_APPEND "the record may still commit").
 //
+//  4. The dedup rule: an idempotent write whose record already stands in the
+//     log (a retry of a batch the leader appended: same PID, epoch and
+//     sequence, so the same record) is answered with the original offset
+//     and appended no second time: {l} when acknowledged at the offset
+//     where l holds it, {} when acknowledged anywhere else. The broker keeps
+//     the last 5 batches per producer to tell; a producer keeps at most 5 in
+//     flight, so a retry is always within that window.
+//     Reference: SEMANTICS.md, Producer ("A retry of one of them ... is
+//     answered with the original offset and not appended again").
+//
 // A produce takes effect at most once: the rules describe an idempotent or
 // non-retrying producer. Duplicates from non-idempotent retries
 // (SEMANTICS.md: "at-least-once (duplicates possible)") are outside this
 // specification; the anomaly checker names them.
 func Produce(l Log, w Write) []Log {
 	fits := w.Offset < 0 || w.Offset == l.Len()
+	if w.Idempotent && w.Offset >= 0 && w.Offset < l.Len() {
+		if v, _ := l.At(w.Offset); v == w.Value {
+			return []Log{l} // already in: a retry cannot add it again
+		}
+	}
 	switch {
 	case w.Outcome == Failed:
 		return []Log{l}

@@ -50,14 +50,14 @@ func TestProduceMayOrMayNotTakeEffect(t *testing.T) {
 		w    Write
 		want [][]string
 	}{
-		{"acks=1 ok at the end", Write{"v", AcksLeader, Acknowledged, 2}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
-		{"acks=1 ok at a taken offset", Write{"v", AcksLeader, Acknowledged, 1}, [][]string{{"a", "b"}}},
-		{"acks=1 ok past the end", Write{"v", AcksLeader, Acknowledged, 5}, [][]string{{"a", "b"}}},
-		{"acks=0", Write{"v", AcksNone, Acknowledged, NoOffset}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
-		{"acks=all unknown", Write{"v", AcksAll, Unknown, NoOffset}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
-		{"acks=all unknown, offset known", Write{"v", AcksAll, Unknown, 1}, [][]string{{"a", "b"}}},
-		{"acks=1 unknown", Write{"v", AcksLeader, Unknown, NoOffset}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
-		{"odd acks read as 1", Write{"v", 7, Acknowledged, 2}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
+		{"acks=1 ok at the end", Write{Value: "v", Acks: AcksLeader, Outcome: Acknowledged, Offset: 2}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
+		{"acks=1 ok at a taken offset", Write{Value: "v", Acks: AcksLeader, Outcome: Acknowledged, Offset: 1}, [][]string{{"a", "b"}}},
+		{"acks=1 ok past the end", Write{Value: "v", Acks: AcksLeader, Outcome: Acknowledged, Offset: 5}, [][]string{{"a", "b"}}},
+		{"acks=0", Write{Value: "v", Acks: AcksNone, Outcome: Acknowledged, Offset: NoOffset}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
+		{"acks=all unknown", Write{Value: "v", Acks: AcksAll, Outcome: Unknown, Offset: NoOffset}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
+		{"acks=all unknown, offset known", Write{Value: "v", Acks: AcksAll, Outcome: Unknown, Offset: 1}, [][]string{{"a", "b"}}},
+		{"acks=1 unknown", Write{Value: "v", Acks: AcksLeader, Outcome: Unknown, Offset: NoOffset}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
+		{"odd acks read as 1", Write{Value: "v", Acks: 7, Outcome: Acknowledged, Offset: 2}, [][]string{{"a", "b"}, {"a", "b", "v"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,4 +123,25 @@ func TestOutcomeString(t *testing.T) {
 	assert.Equal(t, "ok", Acknowledged.String())
 	assert.Equal(t, "fail", Failed.String())
 	assert.Equal(t, "unknown", Unknown.String())
+}
+
+// An idempotent retry of a record already in the log is answered with the
+// original offset and not appended again; acknowledged anywhere else, it is
+// illegal. Reference: SEMANTICS.md, Producer (dedup window).
+func TestProduceDedupRule(t *testing.T) {
+	l := Log{}.Append("a").Append("b")
+	retry := Write{Value: "a", Acks: AcksAll, Outcome: Acknowledged, Offset: 0, Idempotent: true}
+	got := Produce(l, retry)
+	if len(got) != 1 || !got[0].Equal(l) {
+		t.Fatalf("dedup: got %v, want the log unchanged", got)
+	}
+	plain := retry
+	plain.Idempotent = false
+	if got := Produce(l, plain); len(got) != 0 {
+		t.Fatalf("a non-idempotent write acknowledged at a taken offset must be illegal, got %v", got)
+	}
+	elsewhere := Write{Value: "a", Acks: AcksAll, Outcome: Acknowledged, Offset: 1, Idempotent: true}
+	if got := Produce(l, elsewhere); len(got) != 0 {
+		t.Fatalf("an idempotent write acknowledged where another record stands must be illegal, got %v", got)
+	}
 }
