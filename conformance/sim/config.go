@@ -82,6 +82,10 @@ type Network struct {
 	MinDelayMs int64
 	MaxDelayMs int64   // delays are uniform in [Min, Max]: this also reorders
 	DropRate   float64 // probability that a message is lost
+	// ResponseDropRate is the probability that a broker's answer to a
+	// client is lost on top of DropRate: the request took effect, the
+	// client cannot know (the at-least-once and exactly-once cases).
+	ResponseDropRate float64
 }
 
 // Workload is what the simulated clients do.
@@ -155,6 +159,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Network.DropRate < 0 || c.Network.DropRate >= 1 {
 		bad("drop rate %g: want 0 <= rate < 1", c.Network.DropRate)
+	}
+	if c.Network.ResponseDropRate < 0 || c.Network.ResponseDropRate >= 1 {
+		bad("response drop rate %g: want 0 <= rate < 1", c.Network.ResponseDropRate)
 	}
 	if c.RestartAfterMs <= 0 {
 		bad("restart after %d ms: want > 0", c.RestartAfterMs)

@@ -357,6 +357,11 @@ func (s *Sim) send(env broker.Envelope) {
 		s.stats.Dropped++
 		return
 	}
+	if s.cfg.Network.ResponseDropRate > 0 && env.To >= broker.ClientIDBase && env.From > broker.ControllerID &&
+		env.From < broker.ClientIDBase && s.rng.Float64() < s.cfg.Network.ResponseDropRate {
+		s.stats.Dropped++
+		return
+	}
 	delay := s.cfg.Network.MinDelayMs + s.slowness(env.From) + s.slowness(env.To)
 	if span := s.cfg.Network.MaxDelayMs - s.cfg.Network.MinDelayMs; span > 0 {
 		delay += s.rng.Int64N(span + 1)

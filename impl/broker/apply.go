@@ -62,14 +62,23 @@ func (b *Broker) load(tp TopicPartition) (*hosted, error) {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
 	batches := log.Batches()
-	// The cache is written before each append, but a crash between the two
-	// leaves it behind the log; rebuild what the log proves (Kafka rebuilds
-	// the cache from the log on recovery too).
+	// The cache on disk can disagree with the log after a crash: it is
+	// written before each append (a crash between leaves it ahead), and a
+	// power loss can undo an unsynced truncation, bringing back batches of
+	// an epoch the cache no longer lists. Every batch carries its epoch, so
+	// the log itself is the truth: rebuild the cache from it (Kafka rebuilds
+	// it on recovery too).
+	var rebuilt storage.EpochCache
 	for i := range batches {
-		if e, ok := epochs.Latest(); !ok || batches[i].LeaderEpoch > e {
-			epochs.Assign(batches[i].LeaderEpoch, batches[i].BaseOffset)
+		if e, ok := rebuilt.Latest(); !ok || batches[i].LeaderEpoch > e {
+			rebuilt.Assign(batches[i].LeaderEpoch, batches[i].BaseOffset)
 		}
 	}
+	if stored := epochs.Entries(); !slices.Equal(stored, rebuilt.Entries()) && len(batches) > 0 {
+		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered",
+			Detail: fmt.Sprintf("epoch cache %v rebuilt from the log as %v", stored, rebuilt.Entries())})
+	}
+	epochs = rebuilt
 	var snap *partition.ProducerSnapshot
 	if lines, ok, err := storage.ReadProducerSnapshot(b.disk, dir); err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
@@ -130,6 +139,13 @@ func (b *Broker) apply(h *hosted) error {
 			return err
 		}
 		if _, err := h.log.TruncateTo(rd.Truncate); err != nil {
+			return storageFailure(h.tp, err)
+		}
+		// Make the truncation durable before anything is appended in its
+		// place: a power loss must not bring the removed batches back
+		// under an HW checkpoint and an epoch cache that no longer fit
+		// them. Truncations are rare; the sync is cheap insurance.
+		if err := h.log.Sync(); err != nil {
 			return storageFailure(h.tp, err)
 		}
 		if h.snapshotAt > rd.Truncate {

@@ -50,6 +50,7 @@ type leaderState struct {
 	start     int64 // first offset of this leader epoch
 	followers map[int32]*followerProgress
 	pending   *pendingISR
+	retryAt   int64 // no new ISR proposal before this time (after a refusal)
 	produces  []parkedProduce
 }
 
@@ -239,21 +240,49 @@ type AlterISRResponse struct {
 	State State
 }
 
-// HandleAlterISRResponse adopts the ISR the controller committed, or drops
-// the proposal when the controller refused it (a newer state is then on its
-// way through UpdateState).
+// HandleAlterISRResponse handles the controller's answer to an ISR change.
+// Answers can be late, duplicated and reordered, so an answer counts only if
+// it carries a partition state newer than the one the leader knows: then it
+// is the controller's truth, whether it accepted this proposal, an earlier
+// copy of it, or refused it (a refusal carries the current state). An
+// answer that is not newer belongs to an earlier proposal and is ignored:
+// the proposal in flight stays in flight, and HW keeps counting it (KIP-497).
+// A refusal that teaches nothing new ends the proposal, and the leader waits
+// RetryBackoffMs before proposing again.
 func (r *Replica) HandleAlterISRResponse(resp AlterISRResponse, now int64) {
 	if r.role != RoleLeader || r.leader.pending == nil {
 		return
 	}
-	r.leader.pending = nil
-	if resp.Err == nil && resp.State.LeaderEpoch == r.epoch && resp.State.PartitionEpoch > r.partitionEpoch {
-		r.isr = sortedClone(resp.State.ISR)
-		r.partitionEpoch = resp.State.PartitionEpoch
-		r.event(EventISRChanged, "isr %v partition epoch %d", r.isr, r.partitionEpoch)
+	st := resp.State
+	switch {
+	case st.LeaderEpoch == r.epoch && st.PartitionEpoch > r.partitionEpoch:
+		r.adoptISR(st)
+	case resp.Err == nil || st.PartitionEpoch < r.partitionEpoch:
+		return // an answer to an earlier proposal
+	default:
+		// Refused on the state the leader knows: drop the proposal.
+		r.leader.pending = nil
+		r.leader.retryAt = now + r.cfg.RetryBackoffMs
 	}
 	r.maybeAdvanceHW()
 	r.maybeShrinkISR(now)
+}
+
+// adoptISR takes the controller's committed ISR. A proposal in flight that
+// it settles is done; one made from an older partition epoch can only be
+// refused, so it is dropped too.
+func (r *Replica) adoptISR(st State) {
+	r.isr = sortedClone(st.ISR)
+	r.partitionEpoch = st.PartitionEpoch
+	r.replicas = slices.Clone(st.Replicas)
+	r.leader.pending = nil
+	r.event(EventISRChanged, "isr %v partition epoch %d", r.isr, r.partitionEpoch)
+	if !r.cfg.AdvanceHWBelowMinISR && len(r.isr) < r.cfg.MinInsyncReplicas {
+		// HW cannot pass what is parked until the ISR grows back: tell the
+		// producers now, as Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND does;
+		// the records may still commit, so the outcome is unknown to them.
+		r.failPending(ErrNotEnoughReplicasAfterAppend)
+	}
 }
 
 // Tick advances logical time: the leader drops followers that have not caught
@@ -272,7 +301,7 @@ func (r *Replica) Tick(now int64) {
 }
 
 func (r *Replica) maybeShrinkISR(now int64) {
-	if r.leader.pending != nil {
+	if r.leader.pending != nil || now < r.leader.retryAt {
 		return
 	}
 	var keep []int32
@@ -291,7 +320,7 @@ func (r *Replica) maybeShrinkISR(now int64) {
 // maybeExpandISR proposes adding a follower whose LEO has reached both HW and
 // the start of this leader epoch.
 func (r *Replica) maybeExpandISR(id int32, now int64) {
-	if r.leader.pending != nil || slices.Contains(r.isr, id) {
+	if r.leader.pending != nil || now < r.leader.retryAt || slices.Contains(r.isr, id) {
 		return
 	}
 	f := r.leader.followers[id]

@@ -274,7 +274,7 @@ func ParseProducerSnapshot(lines []string) (*ProducerSnapshot, error) {
 		fields := strings.Fields(l)
 		var e ProducerSnapshotEntry
 		if len(fields) < 3 || fields[0] != "producer" {
-			return nil, fmt.Errorf("producer snapshot line %d %q: want producer <pid> <epoch> batches...", i+2, l)
+			return nil, fmt.Errorf("producer snapshot line %d %q: want producer <pid> <epoch> <batches>", i+2, l)
 		}
 		if _, err := fmt.Sscanf(fields[1]+" "+fields[2], "%d %d", &e.ProducerID, &e.Epoch); err != nil {
 			return nil, fmt.Errorf("producer snapshot line %d %q: %w", i+2, l, err)

@@ -232,10 +232,21 @@ func New(cfg Config, tp TopicPartition, batches []record.Batch, hw int64, epochs
 		next = batches[i].NextOffset()
 	}
 	r := &Replica{cfg: cfg, tp: tp, log: batches, epochs: epochs, leaderID: -1, epoch: -1, ready: Ready{Truncate: -1}}
+	// Request ids start in this process's own range, so an answer to a
+	// request of the previous process is never taken for one of ours.
+	r.requestID = uint64(cfg.Incarnation) << 32
 	// A power loss can leave the checkpoints ahead of the log: clamp them
-	// to what survived (Kafka truncates the epoch cache to LEO on load).
+	// to what survived (Kafka truncates the epoch cache to LEO on load),
+	// and have the caller rewrite them, or the next restart trusts them.
 	r.hw = min(max(hw, 0), r.leo())
+	if r.hw != hw {
+		r.ready.HWChanged, r.ready.HW = true, r.hw
+	}
+	before := len(r.epochs.Entries())
 	r.epochs.TruncateFromEnd(r.leo())
+	if len(r.epochs.Entries()) != before {
+		r.ready.EpochsChanged = true
+	}
 	r.producers = restoreProducers(snap, r.log, r.leo())
 	if e, ok := r.epochs.Latest(); ok {
 		r.epoch = e
@@ -308,18 +319,16 @@ func (r *Replica) UpdateState(s State, now int64) {
 			r.becomeFollower(s.LeaderEpoch, s.Leader, now)
 		}
 	case s.LeaderEpoch == r.epoch && s.PartitionEpoch > r.partitionEpoch:
-		r.replicas = slices.Clone(s.Replicas)
-		r.isr = sortedClone(s.ISR)
-		r.partitionEpoch = s.PartitionEpoch
 		if r.role == RoleLeader {
 			// The controller may have dropped a dead follower on its
 			// own, or this is our own proposal coming back.
-			if r.leader.pending != nil && slices.Equal(r.leader.pending.isr, r.isr) {
-				r.leader.pending = nil
-			}
-			r.event(EventISRChanged, "isr %v partition epoch %d", r.isr, r.partitionEpoch)
+			r.adoptISR(s)
 			r.maybeAdvanceHW()
+			return
 		}
+		r.replicas = slices.Clone(s.Replicas)
+		r.isr = sortedClone(s.ISR)
+		r.partitionEpoch = s.PartitionEpoch
 	}
 }
 

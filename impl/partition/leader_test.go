@@ -1,0 +1,402 @@
+package partition
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// "acks 0: no response; acks 1: the leader answers once the record is in its
+// own log." Neither is parked, and neither is completed later.
+// Reference: SEMANTICS.md, Producer.
+func TestAcksZeroAndOneAnswerAtOnce(t *testing.T) {
+	c := newCluster(t, nil, 1, 2, 3)
+	c.elect(1, nil)
+	id1, res1 := c.produce(1, AcksLeader, "a")
+	assert.Equal(t, ProduceResult{BaseOffset: 0}, res1)
+	id0, res0 := c.produce(1, AcksNone, "b")
+	assert.Equal(t, ProduceResult{BaseOffset: 1}, res0)
+	assert.Equal(t, int64(0), c.replica(1).HW(), "answered before any follower has the records")
+
+	c.deliver(anyMsg)
+	assert.Equal(t, int64(2), c.replica(1).HW())
+	assert.NotContains(t, c.completions, id1)
+	assert.NotContains(t, c.completions, id0)
+}
+
+// "acks=all: the leader answers once every replica in the ISR has the
+// record (HW has passed it)." A batch completes when HW reaches the offset
+// after its last record, not before. Reference: SEMANTICS.md, Producer.
+func TestAcksAllCompletesWhenHWPassesTheBatch(t *testing.T) {
+	c := newCluster(t, func(id int32) Config {
+		cfg := testConfig(id)
+		cfg.FetchMaxBytes = 1 // one batch per fetch, so HW moves batch by batch
+		return cfg
+	}, 1, 2, 3)
+	c.elect(1, nil)
+	idA, resA := c.produce(1, AcksAll, "a")
+	idBC, resBC := c.produce(1, AcksAll, "b", "c")
+	assert.Equal(t, ProduceResult{BaseOffset: 0, Parked: true}, resA)
+	assert.Equal(t, ProduceResult{BaseOffset: 1, Parked: true}, resBC)
+
+	// Only 2 replicates: 3 is in the ISR, so nothing commits.
+	c.nodes[3].isolated = true
+	c.deliver(anyMsg)
+	assert.Equal(t, int64(3), c.replica(2).LEO())
+	assert.Equal(t, int64(0), c.replica(1).HW())
+	assert.Empty(t, c.completions)
+
+	// 3 fetches a, then b-c, one batch per round.
+	c.nodes[3].isolated = false
+	c.tick(c.cfg(3).RequestTimeoutMs) // 3 re-sends its lost fetch
+	c.deliver(msgs(3, 1, "fetch"))
+	c.deliver(msgs(1, 3, "fetch-resp")) // 3 appends a and asks from 1
+	c.deliver(msgs(3, 1, "fetch"))
+	assert.Equal(t, int64(1), c.replica(1).HW())
+	require.Contains(t, c.completions, idA)
+	assert.Equal(t, Completion{ID: idA, BaseOffset: 0}, c.completions[idA])
+	assert.NotContains(t, c.completions, idBC, "HW 1 has not passed offset 2")
+
+	c.deliver(anyMsg)
+	assert.Equal(t, int64(3), c.replica(1).HW())
+	assert.Equal(t, Completion{ID: idBC, BaseOffset: 1}, c.completions[idBC])
+}
+
+// The completion rule is about the batch's last offset, not its first: a
+// follower whose fetch offset falls inside a batch (its copy diverged, or it
+// reports an offset the leader did not cut at) does not complete it.
+// Reference: SEMANTICS.md, Producer ("HW has passed it").
+func TestAcksAllWaitsForTheBatchLastOffset(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
+	require.True(t, r.Produce(ProduceRequest{ID: 5, Acks: AcksAll, Batch: batch("b", "c", "d")}, 0).Parked)
+	r.Ready()
+	fetchAt(r, 2, 3, 1)
+	require.Equal(t, int64(3), r.HW(), "HW inside the batch 1-3")
+	assert.Empty(t, r.Ready().Completions)
+	fetchAt(r, 2, 4, 2)
+	assert.Equal(t, []Completion{{ID: 5, BaseOffset: 1}}, r.Ready().Completions)
+}
+
+// "With min.insync.replicas = M, a produce is refused with
+// NOT_ENOUGH_REPLICAS when the ISR is smaller than M" — and nothing is
+// appended. acks=1 is not subject to it. Reference: SEMANTICS.md, Producer.
+func TestAcksAllRefusedWhenISRBelowMin(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.MinInsyncReplicas = 2
+	r := leaderOf(t, cfg, []int32{1})
+
+	res := r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0)
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrNotEnoughReplicas}, res)
+	assert.Equal(t, int64(0), r.LEO())
+	assert.False(t, r.HasReady(), "nothing to store or send")
+
+	res = r.Produce(ProduceRequest{ID: 2, Acks: AcksLeader, Batch: batch("b")}, 0)
+	assert.Equal(t, ProduceResult{BaseOffset: 0}, res)
+	assert.Equal(t, int64(0), r.HW(), "below min ISR HW does not advance (KIP-966)")
+}
+
+// "If the ISR shrinks below M after the append, the answer is
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND." HW only passes the batch below min ISR
+// when AdvanceHWBelowMinISR (Kafka before KIP-966) lets it.
+// Reference: SEMANTICS.md, Producer; KIP-966.
+func TestNotEnoughReplicasAfterAppend(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.MinInsyncReplicas = 2
+	cfg.AdvanceHWBelowMinISR = true
+	r := leaderOf(t, cfg, []int32{1, 2})
+	fetchAt(r, 2, 0, 0)
+	res := r.Produce(ProduceRequest{ID: 7, Acks: AcksAll, Batch: batch("a")}, 0)
+	require.True(t, res.Parked)
+	r.Ready()
+
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
+	rd := r.Ready()
+	assert.Equal(t, int64(1), r.HW())
+	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
+}
+
+// "Last replica standing": with the safe default, a leader alone in the ISR
+// below min.insync.replicas does not advance HW, so an acks=all produce is
+// never acknowledged on one copy. The leader answers what is parked with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND as soon as the ISR falls below the
+// minimum (the record may still commit once it grows back: an unknown
+// outcome for the client). Reference: SEMANTICS.md, Producer and Known bugs
+// ("last replica standing"); KIP-966.
+func TestHWStaysWhileISRBelowMin(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.MinInsyncReplicas = 2
+	r := leaderOf(t, cfg, []int32{1, 2})
+	fetchAt(r, 2, 0, 0)
+	require.True(t, r.Produce(ProduceRequest{ID: 7, Acks: AcksAll, Batch: batch("a")}, 0).Parked)
+	r.Ready()
+
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
+	rd := r.Ready()
+	assert.Equal(t, int64(0), r.HW())
+	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
+
+	timeout := errors.New("request timed out")
+	assert.False(t, r.ExpireProduce(7, timeout), "answered once only")
+	assert.False(t, r.HasReady())
+}
+
+// Produce is served by the leader only, a batch must hold records, and the
+// leader, not the client, assigns offsets and the leader epoch.
+// Reference: SEMANTICS.md, Producer; KIP-101 (batches carry the epoch).
+func TestProduceRefusals(t *testing.T) {
+	f := newReplica(t, testConfig(2), nil, 0, epochCache(t))
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
+		"a replica without a role")
+	f.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
+		"a follower")
+
+	r := leaderOf(t, testConfig(1), []int32{1})
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrInvalidRecord}, r.Produce(ProduceRequest{Acks: AcksAll, Batch: batch()}, 0))
+	assert.Equal(t, int64(0), r.LEO())
+
+	// The leader assigns offsets and its epoch, whatever the client sent.
+	b := batch("x")
+	b.BaseOffset, b.LeaderEpoch = 42, 9
+	assert.Equal(t, ProduceResult{BaseOffset: 0}, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: b}, 0))
+	assert.Equal(t, int64(0), r.Log()[0].BaseOffset)
+	assert.Equal(t, int32(1), r.Log()[0].LeaderEpoch)
+}
+
+// "Leader HW = min LEO over the ISR. It never moves backwards on one
+// leader." A replica outside the ISR does not hold HW back, and a fetch
+// from a follower that went back (it truncated) does not lower HW.
+// Reference: SEMANTICS.md, Replication.
+func TestLeaderHWIsMinLEOOverISR(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2, 3}, "a", "b", "c", "d", "e")
+	fetchAt(r, 2, 4, 0)
+	assert.Equal(t, int64(0), r.HW(), "3 has not reported")
+	resp := fetchAt(r, 3, 2, 0)
+	assert.Equal(t, int64(2), r.HW())
+	assert.Equal(t, int64(2), resp.HW, "the response carries the new HW")
+	fetchAt(r, 2, 5, 0)
+	assert.Equal(t, int64(2), r.HW())
+	fetchAt(r, 3, 5, 0)
+	assert.Equal(t, int64(5), r.HW())
+
+	fetchAt(r, 3, 1, 0)
+	assert.Equal(t, int64(5), r.HW(), "HW never moves back on one leader")
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
+	assert.Equal(t, int64(5), r.HW())
+
+	r = leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b")
+	fetchAt(r, 2, 2, 0)
+	assert.Equal(t, int64(2), r.HW(), "3 is not in the ISR")
+}
+
+// "The HW a new leader starts with can be behind the old leader's", and the
+// new leader cannot advance it until every ISR follower has fetched in its
+// epoch: before that it does not know their LEOs. A leader alone in the
+// ISR commits its whole log at once. Reference: SEMANTICS.md, Replication.
+func TestNewLeaderWaitsForEveryISRFollower(t *testing.T) {
+	ec := epochCache(t, entry(1, 0))
+	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, ec)
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
+	assert.Equal(t, RoleLeader, r.Role())
+	assert.Equal(t, int64(1), r.HW())
+	fetchAt(r, 2, 3, 10)
+	r.Tick(500)
+	assert.Equal(t, int64(1), r.HW(), "3 has not fetched in epoch 2")
+	fetchAt(r, 3, 3, 600)
+	assert.Equal(t, int64(3), r.HW())
+
+	r = newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, epochCache(t, entry(1, 0)))
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
+	assert.Equal(t, int64(3), r.HW())
+	rd := r.Ready()
+	assert.True(t, rd.HWChanged)
+	assert.Equal(t, int64(3), rd.HW)
+	assert.True(t, rd.EpochsChanged, "the new epoch's start is recorded")
+	assert.Equal(t, "[1@0 2@3]", r.epochs.String())
+}
+
+// "A follower stays in the ISR while it has caught up with the leader's LEO
+// within replica.lag.time.max.ms; otherwise the leader removes it." Caught
+// up means: it fetched at the leader's LEO, or at the LEO the leader had
+// at its previous fetch (a follower that keeps pace with a busy leader is
+// never at the very end). The removal is proposed to the controller.
+// Reference: SEMANTICS.md, Replication; KIP-497.
+func TestISRShrinksAfterLagTime(t *testing.T) {
+	cfg := testConfig(1) // lag 1000 ms
+	r := leaderOf(t, cfg, []int32{1, 2, 3})
+	// Every 100 ms the leader appends; 2 fetches up to the LEO the leader
+	// had at its previous fetch, 3 fetches but stays one more batch behind.
+	for now := int64(100); now <= 1000; now += 100 {
+		prev := r.LEO()
+		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("x")}, now)
+		fetchAt(r, 2, prev, now)
+		fetchAt(r, 3, max(prev-1, 0), now)
+		r.Tick(now)
+	}
+	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "3 last caught up at 0, 1000 ms ago: within the lag")
+
+	r.Tick(1001)
+	got := messages[AlterISRRequest](r.Ready())
+	require.Len(t, got, 1)
+	assertAlterISR(t, got[0], 1, 1, []int32{1, 2})
+	assert.Equal(t, []int32{1, 2, 3}, r.ISR(), "the ISR changes when the controller commits it")
+}
+
+// "While the proposal is in flight the leader computes HW over the union of
+// the old and the proposed ISR (KIP-497's maximal ISR)." During a shrink
+// the member being removed still holds HW back; during an expansion the
+// member being added already does. Reference: KIP-497.
+func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
+	t.Run("shrink", func(t *testing.T) {
+		r := leaderOf(t, testConfig(1), []int32{1, 2, 3}, "a")
+		fetchAt(r, 3, 0, 0)
+		fetchAt(r, 2, 1, 1000)
+		r.Tick(1001)
+		require.Len(t, messages[AlterISRRequest](r.Ready()), 1)
+		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1001)
+		fetchAt(r, 2, 2, 1001)
+		assert.Equal(t, int64(0), r.HW(), "3 may still be in the ISR the controller holds")
+
+		r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP,
+			State: State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 1002)
+		assert.Equal(t, []int32{1, 2}, r.ISR())
+		assert.Equal(t, int64(2), r.HW())
+	})
+	t.Run("expand", func(t *testing.T) {
+		r := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
+		fetchAt(r, 2, 1, 0)
+		require.Equal(t, int64(1), r.HW())
+		fetchAt(r, 3, 1, 0)
+		got := messages[AlterISRRequest](r.Ready())
+		require.Len(t, got, 1)
+		assert.Equal(t, []int32{1, 2, 3}, got[0].NewISR)
+
+		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1)
+		fetchAt(r, 2, 2, 1)
+		assert.Equal(t, int64(1), r.HW(), "3 may already be in the ISR the controller holds")
+		fetchAt(r, 3, 2, 2)
+		assert.Equal(t, int64(2), r.HW())
+	})
+}
+
+// "It rejoins once its LEO reaches the leader's HW (and the start of the
+// current leader epoch)." Reference: SEMANTICS.md, Replication; KIP-101.
+func TestISRExpansionNeedsHWAndEpochStart(t *testing.T) {
+	// 1 leads epoch 2 from LEO 3 with HW 1: the epoch starts at 3.
+	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, epochCache(t, entry(1, 0)))
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 0)
+	r.Ready()
+
+	fetchAt(r, 3, 0, 0)
+	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "below HW")
+	fetchAt(r, 3, 2, 0)
+	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "at HW but before the epoch's start offset 3")
+	fetchAt(r, 3, 3, 0)
+	got := messages[AlterISRRequest](r.Ready())
+	require.Len(t, got, 1)
+	assertAlterISR(t, got[0], 2, 1, []int32{1, 2, 3})
+
+	fetchAt(r, 3, 3, 1)
+	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "one proposal in flight at a time")
+}
+
+// An answer older than the state the leader already holds does not take
+// its ISR back: the controller's metadata and its answers travel apart, and
+// the partition epoch orders them. Reference: KIP-497.
+func TestOlderAlterISRAnswerDoesNotRegressISR(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2, 3})
+	fetchAt(r, 2, 0, 1000)
+	r.Tick(1001)
+	require.Len(t, messages[AlterISRRequest](r.Ready()), 1) // propose {1 2}
+	// Meanwhile the controller went two steps further.
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1002)
+	r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP,
+		State: State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 1003)
+	assert.Equal(t, []int32{1}, r.ISR())
+}
+
+// A new leader gives every follower a full replica.lag.time.max.ms to fetch
+// in its epoch before proposing to drop it, as Kafka does.
+// Reference: SEMANTICS.md, Replication.
+func TestNewLeaderGivesFollowersALagWindow(t *testing.T) {
+	r := newReplica(t, testConfig(1), nil, 0, epochCache(t))
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 50000)
+	r.Tick(51000)
+	assert.Empty(t, messages[AlterISRRequest](r.Ready()))
+	r.Tick(51001)
+	assert.Len(t, messages[AlterISRRequest](r.Ready()), 1)
+}
+
+// A replica fetch is bounded by the smaller of the request's and the
+// leader's byte limit, but always carries at least one batch, so a follower
+// is never stuck behind a large one. Reference: KIP-74.
+func TestReplicaFetchByteLimit(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b", "c")
+	resp := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1}, 0)
+	assert.Equal(t, []string{"a"}, values(resp.Batches))
+	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
+	assert.Equal(t, []string{"b", "c"}, values(resp.Batches))
+
+	cfg := testConfig(1)
+	cfg.FetchMaxBytes = 1
+	r = leaderOf(t, cfg, []int32{1, 2}, "a", "b")
+	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
+	assert.Equal(t, []string{"a"}, values(resp.Batches))
+}
+
+// An ISR change the controller does not answer is sent again after
+// RequestTimeoutMs; one it commits, seen through UpdateState, is not.
+// Reference: KIP-497; Config.RequestTimeoutMs.
+func TestAlterISRResentUntilAnswered(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2, 3})
+	fetchAt(r, 2, 0, 1000)
+	r.Tick(1001)
+	first := messages[AlterISRRequest](r.Ready())
+	require.Len(t, first, 1)
+
+	r.Tick(1001 + 499)
+	assert.Empty(t, messages[AlterISRRequest](r.Ready()))
+	r.Tick(1001 + 500)
+	assert.Equal(t, first, messages[AlterISRRequest](r.Ready()))
+
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1600)
+	assert.Equal(t, []int32{1, 2}, r.ISR())
+	fetchAt(r, 2, 0, 2050)
+	r.Tick(2100)
+	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "the proposal came back committed")
+}
+
+// A leader that loses leadership answers every parked produce with
+// ErrLeaderChanged (an indefinite error: the record may still commit under
+// the next leader). Reference: SEMANTICS.md, Producer.
+func TestLeaderChangeFailsParkedProduces(t *testing.T) {
+	for name, next := range map[string]State{
+		"follower": {Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2},
+		"offline":  {Leader: -1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := leaderOf(t, testConfig(1), []int32{1, 2})
+			require.True(t, r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0).Parked)
+			require.True(t, r.Produce(ProduceRequest{ID: 2, Acks: AcksAll, Batch: batch("b")}, 0).Parked)
+			r.Ready()
+			r.UpdateState(next, 1)
+			assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: ErrLeaderChanged}, {ID: 2, BaseOffset: 1, Err: ErrLeaderChanged}},
+				r.Ready().Completions)
+			assert.NotEqual(t, RoleLeader, r.Role())
+			assert.False(t, r.ExpireProduce(1, ErrLeaderChanged), "nothing stays parked")
+		})
+	}
+}
+
+// assertAlterISR checks a proposal from broker 1 of isr, made in leader
+// epoch from partition epoch pe.
+func assertAlterISR(t *testing.T, got AlterISRRequest, epoch, pe int32, isr []int32) {
+	t.Helper()
+	assert.Equal(t, testTP, got.TopicPartition)
+	assert.Equal(t, int32(1), got.LeaderID)
+	assert.Equal(t, epoch, got.LeaderEpoch)
+	assert.Equal(t, pe, got.PartitionEpoch)
+	assert.Equal(t, isr, got.NewISR)
+}

@@ -1,0 +1,222 @@
+package partition
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/watermarkhq/watermark/impl/storage"
+)
+
+// "Consumers read only below HW. A fetch at an offset in (HW, LEO] returns
+// nothing; beyond LEO it is OFFSET_OUT_OF_RANGE." Batches are atomic: a read
+// returns the whole batch holding the offset, and only batches wholly below
+// HW. Reference: SEMANTICS.md, Replication.
+func TestReadOnlyBelowHW(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2})
+	for _, vals := range [][]string{{"a"}, {"b", "c"}, {"d"}, {"e", "f"}} {
+		require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch(vals...)}, 0).Err)
+	}
+	fetchAt(r, 2, 4, 0) // 2 holds a, b-c, d: HW 4
+	require.Equal(t, int64(4), r.HW())
+	require.Equal(t, int64(6), r.LEO())
+
+	cases := []struct {
+		offset int64
+		want   []string
+		err    error
+	}{
+		{0, []string{"a", "b", "c", "d"}, nil},
+		{1, []string{"b", "c", "d"}, nil},
+		{2, []string{"b", "c", "d"}, nil}, // inside b-c: the whole batch
+		{3, []string{"d"}, nil},
+		{4, nil, nil}, // HW: e-f not committed
+		{5, nil, nil},
+		{6, nil, nil}, // LEO
+		{7, nil, ErrOffsetOutOfRange},
+		{-1, nil, ErrOffsetOutOfRange},
+	}
+	for _, tc := range cases {
+		res := r.Read(tc.offset, 1<<20, -1)
+		assert.ErrorIs(t, res.Err, tc.err, "offset %d", tc.offset)
+		if tc.err == nil {
+			assert.NoError(t, res.Err, "offset %d", tc.offset)
+		}
+		assert.Equal(t, tc.want, values(res.Batches), "offset %d", tc.offset)
+		assert.Equal(t, int64(4), res.HW, "offset %d", tc.offset)
+		assert.Equal(t, int64(6), res.LEO, "offset %d", tc.offset)
+	}
+
+	// maxBytes bounds the answer but never below one batch.
+	one := r.Read(0, 1, -1)
+	assert.Equal(t, []string{"a"}, values(one.Batches))
+	two := r.Read(0, one.Batches[0].Size()+r.Log()[1].Size(), -1)
+	assert.Equal(t, []string{"a", "b", "c"}, values(two.Batches))
+}
+
+// KIP-320: a request that names the leader epoch it believes current is
+// fenced when that epoch is older (FENCED_LEADER_EPOCH) and told to wait
+// when it is newer (UNKNOWN_LEADER_EPOCH); the same check guards consumer
+// reads, replica fetches and epoch queries. A replica that does not lead
+// answers NOT_LEADER. Reference: KIP-320.
+func TestLeaderEpochFencing(t *testing.T) {
+	r := newReplica(t, testConfig(1), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	require.Equal(t, RoleLeader, r.Role())
+
+	for _, tc := range []struct {
+		epoch int32
+		err   error
+	}{{2, ErrFencedLeaderEpoch}, {4, ErrUnknownLeaderEpoch}, {3, nil}} {
+		read := r.Read(0, 1<<20, tc.epoch)
+		fetch := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, FetchOffset: 0, CurrentLeaderEpoch: tc.epoch, MaxBytes: 1 << 20}, 0)
+		end := r.EpochEnd(EpochEndRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, Epoch: 1, CurrentLeaderEpoch: tc.epoch})
+		if tc.err == nil {
+			assert.NoError(t, read.Err)
+			assert.Equal(t, []string{"a"}, values(read.Batches))
+			assert.NoError(t, fetch.Err)
+			assert.Equal(t, []string{"a"}, values(fetch.Batches))
+			assert.Equal(t, EpochEndResponse{TopicPartition: testTP, ID: 9, Epoch: 1, EndOffset: 1}, end)
+			continue
+		}
+		assert.ErrorIs(t, read.Err, tc.err, "read in epoch %d", tc.epoch)
+		assert.Empty(t, read.Batches)
+		assert.ErrorIs(t, fetch.Err, tc.err, "fetch in epoch %d", tc.epoch)
+		assert.Empty(t, fetch.Batches)
+		assert.Equal(t, uint64(9), fetch.ID)
+		assert.Equal(t, int64(-1), fetch.HW)
+		assert.ErrorIs(t, end.Err, tc.err, "epoch query in epoch %d", tc.epoch)
+		assert.Equal(t, int32(-1), end.Epoch)
+		assert.Equal(t, int64(-1), end.EndOffset)
+	}
+	assert.NoError(t, r.Read(0, 1<<20, -1).Err, "-1 skips the check")
+
+	f := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
+	f.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.ErrorIs(t, f.Read(0, 1<<20, 3).Err, ErrNotLeader)
+	assert.ErrorIs(t, f.Read(0, 1<<20, -1).Err, ErrNotLeader)
+	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, ErrNotLeader)
+	assert.ErrorIs(t, f.EpochEnd(EpochEndRequest{TopicPartition: testTP, ReplicaID: 3, Epoch: 1, CurrentLeaderEpoch: 3}).Err, ErrNotLeader)
+
+	// A fetch from a broker that holds no replica of the partition.
+	assert.ErrorIs(t, r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, ErrNotLeader)
+	// A follower fetching past the leader's LEO learns the LEO.
+	oor := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3}, 0)
+	assert.ErrorIs(t, oor.Err, ErrOffsetOutOfRange)
+	assert.Equal(t, int64(1), oor.LEO)
+}
+
+// "The controller's messages can be delayed and reordered": a state with an
+// older leader epoch, or the same epoch and an older partition epoch, is
+// ignored; the same epoch with a newer partition epoch only updates the ISR.
+// Reference: SEMANTICS.md, Replication ("leader epochs only increase").
+func TestStaleStateUpdatesIgnored(t *testing.T) {
+	r, _ := followerOf(t, testConfig(2), nil, 0, storage.EpochCache{}, 3)
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 5}, 1)
+	r.Ready()
+
+	r.UpdateState(State{Leader: 2, LeaderEpoch: 2, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 9}, 2)
+	assert.Equal(t, RoleFollower, r.Role(), "older leader epoch")
+	assert.Equal(t, int32(1), r.Leader())
+	assert.Equal(t, int32(3), r.LeaderEpoch())
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 4}, 2)
+	assert.Equal(t, []int32{1, 2}, r.ISR(), "older partition epoch")
+	assert.False(t, r.HasReady())
+
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{2, 1}, Replicas: []int32{1, 2}, PartitionEpoch: 6}, 3)
+	assert.Equal(t, []int32{1, 2}, r.ISR(), "kept sorted")
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 7}, 3)
+	assert.Equal(t, []int32{1}, r.ISR())
+	assert.Equal(t, RoleFollower, r.Role())
+	assert.Empty(t, r.Ready().Messages, "an ISR change does not restart the follower")
+
+	l := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
+	l.UpdateState(State{Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1)
+	assert.Equal(t, RoleLeader, l.Role(), "a stale state does not demote the leader")
+	assert.False(t, l.HasReady())
+}
+
+// A restarted replica knows the epoch of its latest records but no role;
+// the controller's state for that same epoch must still give it one (the
+// controller had no reason to bump the epoch), while an older one must not.
+// Reference: SEMANTICS.md, Replication.
+func TestRestartedReplicaTakesRoleInItsOwnEpoch(t *testing.T) {
+	load := func() *Replica {
+		return newReplica(t, testConfig(2), stored([]int32{1, 3}, "a", "b"), 2, epochCache(t, entry(1, 0), entry(3, 1)))
+	}
+	r := load()
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.Equal(t, RoleNone, r.Role(), "older than its own records")
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.Equal(t, RoleFollower, r.Role())
+	q := messages[EpochEndRequest](r.Ready())
+	require.Len(t, q, 1)
+	assert.Equal(t, int32(3), q[0].Epoch)
+
+	r = load()
+	r.UpdateState(State{Leader: 2, LeaderEpoch: 3, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.Equal(t, RoleLeader, r.Role())
+	assert.Equal(t, int64(2), r.HW(), "alone in the ISR")
+}
+
+// KIP-903: fetches carry the follower process's incarnation. A fetch from
+// an older process (delayed in the network or held by the leader) says
+// nothing true about the follower's log any more and is refused; an ISR
+// expansion names the incarnation the leader saw, so the controller can
+// refuse a member that restarted since. Reference: KIP-903.
+func TestFollowerIncarnationFencing(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.Incarnation = 10
+	r := leaderOf(t, cfg, []int32{1, 2}, "a", "b")
+	fetch := func(id int32, inc, offset int64) FetchResponse {
+		return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 1, ReplicaID: id, ReplicaIncarnation: inc, To: 1,
+			FetchOffset: offset, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
+	}
+	require.NoError(t, fetch(2, 5, 1).Err)
+	assert.Equal(t, int64(1), r.HW())
+
+	stale := fetch(2, 4, 2)
+	assert.ErrorIs(t, stale.Err, ErrStaleBrokerEpoch)
+	assert.Empty(t, stale.Batches)
+	assert.Equal(t, int64(1), r.HW(), "the old process's fetch offset does not count")
+
+	require.NoError(t, fetch(2, 6, 2).Err)
+	assert.Equal(t, int64(2), r.HW())
+	assert.ErrorIs(t, fetch(2, 5, 2).Err, ErrStaleBrokerEpoch, "the process before the current one")
+
+	require.NoError(t, fetch(3, 7, 2).Err)
+	got := messages[AlterISRRequest](r.Ready())
+	require.Len(t, got, 1)
+	assert.Equal(t, []int32{1, 2, 3}, got[0].NewISR)
+	assert.Equal(t, []int64{10, 6, 7}, got[0].NewISRIncarnations)
+
+	// What the previous process reported does not count for the new one,
+	// even before the new one has a valid fetch.
+	r = leaderOf(t, cfg, []int32{1, 2, 3}, "a", "b", "c")
+	require.NoError(t, fetch(2, 5, 3).Err)
+	require.NoError(t, fetch(3, 5, 1).Err)
+	require.Equal(t, int64(1), r.HW())
+	assert.ErrorIs(t, fetch(2, 6, 9).Err, ErrOffsetOutOfRange, "the restarted 2 fetches past the leader's LEO")
+	require.NoError(t, fetch(3, 5, 3).Err)
+	assert.Equal(t, int64(1), r.HW(), "2's new process has not shown it holds offsets 1-2")
+}
+
+// Resolved says whether the replica's log is reconciled with its epoch: a
+// leader's is, a follower's is once truncation is settled, a replica
+// without a role (just restarted) holds leftovers. The simulator's
+// LogMatching check relies on it. Reference: SEMANTICS.md, Replication
+// ("Protocol invariants").
+func TestResolved(t *testing.T) {
+	r := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
+	assert.False(t, r.Resolved(), "restarted, no role yet")
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.False(t, r.Resolved(), "waiting for the epoch answer")
+	q := messages[EpochEndRequest](r.Ready())[0]
+	r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Epoch: 1, EndOffset: 1}, 1)
+	assert.True(t, r.Resolved())
+
+	e, _ := followerOf(t, testConfig(2), nil, 0, storage.EpochCache{}, 1)
+	assert.True(t, e.Resolved(), "an empty log has nothing to reconcile")
+	assert.True(t, leaderOf(t, testConfig(1), []int32{1}).Resolved())
+}
