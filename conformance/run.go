@@ -84,6 +84,11 @@ func Judge(c *Case, res *sim.Result, checkTimeout time.Duration) *RunResult {
 	case linearizability.VerdictUnknown:
 		fail(Unknown, "porcupine ran out of time (%s); rerun with a longer --check-timeout", checkTimeout)
 	}
+	if !res.Config.NoFinalRead && !res.Stats.FinalReadDone {
+		// Without the final read, acknowledged writes that vanished go
+		// unnoticed ("unseen" is judged only where it finished).
+		fail(Unknown, "the final read did not finish: unseen writes could not be judged; rerun with a longer settle time")
+	}
 	if c.Require != nil {
 		if err := c.Require(res); err != nil {
 			fail(Violated, "case expectation: %v", err)

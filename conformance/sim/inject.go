@@ -12,8 +12,8 @@ import (
 
 // inject applies one fault now.
 func (s *Sim) inject(f Fault) {
-	s.stats.Faults++
 	if f.Kind == FaultHeal {
+		s.stats.Faults++
 		s.healIsolation()
 		return
 	}
@@ -36,25 +36,31 @@ func (s *Sim) inject(f Fault) {
 		}
 		n.paused = true
 		n.faulted++
+		n.gen++
+		s.stats.Faults++
 		s.note(fmt.Sprintf("pause broker %d for %d ms", n.id, dur))
-		s.schedule(event{at: s.now + dur, kind: evResume, node: n.id})
+		s.schedule(event{at: s.now + dur, kind: evResume, node: n.id, gen: n.gen})
 	case FaultSlow:
 		if n.slowMs > 0 {
 			return
 		}
 		n.slowMs = f.DelayMs
 		n.faulted++
+		n.gen++
+		s.stats.Faults++
 		s.note(fmt.Sprintf("slow broker %d by %d ms for %d ms", n.id, f.DelayMs, dur))
-		s.schedule(event{at: s.now + dur, kind: evUnslow, node: n.id})
+		s.schedule(event{at: s.now + dur, kind: evUnslow, node: n.id, gen: n.gen})
 	case FaultIsolate:
 		if n.isolated {
 			return
 		}
 		n.isolated = true
 		n.faulted++
+		n.gen++
+		s.stats.Faults++
 		s.note(fmt.Sprintf("isolate broker %d", n.id))
 		if dur > 0 {
-			s.schedule(event{at: s.now + dur, kind: evUnisolate, node: n.id})
+			s.schedule(event{at: s.now + dur, kind: evUnisolate, node: n.id, gen: n.gen})
 		}
 	}
 }
@@ -101,6 +107,7 @@ func (s *Sim) kill(n *node, powerLoss bool, downMs int64, why string) {
 	n.held = nil
 	n.heldOut = nil
 	n.faulted++
+	s.stats.Faults++
 	if powerLoss {
 		n.disk.PowerLoss(s.rng)
 		s.stats.PowerLosses++
@@ -124,14 +131,15 @@ func (s *Sim) resume(n *node) {
 		s.send(env)
 	}
 	n.heldOut = nil
-	held := n.held
-	n.held = nil
-	for _, env := range held {
+	for len(n.held) > 0 {
 		if n.b == nil || n.paused {
-			return
+			return // paused again (a failpoint): the rest waits for that resume
 		}
+		env := n.held[0]
+		n.held = n.held[1:]
 		s.afterBroker(n, n.b.Handle(env, s.now))
 	}
+	n.held = nil
 }
 
 func (s *Sim) unslow(n *node) {
@@ -244,7 +252,8 @@ func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
 		if n.b != nil && !n.paused {
 			n.paused = true
 			n.faulted++
-			s.schedule(event{at: s.now + down, kind: evResume, node: n.id})
+			n.gen++
+			s.schedule(event{at: s.now + down, kind: evResume, node: n.id, gen: n.gen})
 		}
 	}
 }

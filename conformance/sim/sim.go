@@ -55,6 +55,7 @@ type event struct {
 	env   broker.Envelope
 	fault Fault
 	fp    int
+	gen   uint64 // for the end of a fault: the fault it ends
 }
 
 type eventQueue []event
@@ -85,8 +86,9 @@ type node struct {
 	held     []broker.Envelope // delivered while paused, handled on resume
 	heldOut  []broker.Envelope // sent by the step that paused, sent on resume
 	isolated bool
-	slowMs   int64 // extra delay on every message to or from this broker
-	faulted  int   // faults in force (crash, power loss, pause, isolation)
+	slowMs   int64  // extra delay on every message to or from this broker
+	faulted  int    // faults in force (crash, power loss, pause, isolation)
+	gen      uint64 // counts pauses, isolations and slowdowns: their ends name theirs
 	fpctx    context.Context
 }
 
@@ -280,10 +282,12 @@ func (s *Sim) step(e event) {
 			}
 		}
 	case evResume:
-		s.resume(s.nodes[e.node])
+		if n := s.nodes[e.node]; n.gen == e.gen {
+			s.resume(n)
+		}
 	case evUnisolate:
 		n := s.nodes[e.node]
-		if n.isolated {
+		if n.isolated && n.gen == e.gen {
 			n.isolated = false
 			n.faulted--
 			s.note(fmt.Sprintf("heal isolation of broker %d", n.id))
@@ -299,7 +303,9 @@ func (s *Sim) step(e event) {
 		s.workloadOver = true
 		s.healAll()
 	case evUnslow:
-		s.unslow(s.nodes[e.node])
+		if n := s.nodes[e.node]; n.gen == e.gen {
+			s.unslow(n)
+		}
 	case evFinalRead:
 		s.startFinalRead()
 	}

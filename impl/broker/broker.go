@@ -345,6 +345,7 @@ func (b *Broker) handleAlterISRAnswer(m AlterISRAnswer) error {
 	return b.withReplica(m.TopicPartition, func(r *partition.Replica) {
 		r.HandleAlterISRResponse(partition.AlterISRResponse{
 			TopicPartition: m.TopicPartition,
+			ProposalID:     m.ProposalID,
 			Err:            err,
 			State: partition.State{
 				Leader:         m.State.Leader,

@@ -76,7 +76,7 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 			NewISRIncarnations: m.NewISRIncarnations, // KIP-903: additions must come from live processes
 		}, now)
 		n.flush()
-		n.send(env.From, AlterISRAnswer{TopicPartition: m.TopicPartition, Code: res.Error, State: res.State})
+		n.send(env.From, AlterISRAnswer{TopicPartition: m.TopicPartition, ProposalID: m.ProposalID, Code: res.Error, State: res.State})
 		return
 	case CreateTopic:
 		err := n.c.CreateTopic(m.Name, m.Partitions, m.ReplicationFactor, now)

@@ -60,8 +60,9 @@ type AlterISR struct {
 // AlterISRAnswer is the controller's reply to AlterISR.
 type AlterISRAnswer struct {
 	TopicPartition
-	Code  controller.Error
-	State PartitionState
+	ProposalID uint64 // echoes AlterISR's
+	Code       controller.Error
+	State      PartitionState
 }
 
 // CreateTopic asks the controller for a new topic.

@@ -34,6 +34,7 @@ type followerProgress struct {
 // the proposed ISR (KIP-497's "maximal ISR"), so neither a shrink nor an
 // expansion can let HW pass a record some controller-visible ISR member lacks.
 type pendingISR struct {
+	id     uint64 // the request's ProposalID; a resend gets a new one
 	isr    []int32
 	sentAt int64
 }
@@ -236,8 +237,9 @@ func (r *Replica) checkLeaderEpoch(epoch int32) error {
 // AlterISRResponse is the controller's answer to an AlterISRRequest.
 type AlterISRResponse struct {
 	TopicPartition
-	Err   error
-	State State
+	ProposalID uint64 // echoes the request's
+	Err        error
+	State      State
 }
 
 // HandleAlterISRResponse handles the controller's answer to an ISR change.
@@ -256,11 +258,14 @@ func (r *Replica) HandleAlterISRResponse(resp AlterISRResponse, now int64) {
 	st := resp.State
 	switch {
 	case st.LeaderEpoch == r.epoch && st.PartitionEpoch > r.partitionEpoch:
+		// News from the controller, whichever proposal it answers.
 		r.adoptISR(st)
-	case resp.Err == nil || st.PartitionEpoch < r.partitionEpoch:
-		return // an answer to an earlier proposal
+	case resp.ProposalID != r.leader.pending.id:
+		return // an answer to an earlier proposal, or an earlier copy of this one
+	case resp.Err == nil:
+		r.leader.pending = nil // accepted, and it changed nothing
 	default:
-		// Refused on the state the leader knows: drop the proposal.
+		// This proposal was refused on the state the leader knows.
 		r.leader.pending = nil
 		r.leader.retryAt = now + r.cfg.RetryBackoffMs
 	}
@@ -333,7 +338,8 @@ func (r *Replica) maybeExpandISR(id int32, now int64) {
 }
 
 func (r *Replica) sendAlterISR(isr []int32, now int64) {
-	r.leader.pending = &pendingISR{isr: isr, sentAt: now}
+	r.requestID++
+	r.leader.pending = &pendingISR{id: r.requestID, isr: isr, sentAt: now}
 	incs := make([]int64, len(isr))
 	for i, id := range isr {
 		if id == r.cfg.BrokerID {
@@ -344,6 +350,7 @@ func (r *Replica) sendAlterISR(isr []int32, now int64) {
 	}
 	r.ready.Messages = append(r.ready.Messages, AlterISRRequest{
 		TopicPartition:     r.tp,
+		ProposalID:         r.requestID,
 		LeaderID:           r.cfg.BrokerID,
 		LeaderEpoch:        r.epoch,
 		PartitionEpoch:     r.partitionEpoch,

@@ -359,7 +359,11 @@ func TestAlterISRResentUntilAnswered(t *testing.T) {
 	r.Tick(1001 + 499)
 	assert.Empty(t, messages[AlterISRRequest](r.Ready()))
 	r.Tick(1001 + 500)
-	assert.Equal(t, first, messages[AlterISRRequest](r.Ready()))
+	again := messages[AlterISRRequest](r.Ready())
+	require.Len(t, again, 1)
+	assert.NotEqual(t, first[0].ProposalID, again[0].ProposalID, "a resend is a new proposal: only its own answer ends it")
+	again[0].ProposalID = first[0].ProposalID
+	assert.Equal(t, first, again)
 
 	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1600)
 	assert.Equal(t, []int32{1, 2}, r.ISR())

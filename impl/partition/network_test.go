@@ -242,7 +242,7 @@ func (c *cluster) run(ms, step int64, m matcher) {
 // are up in the incarnation the leader saw), applies it, answers the leader
 // and publishes the new state.
 func (c *cluster) handleAlterISR(req AlterISRRequest) {
-	resp := AlterISRResponse{TopicPartition: req.TopicPartition}
+	resp := AlterISRResponse{TopicPartition: req.TopicPartition, ProposalID: req.ProposalID}
 	accepted := false
 	switch {
 	case req.LeaderEpoch != c.ctrl.LeaderEpoch || req.LeaderID != c.ctrl.Leader:

@@ -78,6 +78,10 @@ type EpochEndResponse struct {
 // AlterISRRequest proposes a new ISR to the controller (KIP-497).
 type AlterISRRequest struct {
 	TopicPartition
+	// ProposalID ties the controller's answer to this request: answers can
+	// be late and reordered, and only the answer to the proposal in flight
+	// may end it.
+	ProposalID     uint64
 	LeaderID       int32
 	LeaderEpoch    int32
 	PartitionEpoch int32

@@ -213,3 +213,41 @@ func proposals(rd Ready) [][]int32 {
 	}
 	return out
 }
+
+// Found in review: the controller's refusal of a resent copy of an earlier
+// proposal arrives after a newer proposal went out, carrying the partition
+// epoch the leader already knows. It must not end the newer proposal: while
+// that expansion is in flight, HW counts the follower being added (KIP-497's
+// maximal ISR), or it passes a record the follower lacks just as the
+// controller commits it to the ISR.
+// Reference: KIP-497.
+func TestRegressionRefusedResendDoesNotEndNewerProposal(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2, 3}, "a")
+	fetchAt(r, 2, 1, 0)
+	fetchAt(r, 3, 1, 0)
+	r.Ready()
+	// 3 falls behind: shrink #1, unanswered, resent as #1'.
+	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 10).Err)
+	fetchAt(r, 2, 2, 1500)
+	r.Tick(1500)
+	shrink := messages[AlterISRRequest](r.Ready())
+	require.Len(t, shrink, 1)
+	require.Equal(t, []int32{1, 2}, shrink[0].NewISR)
+	r.Tick(1500 + 500)
+	resent := messages[AlterISRRequest](r.Ready())
+	require.Len(t, resent, 1)
+	// The controller committed #1; the news reaches the leader first.
+	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 2010)
+	// 3 catches up to the HW: expansion #2 goes out.
+	fetchAt(r, 3, 2, 2020)
+	expand := messages[AlterISRRequest](r.Ready())
+	require.Len(t, expand, 1)
+	require.Equal(t, []int32{1, 2, 3}, expand[0].NewISR)
+	// The refusal of #1' (made from partition epoch 1) arrives now.
+	r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP, ProposalID: resent[0].ProposalID,
+		Err: ErrFencedLeaderEpoch, State: State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 2030)
+	// A new record that 2 copies but 3 does not: HW must not pass it.
+	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("c")}, 2040).Err)
+	fetchAt(r, 2, 3, 2050)
+	assert.Equal(t, int64(2), r.HW(), "HW passed a record that 3, being added to the ISR, lacks")
+}
