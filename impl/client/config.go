@@ -1,0 +1,202 @@
+// Package client is the reference producer: Kafka's producer protocol
+// (partitioning, acks, retries, idempotence) as a pure state machine.
+//
+// Like partition and controller, the core never reads a clock, a random
+// source or the network. Inputs are method calls carrying a logical time in
+// milliseconds (Send, Handle, Tick, UpdateMetadata); Ready hands over the
+// messages to send and the sends that completed. The caller delivers the
+// messages and feeds the answers back through Handle.
+//
+// Each Send is one batch of one record. Per partition, batches are sent and
+// completed in Send order, at most MaxInFlight of them between first send
+// and completion. A retry resends the same batch; with idempotence it keeps
+// its PID, epoch and sequence, so the broker deduplicates it. Outcomes are
+// honest: OutcomeFail only when the record certainly was not written,
+// OutcomeUnknown whenever an attempt may have been.
+//
+// When a partition's sequence can no longer advance under the current PID
+// (a real gap: OUT_OF_ORDER_SEQUENCE or UNKNOWN_PRODUCER_ID with nothing
+// earlier outstanding; INVALID_PRODUCER_EPOCH; a sequenced batch given up
+// on), the producer takes a fresh PID from InitProducerID rather than
+// bumping the epoch as KIP-360 does, and the partition restarts at sequence
+// 0 once its batches under the old PID are resolved. A batch that may have
+// been written under the old PID is never resent under the new one, which
+// could not deduplicate it: it completes as OutcomeUnknown.
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// Errors a Result can carry besides the brokers' own (partition.Err...,
+// broker.Err...). Callers branch on them with errors.Is.
+var (
+	// ErrInvalidConfig wraps every Config.Validate error.
+	ErrInvalidConfig = errors.New("invalid producer config")
+	// ErrInvalidMessage: the message names no topic or a partition < -1.
+	ErrInvalidMessage = errors.New("invalid message")
+	// ErrDeliveryTimeout: DeliveryTimeoutMs passed before the send
+	// resolved. It wraps the last attempt's error, if any.
+	ErrDeliveryTimeout = errors.New("delivery timeout expired")
+	// ErrResponseTimeout: no answer to a produce within RequestTimeoutMs +
+	// ResponseSlackMs; the request or its answer was lost, or the broker
+	// is stuck.
+	ErrResponseTimeout = errors.New("no response within the request timeout")
+	// ErrSessionReset: the partition's producer session (PID, epoch) was
+	// abandoned while this batch might have been written under it, so the
+	// batch cannot be retried under the next one without risking a
+	// duplicate. It wraps the batch's last error.
+	ErrSessionReset = errors.New("producer session reset with the batch unresolved")
+)
+
+// MaxIdempotentInFlight is the most batches per partition an idempotent
+// producer may have unresolved: the broker deduplicates a retry only against
+// its last partition.DedupWindow batches of the producer.
+const MaxIdempotentInFlight = partition.DedupWindow
+
+// Config is the producer configuration. Names follow the Java client's
+// settings where there is one.
+type Config struct {
+	// Acks is acks: 0, 1 or all (-1).
+	Acks partition.Acks
+	// Idempotent is enable.idempotence. It requires Acks == AcksAll,
+	// Retries, and MaxInFlight <= MaxIdempotentInFlight, as the Java client
+	// does when the user sets it explicitly.
+	Idempotent bool
+	// MaxInFlight bounds, per partition, the batches sent and not yet
+	// completed to the caller (max.in.flight.requests.per.connection, but
+	// per partition). Without idempotence, ordering under retries holds
+	// only with MaxInFlight == 1, as in Kafka.
+	MaxInFlight int
+	// Retries allows resending a batch after a retriable error. Off, a
+	// batch is sent once.
+	Retries bool
+	// RetryBackoffMs is the pause before resending a batch, and between
+	// metadata or producer-id requests after an answer (retry.backoff.ms).
+	RetryBackoffMs int64
+	// RequestTimeoutMs is the produce timeout the broker is given: how long
+	// an acks=all produce may wait for the ISR.
+	RequestTimeoutMs int64
+	// ResponseSlackMs is how much longer than RequestTimeoutMs the producer
+	// waits for a produce answer before it counts the attempt as lost.
+	ResponseSlackMs int64
+	// MetadataTimeoutMs is how long the producer waits for a metadata or
+	// InitProducerID answer before asking another broker.
+	MetadataTimeoutMs int64
+	// DeliveryTimeoutMs bounds a send from Send to its Result
+	// (delivery.timeout.ms): no attempt starts after it. An attempt in
+	// flight at the deadline is allowed to finish, so a Result can come up
+	// to RequestTimeoutMs + ResponseSlackMs late.
+	DeliveryTimeoutMs int64
+	// Bootstrap lists brokers to ask for metadata and producer ids until a
+	// metadata answer names the live ones. Empty: wait for UpdateMetadata.
+	Bootstrap []int32
+}
+
+// DefaultConfig returns the Java client's defaults (acks=all, idempotence
+// on, 5 in flight, retries on, 100 ms backoff), with timeouts scaled for the
+// simulator's logical milliseconds.
+func DefaultConfig() Config {
+	return Config{
+		Acks:              partition.AcksAll,
+		Idempotent:        true,
+		MaxInFlight:       MaxIdempotentInFlight,
+		Retries:           true,
+		RetryBackoffMs:    100,
+		RequestTimeoutMs:  3000,
+		ResponseSlackMs:   1000,
+		MetadataTimeoutMs: 1000,
+		DeliveryTimeoutMs: 10000,
+	}
+}
+
+// Validate reports a configuration the producer cannot run with.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Acks != partition.AcksNone && c.Acks != partition.AcksLeader && c.Acks != partition.AcksAll:
+		return bad("acks %d: want 0, 1 or -1 (all)", c.Acks)
+	case c.MaxInFlight < 1:
+		return bad("max in flight %d: want >= 1", c.MaxInFlight)
+	case c.Idempotent && c.Acks != partition.AcksAll:
+		return bad("idempotence requires acks=all, not acks=%d", c.Acks)
+	case c.Idempotent && !c.Retries:
+		return bad("idempotence requires retries")
+	case c.Idempotent && c.MaxInFlight > MaxIdempotentInFlight:
+		return bad("idempotence allows at most %d batches in flight per partition, not %d", MaxIdempotentInFlight, c.MaxInFlight)
+	case c.RetryBackoffMs < 0, c.ResponseSlackMs < 0:
+		return bad("negative backoff or slack")
+	case c.RequestTimeoutMs <= 0, c.MetadataTimeoutMs <= 0:
+		return bad("request and metadata timeouts must be positive")
+	case c.DeliveryTimeoutMs < c.RequestTimeoutMs:
+		return bad("delivery timeout %d ms is shorter than the request timeout %d ms", c.DeliveryTimeoutMs, c.RequestTimeoutMs)
+	}
+	return nil
+}
+
+// Message is one record to send.
+type Message struct {
+	Topic string
+	// Partition is the partition to send to, or -1 to let the Partitioner
+	// choose.
+	Partition int32
+	// Key is hashed to choose the partition; nil (not empty) means none.
+	Key   []byte
+	Value []byte
+}
+
+// Outcome is what the producer knows about a send once it completes.
+type Outcome uint8
+
+// The outcomes. The zero value is invalid so that an unset Result is caught.
+const (
+	// OutcomeOK: the leader acknowledged the record at Result.Offset.
+	OutcomeOK Outcome = iota + 1
+	// OutcomeFail: the record was certainly not written: no attempt
+	// reached a broker, or every attempt was refused before the append.
+	OutcomeFail
+	// OutcomeUnknown: the record may or may not have been written (an
+	// acks=0 send, a lost answer, an error after the append).
+	OutcomeUnknown
+)
+
+// String names the outcome as histories print it.
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeFail:
+		return "fail"
+	case OutcomeUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Result is the completion of one Send. Results of one partition come out
+// in Send order.
+type Result struct {
+	ID        uint64
+	Topic     string
+	Partition int32 // -1 if the send never got a partition
+	// Offset is the record's offset when Outcome is OutcomeOK, else -1.
+	Offset  int64
+	Outcome Outcome
+	// Err is nil for OutcomeOK and for an acks=0 send; otherwise the
+	// reason, matching a partition.Err..., broker.Err... or client Err...
+	// sentinel with errors.Is.
+	Err error
+	// Attempts counts the produce requests sent for the record.
+	Attempts int
+	// ProducerID, ProducerEpoch and Sequence are what the last attempt
+	// carried: record.NoProducerID, -1 and record.NoSequence when the
+	// producer is not idempotent or the record was never sent with them.
+	ProducerID    int64
+	ProducerEpoch int16
+	Sequence      int32
+}
