@@ -1,12 +1,11 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/partition"
-	"github.com/watermarkhq/watermark/impl/record"
+	refclient "github.com/watermarkhq/watermark/impl/client"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -28,6 +27,11 @@ type client struct {
 	pos      map[broker.TopicPartition]int64 // consumer positions
 
 	final *finalRead // set for the final reader
+
+	// Producers run the reference producer (impl/client); sends maps a
+	// send's id to its operation in the history.
+	prod  *refclient.Producer
+	sends map[uint64]int
 }
 
 // finalRead reads every partition from offset 0 to the HW that ListOffsets
@@ -66,6 +70,9 @@ func (s *Sim) startClients() {
 			leaders:  map[broker.TopicPartition]int32{},
 			needMeta: true,
 			pos:      map[broker.TopicPartition]int64{},
+		}
+		if c.producer {
+			c.startProducer()
 		}
 		s.clients = append(s.clients, c)
 		s.schedule(event{at: s.rng.Int64N(s.cfg.TickMs) + s.cfg.TickMs, kind: evClientTick, node: c.id})
@@ -171,7 +178,11 @@ func (c *client) tick() {
 		c.tickFinal()
 		return
 	}
-	if s.now < c.nextAt || (c.producer && s.workloadOver) {
+	if c.producer {
+		c.tickProducer()
+		return
+	}
+	if s.now < c.nextAt {
 		return
 	}
 	if c.needMeta {
@@ -185,11 +196,7 @@ func (c *client) tick() {
 		c.needMeta = true
 		return
 	}
-	if c.producer {
-		c.produce(tp, broker.NodeID(leader))
-	} else {
-		c.fetch(tp, broker.NodeID(leader))
-	}
+	c.fetch(tp, broker.NodeID(leader))
 }
 
 func (c *client) requestMetadata() {
@@ -201,30 +208,6 @@ func (c *client) requestMetadata() {
 	c.corr++
 	c.inflight = &inflight{corr: c.corr, op: -1, deadline: c.s.now + 500}
 	c.s.send(broker.Envelope{From: c.id, To: to, Msg: broker.MetadataRequest{Correlation: c.corr}})
-}
-
-func (c *client) produce(tp broker.TopicPartition, leader broker.NodeID) {
-	s := c.s
-	w := s.cfg.Workload
-	c.seq++
-	value := fmt.Sprintf("c%d-%d", c.id-broker.ClientIDBase, c.seq)
-	op := s.record(linearizability.Op{
-		Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProduce,
-		Topic: tp.Topic, Partition: tp.Partition, Value: value, Acks: int(w.Acks), Offset: -1,
-	})
-	c.corr++
-	s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.ProduceRequest{
-		Correlation: c.corr, TopicPartition: tp, Acks: w.Acks,
-		Records:   []record.Record{{Value: []byte(value), Timestamp: s.now}},
-		TimeoutMs: w.RequestTimeoutMs,
-	}})
-	s.stats.Produced++
-	c.nextAt = s.now + w.ProduceIntervalMs
-	if w.Acks == partition.AcksNone {
-		c.finish(op, linearizability.OutcomeUnknown, "acks=0: no answer")
-		return
-	}
-	c.inflight = &inflight{corr: c.corr, op: op, deadline: s.now + w.RequestTimeoutMs + 1000}
 }
 
 func (c *client) fetch(tp broker.TopicPartition, leader broker.NodeID) {
@@ -244,6 +227,11 @@ func (c *client) fetch(tp broker.TopicPartition, leader broker.NodeID) {
 }
 
 func (c *client) handle(env broker.Envelope) {
+	if c.prod != nil {
+		c.prod.Handle(env.From, env.Msg, c.s.now)
+		c.flushProducer()
+		return
+	}
 	f := c.inflight
 	switch m := env.Msg.(type) {
 	case broker.MetadataResponse:
@@ -255,20 +243,6 @@ func (c *client) handle(env broker.Envelope) {
 			c.leaders[broker.TopicPartition(p.TopicPartition)] = p.Leader
 		}
 		c.needMeta = false
-	case broker.ProduceResponse:
-		if f == nil || f.corr != m.Correlation {
-			return
-		}
-		c.inflight = nil
-		op := &c.s.history[f.op]
-		if m.Err == nil {
-			op.Offset = m.BaseOffset
-			c.finish(f.op, linearizability.OutcomeOK, "")
-			c.s.onAck()
-			return
-		}
-		c.finish(f.op, produceOutcome(m.Err), m.Err.Error())
-		c.needMeta = true
 	case broker.FetchResponse:
 		if f == nil || f.corr != m.Correlation {
 			return
@@ -320,20 +294,6 @@ func (c *client) handle(env broker.Envelope) {
 	}
 }
 
-// produceOutcome says whether a produce error proves the record was not
-// written. Errors after the append (a leader change while waiting, too few
-// replicas after append, a timeout) leave it open.
-func produceOutcome(err error) linearizability.Outcome {
-	switch {
-	case errors.Is(err, partition.ErrNotEnoughReplicas),
-		errors.Is(err, partition.ErrNotLeader),
-		errors.Is(err, partition.ErrInvalidRecord),
-		errors.Is(err, broker.ErrUnknownTopicOrPartition):
-		return linearizability.OutcomeFail
-	}
-	return linearizability.OutcomeUnknown
-}
-
 func (s *Sim) record(op linearizability.Op) int {
 	op.ID = len(s.history)
 	op.Call = s.now
@@ -347,4 +307,71 @@ func (c *client) finish(i int, outcome linearizability.Outcome, errText string) 
 	op.Return = c.s.now
 	op.Outcome = outcome
 	op.Error = errText
+}
+
+// startProducer gives a producer client a fresh reference producer: a new
+// process, so a new producer id once it asks for one.
+func (c *client) startProducer() {
+	s := c.s
+	p, err := refclient.NewProducer(c.id, s.cfg.producerConfig(), rand.New(rand.NewPCG(s.rng.Uint64(), s.rng.Uint64())))
+	if err != nil {
+		panic(err) // Validate checked the same configuration
+	}
+	c.prod = p
+	c.sends = map[uint64]int{}
+}
+
+// tickProducer sends the next record when it is due, round-robin over the
+// partitions, and lets the producer retry and time out what is in flight.
+func (c *client) tickProducer() {
+	s := c.s
+	w := s.cfg.Workload
+	if !s.workloadOver && s.now >= c.nextAt && c.prod.Pending() < 2*max(w.MaxInFlight, 1)*len(c.tps) {
+		tp := c.tps[c.rr%len(c.tps)]
+		c.rr++
+		c.seq++
+		value := fmt.Sprintf("c%d-%d", c.id-broker.ClientIDBase, c.seq)
+		op := s.record(linearizability.Op{
+			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProduce,
+			Topic: tp.Topic, Partition: tp.Partition, Value: value, Acks: int(w.Acks), Offset: -1,
+		})
+		id := c.prod.Send(refclient.Message{Topic: tp.Topic, Partition: tp.Partition, Value: []byte(value)}, s.now)
+		c.sends[id] = op
+		s.stats.Produced++
+		c.nextAt = s.now + w.ProduceIntervalMs
+	}
+	c.prod.Tick(s.now)
+	c.flushProducer()
+}
+
+// flushProducer sends what the producer queued and closes the operations of
+// the sends it finished.
+func (c *client) flushProducer() {
+	out, results := c.prod.Ready()
+	for _, env := range out {
+		c.s.send(env)
+	}
+	for _, r := range results {
+		i, ok := c.sends[r.ID]
+		if !ok {
+			continue
+		}
+		delete(c.sends, r.ID)
+		op := &c.s.history[i]
+		op.ProducerID, op.ProducerEpoch, op.Sequence = r.ProducerID, r.ProducerEpoch, r.Sequence
+		errText := ""
+		if r.Err != nil {
+			errText = r.Err.Error()
+		}
+		switch r.Outcome {
+		case refclient.OutcomeOK:
+			op.Offset = r.Offset
+			c.finish(i, linearizability.OutcomeOK, "")
+			c.s.onAck()
+		case refclient.OutcomeFail:
+			c.finish(i, linearizability.OutcomeFail, errText)
+		default:
+			c.finish(i, linearizability.OutcomeUnknown, errText)
+		}
+	}
 }

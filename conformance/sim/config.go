@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	refclient "github.com/watermarkhq/watermark/impl/client"
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
@@ -96,6 +97,15 @@ type Workload struct {
 	ProduceIntervalMs int64
 	RequestTimeoutMs  int64 // the broker's produce timeout; clients wait a little longer
 	FetchMaxWaitMs    int64
+	// The reference producer's settings (impl/client): idempotence,
+	// retries, batches in flight per partition (0: 1), and how long a send
+	// may take in all (0: three request timeouts).
+	Idempotent        bool
+	Retries           bool
+	MaxInFlight       int
+	DeliveryTimeoutMs int64
+	// UnsafeAnyAcks allows idempotence with acks other than all (repros only).
+	UnsafeAnyAcks bool
 }
 
 // DefaultConfig is the strong-consistency recipe of SEMANTICS.md on three
@@ -126,6 +136,9 @@ func DefaultConfig(seed uint64) Config {
 			ProduceIntervalMs: 20,
 			RequestTimeoutMs:  3000,
 			FetchMaxWaitMs:    200,
+			Idempotent:        true,
+			Retries:           true,
+			MaxInFlight:       5,
 		},
 		RestartAfterMs: 1000,
 		TraceTail:      60,
@@ -173,6 +186,11 @@ func (c *Config) Validate() error {
 		bad("workload: produce interval %d ms, request timeout %d ms: want > 0",
 			c.Workload.ProduceIntervalMs, c.Workload.RequestTimeoutMs)
 	}
+	if c.Workload.Producers > 0 {
+		if err := c.producerConfig().Validate(); err != nil {
+			bad("workload: %v", err)
+		}
+	}
 	for i, f := range c.Faults {
 		if err := f.validate(c.Brokers); err != nil {
 			bad("fault %d: %v", i, err)
@@ -219,4 +237,27 @@ func (c *Config) brokerConfig(id int) (broker.Config, error) {
 		FlushIntervalMs:        s.FlushIntervalMs,
 	}
 	return cfg, cfg.Validate()
+}
+
+// producerConfig is the reference producer's configuration for the workload.
+func (c *Config) producerConfig() refclient.Config {
+	w := c.Workload
+	pc := refclient.DefaultConfig()
+	pc.Acks = w.Acks
+	pc.Idempotent = w.Idempotent
+	pc.Retries = w.Retries
+	pc.UnsafeAnyAcks = w.UnsafeAnyAcks
+	pc.MaxInFlight = max(w.MaxInFlight, 1)
+	pc.RequestTimeoutMs = w.RequestTimeoutMs
+	// Wait for an answer a little past the broker's own timeout, and at
+	// least twice the network's worst delay.
+	pc.ResponseSlackMs = max(1000, 2*(c.Network.MaxDelayMs+c.Network.MinDelayMs)+100)
+	pc.DeliveryTimeoutMs = w.DeliveryTimeoutMs
+	if pc.DeliveryTimeoutMs == 0 {
+		pc.DeliveryTimeoutMs = 3 * w.RequestTimeoutMs
+	}
+	for id := 1; id <= c.Brokers; id++ {
+		pc.Bootstrap = append(pc.Bootstrap, int32(id))
+	}
+	return pc
 }

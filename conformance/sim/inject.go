@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/pingcap/failpoint"
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -108,7 +109,11 @@ func (s *Sim) kill(n *node, powerLoss bool, downMs int64, why string) {
 	n.heldOut = nil
 	n.faulted++
 	s.stats.Faults++
-	if powerLoss {
+	if powerLoss && strings.HasSuffix(why, "nothing unsynced kept") {
+		n.disk.PowerLossWorst()
+		s.stats.PowerLosses++
+		s.note(fmt.Sprintf("power loss on broker %d (%s)", n.id, why))
+	} else if powerLoss {
 		n.disk.PowerLoss(s.rng)
 		s.stats.PowerLosses++
 		s.note(fmt.Sprintf("power loss on broker %d (%s)", n.id, why))
@@ -248,6 +253,8 @@ func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
 		s.kill(n, false, down, "failpoint "+fe.Name)
 	case broker.ActionPowerLoss:
 		s.kill(n, true, down, "failpoint "+fe.Name)
+	case broker.ActionPowerLossWorst:
+		s.kill(n, true, down, "failpoint "+fe.Name+", nothing unsynced kept")
 	case broker.ActionPause:
 		if n.b != nil && !n.paused {
 			n.paused = true

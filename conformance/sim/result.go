@@ -44,6 +44,12 @@ type Result struct {
 }
 
 func (s *Sim) result() *Result {
+	for i := range s.history {
+		if s.history[i].Return < 0 {
+			// Still open when the run ended: the client never learnt.
+			s.history[i].Outcome = linearizability.OutcomeUnknown
+		}
+	}
 	var first *Violation
 	if len(s.inv.violations) > 0 {
 		first = s.inv.violations[0]

@@ -73,11 +73,13 @@ func KIP101Divergence(seed uint64, truncation partition.Truncation) Config {
 	cfg.Broker.FlushIntervalMs = 1000
 	cfg.Controller.KeepISROnRestart = true
 	cfg.Workload = Workload{Producers: 1, Consumers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 1500, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
-	cfg.DurationMs = 24000
+	cfg.DurationMs = 28000
 	cfg.SettleMs = 10000
 	cfg.Failpoints = []Failpoint{
-		{Name: broker.FPBeforeProduceResp, Term: `1*return("crash@6000,powerloss:2@300")`, Node: 1, When: Trigger{AfterAcks: 1}},
+		{Name: broker.FPBeforeProduceResp, Term: `1*return("crash@10000,powerloss-worst:2@300")`, Node: 1, When: Trigger{AfterAcks: 1}},
 	}
-	cfg.Faults = []Fault{{When: Trigger{AtMs: 16000}, Kind: FaultCrash, Node: 2, ForMs: 4000}}
+	// Long enough down for broker 2 to lead and take m3 whatever the
+	// producer's timing, then broker 2 goes down so broker 1 leads again.
+	cfg.Faults = []Fault{{When: Trigger{AtMs: 20000}, Kind: FaultCrash, Node: 2, ForMs: 4000}}
 	return cfg
 }

@@ -78,7 +78,7 @@ func TestStrongSettingsHoldUnderRandomFaults(t *testing.T) {
 		require.True(t, res.Stats.FinalReadDone, "seed %d: the final read did not finish; %s", seed, replay(cfg))
 		total += acked(res.History)
 	}
-	assert.Greater(t, total, 1000, "the cluster must make progress between faults")
+	assert.Greater(t, total, 50*int(seeds), "the cluster must make progress between faults")
 }
 
 // Quick crash-restarts, where a restarted broker keeps its ISR place (as

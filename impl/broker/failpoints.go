@@ -56,8 +56,12 @@ type Action string
 // point, which is how a scenario makes one broker die at another's step.
 const (
 	ActionCrash     Action = "crash"     // the process dies; the page cache survives
-	ActionPowerLoss Action = "powerloss" // the machine dies; unsynced writes are lost
-	ActionPause     Action = "pause"     // the process stops (SIGSTOP) for a while
+	ActionPowerLoss Action = "powerloss" // the machine dies; unsynced writes are lost, the last may survive in part
+	// ActionPowerLossWorst: the machine dies and nothing written since the
+	// last sync survives, none of it in part: one exact outcome, for
+	// scenarios that need it.
+	ActionPowerLossWorst Action = "powerloss-worst"
+	ActionPause          Action = "pause" // the process stops (SIGSTOP) for a while
 )
 
 // FailpointError reports a failpoint that fired: the node named (or, when
@@ -117,10 +121,10 @@ func parseAction(v string) (Action, NodeID, error) {
 	name, target, hasTarget := strings.Cut(v, ":")
 	var a Action
 	switch Action(name) {
-	case ActionCrash, ActionPowerLoss, ActionPause:
+	case ActionCrash, ActionPowerLoss, ActionPowerLossWorst, ActionPause:
 		a = Action(name)
 	default:
-		return "", 0, fmt.Errorf("unknown failpoint action %q: want crash, powerloss or pause, optionally with :<broker id>", v)
+		return "", 0, fmt.Errorf("unknown failpoint action %q: want crash, powerloss, powerloss-worst or pause, optionally with :<broker id>", v)
 	}
 	if !hasTarget {
 		return a, 0, nil

@@ -94,6 +94,10 @@ type Config struct {
 	// Bootstrap lists brokers to ask for metadata and producer ids until a
 	// metadata answer names the live ones. Empty: wait for UpdateMetadata.
 	Bootstrap []int32
+	// UnsafeAnyAcks lets an idempotent producer use acks=0 or 1, which
+	// Kafka's clients refuse. Only repros set it, to show what a broker does
+	// with sequences when acks=1 loses an acknowledged batch.
+	UnsafeAnyAcks bool
 }
 
 // DefaultConfig returns the Java client's defaults (acks=all, idempotence
@@ -123,7 +127,7 @@ func (c Config) Validate() error {
 		return bad("acks %d: want 0, 1 or -1 (all)", c.Acks)
 	case c.MaxInFlight < 1:
 		return bad("max in flight %d: want >= 1", c.MaxInFlight)
-	case c.Idempotent && c.Acks != partition.AcksAll:
+	case c.Idempotent && c.Acks != partition.AcksAll && !c.UnsafeAnyAcks:
 		return bad("idempotence requires acks=all, not acks=%d", c.Acks)
 	case c.Idempotent && !c.Retries:
 		return bad("idempotence requires retries")

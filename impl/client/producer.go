@@ -53,6 +53,7 @@ type Producer struct {
 	leaders       map[broker.TopicPartition]leaderInfo
 	topics        map[string]int32 // partition count
 	live          []broker.NodeID  // sorted
+	silent        broker.NodeID    // the broker that last left a control request unanswered
 	meta          control
 	metaSent      uint64 // metadata requests sent so far
 	metaWanted    bool
@@ -193,10 +194,12 @@ func (p *Producer) Handle(from broker.NodeID, msg any, now int64) {
 func (p *Producer) Tick(now int64) {
 	p.advance(now)
 	if p.meta.corr != 0 && p.now >= p.meta.deadline {
+		p.silent = p.meta.to
 		p.meta = control{}
 		p.metaWanted = true
 	}
 	if p.pid.corr != 0 && p.now >= p.pid.deadline {
+		p.silent = p.pid.to
 		p.pid = control{}
 	}
 	p.expirePending()
@@ -276,16 +279,24 @@ func (p *Producer) maybeRequestControl() {
 	}
 }
 
-// pickBroker chooses a random live broker, or a bootstrap one before any
-// metadata named the live ones.
+// pickBroker chooses a random broker among the live ones the last metadata
+// named and the bootstrap ones, avoiding the one that last left a request
+// unanswered: metadata can be stale (it may name a broker that died since),
+// and a client must not keep asking a dead broker.
 func (p *Producer) pickBroker() (broker.NodeID, bool) {
-	if len(p.live) > 0 {
-		return p.live[p.rng.IntN(len(p.live))], true
+	cands := slices.Clone(p.live)
+	for _, id := range p.cfg.Bootstrap {
+		if !slices.Contains(cands, broker.NodeID(id)) {
+			cands = append(cands, broker.NodeID(id))
+		}
 	}
-	if len(p.cfg.Bootstrap) > 0 {
-		return broker.NodeID(p.cfg.Bootstrap[p.rng.IntN(len(p.cfg.Bootstrap))]), true
+	if len(cands) > 1 {
+		cands = slices.DeleteFunc(cands, func(id broker.NodeID) bool { return id == p.silent })
 	}
-	return 0, false
+	if len(cands) == 0 {
+		return 0, false
+	}
+	return cands[p.rng.IntN(len(cands))], true
 }
 
 // applyMetadata merges partition states, keeping per partition the one with

@@ -215,6 +215,26 @@ func (d *SimDisk) PowerLoss(rng *rand.Rand) {
 	}
 }
 
+// PowerLossWorst is a power loss in which nothing written since the last
+// sync reached the disk: every file reverts to exactly its durable content
+// (unsynced appends gone, unsynced truncations undone, unsynced files
+// gone). A scenario that needs one exact outcome uses it; PowerLoss draws
+// one of the outcomes a real disk allows.
+func (d *SimDisk) PowerLossWorst() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.powerLosses++
+	for _, name := range sortedKeys(d.files) {
+		f := d.files[name]
+		if !f.durable {
+			delete(d.files, name)
+			continue
+		}
+		f.data = append(f.data[:f.stable], f.cut...)
+		f.stable, f.cut = len(f.data), nil
+	}
+}
+
 // Crashes returns how many times Crash was called.
 func (d *SimDisk) Crashes() int {
 	d.mu.Lock()
