@@ -115,3 +115,41 @@ func TestLookup(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, len(Cases))
 }
+
+// Producer state that followers do not rebuild lets a retry that straddles
+// a leader change be appended twice: dedup-across-failover must find the
+// duplicate. Reference: SEMANTICS.md, Known bugs ("dedup across leader
+// change").
+func TestDedupAcrossFailoverCatchesLeaderOnlyProducerState(t *testing.T) {
+	cases, err := Lookup([]string{"dedup-across-failover"})
+	require.NoError(t, err)
+	leaderOnly := partition.ProducerStateLeaderOnly
+	found := false
+	for seed := uint64(1); seed <= 5 && !found; seed++ {
+		r, err := RunOne(&cases[0], seed, Options{ProducerState: &leaderOnly}, time.Minute)
+		require.NoError(t, err)
+		found = hasAnomaly(r.Found, linearizability.AnomalyDuplicate) && hasAnomaly(r.Found, linearizability.AnomalyDedupFailure)
+	}
+	require.True(t, found, "five seeds with leader-only producer state found no duplicate")
+}
+
+// At-least-once: without idempotence, retries after lost answers write some
+// records twice; the case counts them as allowed, and still holds.
+// Reference: SEMANTICS.md, Producer ("Retries without idempotence give
+// at-least-once (duplicates possible)").
+func TestAtLeastOnceCountsDuplicates(t *testing.T) {
+	cases, err := Lookup([]string{"at-least-once"})
+	require.NoError(t, err)
+	dups := 0
+	for seed := uint64(1); seed <= 3; seed++ {
+		r, err := RunOne(&cases[0], seed, Options{}, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, Holds, r.Verdict, strings.Join(r.Reasons, "\n"))
+		for _, a := range r.Allowed {
+			if a.Name == linearizability.AnomalyDuplicate {
+				dups++
+			}
+		}
+	}
+	require.Positive(t, dups, "lost answers and retries wrote nothing twice: the case did not exercise at-least-once")
+}

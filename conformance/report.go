@@ -8,14 +8,19 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
 // ReplayCommand is the one command that reruns r exactly: a run is a pure
 // function of its case, seed and truncation variant.
 func ReplayCommand(r *RunResult) string {
-	return fmt.Sprintf("watermark check --case %s --seed %d --truncation %s",
+	cmd := fmt.Sprintf("watermark check --case %s --seed %d --truncation %s",
 		r.Case, r.Seed, r.Sim.Config.Broker.Truncation)
+	if ps := r.Sim.Config.Broker.ProducerState; ps != partition.ProducerStateReplicated {
+		cmd += " --producer-state " + ps.String()
+	}
+	return cmd
 }
 
 // RunDir is where WriteRun puts a run's files under root.

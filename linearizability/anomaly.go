@@ -117,7 +117,9 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 //     are reported both because they name different failures (HW visibility
 //     and durability). Ops: the first read, the fetch that missed it.
 //   - unseen: only in a partition with an ok Final fetch. A produce
-//     acknowledged with acks 1 or all that no fetch ever returned, whether
+//     acknowledged with acks 1 or all, before the partition's final reads
+//     began (one acknowledged later may have landed past where they read),
+//     that no fetch ever returned, whether
 //     its offset is below the end of the final reads (they passed over it) or
 //     beyond (they never got that far: the log ends before it). Ops: the
 //     produce, the final fetch that read furthest.

@@ -74,6 +74,9 @@ type partitionCheck struct {
 	// offset; final is -1 when the partition has no final read.
 	final    int32
 	finalEnd int64
+	// finalCall is when the partition's first Final fetch was called: only
+	// writes acknowledged before it must show in the final reads.
+	finalCall int64
 
 	committed []int32
 	clients   map[int]*clientState
@@ -91,6 +94,7 @@ func (c *partitionCheck) run(tp TopicPartition, ops []int32) []Anomaly {
 	clear(c.values)
 	c.vals, c.pairs, c.gaps, c.out = c.vals[:0], c.pairs[:0], c.gaps[:0], nil
 	c.final = -1
+	c.finalCall = never
 	for _, i := range ops {
 		switch c.h[i].Kind {
 		case KindProduce:
@@ -214,6 +218,9 @@ func (c *partitionCheck) addFetch(i int32) {
 			}
 			next = max(next, r.Offset+1)
 		}
+	}
+	if op.Final {
+		c.finalCall = min(c.finalCall, op.Call)
 	}
 	if op.Final && (c.final < 0 || end > c.finalEnd || end == c.finalEnd && op.ID < c.h[c.final].ID) {
 		c.final, c.finalEnd = i, end
@@ -434,7 +441,8 @@ func (c *partitionCheck) checkValues() {
 				"op %d read %q at offset %d, but its produce (op %d) failed: %s",
 				c.h[v.firstRead].ID, v.value, v.firstOff, prod.ID, cmp.Or(prod.Error, "no error given"))
 		}
-		if c.final >= 0 && prod.Outcome == OutcomeOK && prod.Acks != 0 && prod.Offset >= 0 && v.firstRead < 0 {
+		if c.final >= 0 && prod.Outcome == OutcomeOK && prod.Acks != 0 && prod.Offset >= 0 && v.firstRead < 0 &&
+			prod.Return >= 0 && prod.Return < c.finalCall {
 			where := fmt.Sprintf("the final reads ended below it (op %d reached offset %d)", c.h[c.final].ID, c.finalEnd)
 			if prod.Offset <= c.finalEnd {
 				where = fmt.Sprintf("the final read op %d passed over it to offset %d", c.h[c.final].ID, c.finalEnd)

@@ -76,6 +76,7 @@ type BrokerSettings struct {
 	FlushEveryAppend       bool
 	FlushIntervalMs        int64
 	AdvanceHWBelowMinISR   bool
+	ProducerState          partition.ProducerState
 }
 
 // Network shapes message delivery.
@@ -228,6 +229,7 @@ func (c *Config) brokerConfig(id int) (broker.Config, error) {
 	p.ReplicaFetchWaitMaxMs = s.ReplicaFetchWaitMaxMs
 	p.RequestTimeoutMs = s.RequestTimeoutMs
 	p.AdvanceHWBelowMinISR = s.AdvanceHWBelowMinISR
+	p.ProducerState = s.ProducerState
 	cfg := broker.Config{
 		ID:                     broker.NodeID(id),
 		Partition:              p,

@@ -28,6 +28,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", defaultSeeds, "seeds per case (runs 1..N)")
 	seed := fs.Uint64("seed", 0, "run exactly this one seed (replays a reported run)")
 	truncation := fs.String("truncation", "", "override the cases' truncation variant: hw or epoch (default: each case's own, epoch)")
+	producerState := fs.String("producer-state", "", "override how brokers keep idempotent-producer state: replicated or leader-only (the dedup-across-leader-change bug)")
 	reportDir := fs.String("report-dir", "watermark-report", "where failed runs leave their history, config and HTML")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "porcupine's time limit per run; past it the verdict is unknown")
@@ -57,6 +58,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, fs, fmt.Errorf("--truncation: %v", err))
 		}
 		opts.Truncation = &t
+	}
+	if *producerState != "" {
+		ps, err := partition.ParseProducerState(*producerState)
+		if err != nil {
+			return usageError(stderr, fs, fmt.Errorf("--producer-state: %v", err))
+		}
+		opts.ProducerState = &ps
 	}
 	if *seeds < 1 {
 		return usageError(stderr, fs, fmt.Errorf("--seeds %d: want at least 1", *seeds))
