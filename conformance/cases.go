@@ -235,6 +235,27 @@ var Cases = []Case{
 		},
 	},
 	{
+		Name:    "producer-restart",
+		Summary: "idempotent producers restart (new PIDs) and resend their last unacknowledged record: a duplicate is the documented limit, not a failure",
+		Config: func(seed uint64) sim.Config {
+			cfg := base(seed)
+			// Lost answers leave sends unresolved when a producer restarts.
+			cfg.Network.ResponseDropRate = 0.1
+			for at := int64(2000); at < cfg.DurationMs; at += 2500 {
+				cfg.Faults = append(cfg.Faults, sim.Fault{When: sim.Trigger{AtMs: at}, Kind: sim.FaultRestartProducer, Node: int(at/2500) % cfg.Workload.Producers})
+			}
+			return cfg
+		},
+		Allowed:           []string{linearizability.AnomalyDuplicate},
+		DuplicatesAllowed: true,
+		Require: func(r *sim.Result) error {
+			if r.Stats.Resends == 0 {
+				return fmt.Errorf("no producer restarted with a record to resend")
+			}
+			return nil
+		},
+	},
+	{
 		Name:    "acks-1-out-of-order",
 		Summary: "an idempotent producer with acks=1: a leader dies after acknowledging; the next batch is refused with OUT_OF_ORDER_SEQUENCE_NUMBER",
 		Config: func(seed uint64) sim.Config {

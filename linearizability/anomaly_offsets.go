@@ -51,6 +51,9 @@ type valueFacts struct {
 	// firstOff where.
 	firstRead int32
 	firstOff  int64
+	// resent says an application sent the value again (Op.Resend): a
+	// second copy is then its doing, not a broker's failure to dedup.
+	resent bool
 }
 
 // gap is a range an ok fetch covered without returning a record in it.
@@ -172,8 +175,14 @@ func (c *partitionCheck) observe(offset int64, vi int32) *pair {
 func (c *partitionCheck) addProduce(i int32) {
 	op := &c.h[i]
 	vi := c.value(op.Value)
-	if c.vals[vi].produce < 0 {
-		c.vals[vi].produce = i
+	v := &c.vals[vi]
+	if op.Resend {
+		v.resent = true
+	}
+	// With a resend the value has two produces: judge by the one the
+	// client saw acknowledged, if any.
+	if v.produce < 0 || (c.h[v.produce].Outcome != OutcomeOK && op.Outcome == OutcomeOK) {
+		v.produce = i
 	}
 	// Only an acks=all acknowledgement speaks of the committed log. With
 	// acks=1 the leader answers before replicating, and SEMANTICS.md lets
@@ -421,7 +430,7 @@ func (c *partitionCheck) checkValues() {
 		}
 		v := c.vals[vi].value
 		c.report(AnomalyDuplicate, c.pairs[group[0]].offset, v, ops, "%q stood at offsets %s", v, joinAnd(at))
-		if p := c.vals[vi].produce; p >= 0 && c.h[p].ProducerID > 0 {
+		if p := c.vals[vi].produce; p >= 0 && c.h[p].ProducerID > 0 && !c.vals[vi].resent {
 			// The write was idempotent: its retries carried one (PID,
 			// epoch, sequence), and the broker appended it twice anyway.
 			prod := &c.h[p]

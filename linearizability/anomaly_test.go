@@ -629,3 +629,32 @@ func TestDedupFailure(t *testing.T) {
 		assert.NotContains(t, fmt.Sprint(b.check(t)), AnomalyDedupFailure)
 	})
 }
+
+// A resend by the application under a new producer id (Op.Resend) that
+// lands a second copy is a duplicate, but not a dedup failure: no broker
+// saw one (PID, epoch, sequence) twice. Reference: SEMANTICS.md, Producer
+// ("A new PID (producer restart) is a new identity: no dedup across
+// sessions").
+func TestResendAfterProducerRestart(t *testing.T) {
+	var b hist
+	b.add(Op{Client: 0, Kind: KindProduce, Outcome: OutcomeUnknown, Value: "a", Acks: -1, Offset: -1,
+		ProducerID: 1 << 20, Sequence: 0})
+	again := b.add(Op{Client: 0, Kind: KindProduce, Outcome: OutcomeOK, Value: "a", Acks: -1, Offset: 1,
+		ProducerID: 2 << 20, Sequence: 0, Resend: true})
+	r := b.poll(1, 0, "a", "a")
+	got := b.check(t)
+	assert.Contains(t, got, fmt.Sprintf(`duplicate at 0 "a" ops [%d %d]`, r, again))
+	assert.NotContains(t, fmt.Sprint(got), AnomalyDedupFailure)
+}
+
+func TestValidateResend(t *testing.T) {
+	dup := []Op{
+		{ID: 0, Kind: KindProduce, Outcome: OutcomeOK, Value: "a", Acks: -1, Offset: 0, Call: 1, Return: 2},
+		{ID: 1, Kind: KindProduce, Outcome: OutcomeOK, Value: "a", Acks: -1, Offset: 1, Call: 3, Return: 4},
+	}
+	require.ErrorContains(t, Validate(dup), "values must be unique")
+	dup[1].Resend = true
+	require.NoError(t, Validate(dup))
+	lonely := []Op{{ID: 0, Kind: KindProduce, Outcome: OutcomeOK, Value: "a", Acks: -1, Offset: 0, Call: 1, Return: 2, Resend: true}}
+	require.ErrorContains(t, Validate(lonely), "no earlier produce")
+}

@@ -87,6 +87,11 @@ type Op struct {
 	ProducerID    int64 `json:"producer_id,omitempty"`
 	ProducerEpoch int16 `json:"producer_epoch,omitempty"`
 	Sequence      int32 `json:"sequence,omitempty"`
+	// Resend marks a produce of a value an earlier produce of the history
+	// already carried: an application sending again what it never saw
+	// acknowledged, for example after its producer restarted with a new
+	// producer id. It is the one way a value may appear in two produces.
+	Resend bool `json:"resend,omitempty"`
 
 	// Fetch: the records returned and the HW the broker reported.
 	Records []Record `json:"records,omitempty"`
@@ -137,10 +142,14 @@ func Validate(h []Op) error {
 			if op.Value == "" {
 				return bad("produce without a value")
 			}
-			if j, dup := values[op.Value]; dup {
-				return bad("value %q was already produced by op %d: values must be unique", op.Value, j)
+			if j, dup := values[op.Value]; dup && !op.Resend {
+				return bad("value %q was already produced by op %d: values must be unique (mark a deliberate resend with resend: true)", op.Value, j)
+			} else if !dup && op.Resend {
+				return bad("resend of value %q, which no earlier produce carried", op.Value)
 			}
-			values[op.Value] = op.ID
+			if _, dup := values[op.Value]; !dup {
+				values[op.Value] = op.ID
+			}
 			if op.Outcome == OutcomeOK && op.Acks != 0 && op.Offset < 0 {
 				return bad("acknowledged produce without an offset")
 			}

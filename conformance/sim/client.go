@@ -375,3 +375,35 @@ func (c *client) flushProducer() {
 		}
 	}
 }
+
+// restartProducer kills the producer process and starts a new one: a new
+// producer id, sequences from 0. What was in flight ends unknown to the
+// application, which sends its last unacknowledged record again, as an
+// application that cannot tell would. The new identity means no broker can
+// tell the resend from a new record: it may be written twice, the limit
+// SEMANTICS.md states for exactly-once ("per producer session").
+func (c *client) restartProducer() {
+	s := c.s
+	last := -1
+	for _, i := range c.sends {
+		if i > last {
+			last = i
+		}
+		c.finish(i, linearizability.OutcomeUnknown, "producer restarted")
+	}
+	c.startProducer()
+	s.stats.ProducerRestarts++
+	s.note(fmt.Sprintf("restart producer %d", c.id-broker.ClientIDBase))
+	if last < 0 || s.workloadOver {
+		return
+	}
+	orig := s.history[last]
+	op := s.record(linearizability.Op{
+		Client: orig.Client, Kind: linearizability.KindProduce, Topic: orig.Topic, Partition: orig.Partition,
+		Value: orig.Value, Acks: orig.Acks, Offset: -1, Resend: true,
+	})
+	id := c.prod.Send(refclient.Message{Topic: orig.Topic, Partition: orig.Partition, Value: []byte(orig.Value)}, s.now)
+	c.sends[id] = op
+	s.stats.Resends++
+	c.flushProducer()
+}

@@ -196,6 +196,9 @@ func (c *Config) Validate() error {
 		if err := f.validate(c.Brokers); err != nil {
 			bad("fault %d: %v", i, err)
 		}
+		if f.Kind == FaultRestartProducer && (f.Node < 0 || f.Node >= c.Workload.Producers) {
+			bad("fault %d: restart of producer %d: producers are 0..%d", i, f.Node, c.Workload.Producers-1)
+		}
 	}
 	seen := map[string]bool{}
 	for i, fp := range c.Failpoints {

@@ -20,10 +20,14 @@ const (
 	FaultIsolate   FaultKind = "isolate"   // network partition: the broker alone on one side
 	FaultSlow      FaultKind = "slow"      // every message to or from the broker takes DelayMs longer
 	FaultHeal      FaultKind = "heal"      // end every network partition
+	// FaultRestartProducer restarts producer client Node (0-based): what it
+	// had in flight ends unknown, the new process gets a new producer id,
+	// and the application sends its last unacknowledged record again.
+	FaultRestartProducer FaultKind = "restart-producer"
 )
 
 // FaultKinds lists every kind, for messages and flags.
-var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal}
+var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal, FaultRestartProducer}
 
 // Role picks a fault's broker by what it does when the fault strikes.
 type Role string
@@ -75,6 +79,9 @@ func (f Fault) validate(brokers int) error {
 	}
 	switch f.Role {
 	case RoleAny:
+		if f.Kind == FaultRestartProducer {
+			break // checked against the workload by Config.Validate
+		}
 		if f.Kind != FaultHeal && (f.Node < 1 || f.Node > brokers) {
 			return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
 		}

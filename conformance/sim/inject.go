@@ -18,6 +18,11 @@ func (s *Sim) inject(f Fault) {
 		s.healIsolation()
 		return
 	}
+	if f.Kind == FaultRestartProducer {
+		s.stats.Faults++
+		s.clients[f.Node].restartProducer()
+		return
+	}
 	id, ok := s.resolve(f)
 	if !ok {
 		s.note(fmt.Sprintf("%s of the %s: no such broker now, skipped", f.Kind, f.Role))

@@ -17,6 +17,8 @@ type Stats struct {
 	FinalReadDone    bool // the final read covered every partition
 	Elections        int
 	UncleanElections int
+	ProducerRestarts int
+	Resends          int
 	ISRShrinks       int
 	ISRExpands       int
 }

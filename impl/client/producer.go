@@ -95,6 +95,10 @@ func NewProducer(id broker.NodeID, cfg Config, rng *rand.Rand) (*Producer, error
 		sess:    noSession,
 		parts:   map[broker.TopicPartition]*partState{},
 		byCorr:  map[uint64]*batch{},
+		// Correlation ids start at a random point: a real client's new
+		// process has new connections and never sees its predecessor's
+		// answers, but in the simulator they reach the same node id.
+		corr: rng.Uint64() >> 1,
 	}, nil
 }
 
