@@ -85,8 +85,9 @@ type Network struct {
 	MaxDelayMs int64   // delays are uniform in [Min, Max]: this also reorders
 	DropRate   float64 // probability that a message is lost
 	// ResponseDropRate is the probability that a broker's answer to a
-	// client is lost on top of DropRate: the request took effect, the
-	// client cannot know (the at-least-once and exactly-once cases).
+	// produce is lost on top of DropRate: the write took effect, the
+	// producer cannot know, and retries (the at-least-once and
+	// exactly-once cases).
 	ResponseDropRate float64
 }
 

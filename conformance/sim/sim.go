@@ -363,8 +363,8 @@ func (s *Sim) send(env broker.Envelope) {
 		s.stats.Dropped++
 		return
 	}
-	if s.cfg.Network.ResponseDropRate > 0 && env.To >= broker.ClientIDBase && env.From > broker.ControllerID &&
-		env.From < broker.ClientIDBase && s.rng.Float64() < s.cfg.Network.ResponseDropRate {
+	if _, ok := env.Msg.(broker.ProduceResponse); ok && s.cfg.Network.ResponseDropRate > 0 &&
+		s.rng.Float64() < s.cfg.Network.ResponseDropRate {
 		s.stats.Dropped++
 		return
 	}
