@@ -1,14 +1,14 @@
 package conformance
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/watermarkhq/watermark/failpoints"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -17,13 +17,9 @@ import (
 // under `make test` (WATERMARK_REQUIRE_FAILPOINTS).
 func needsFailpoints(t *testing.T, c *Case) {
 	t.Helper()
-	if len(c.Config(1).Failpoints) == 0 || broker.FailpointsCompiled() {
-		return
+	if len(c.Config(1).Failpoints) > 0 {
+		failpoints.Require(t)
 	}
-	if os.Getenv("WATERMARK_REQUIRE_FAILPOINTS") != "" {
-		t.Fatal("failpoints are not compiled in: build with failpoint-toolexec (make test)")
-	}
-	t.Skip("failpoints are not compiled in: run `make test`")
 }
 
 // Every case holds on the reference broker with its own settings, over a

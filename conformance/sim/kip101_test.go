@@ -1,11 +1,11 @@
 package sim
 
 import (
-	"os"
 	"testing"
 
+	"github.com/watermarkhq/watermark/failpoints"
+
 	"github.com/stretchr/testify/require"
-	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -13,13 +13,7 @@ import (
 // fails it under `make test`, which sets WATERMARK_REQUIRE_FAILPOINTS.
 func requireFailpoints(t *testing.T) {
 	t.Helper()
-	if broker.FailpointsCompiled() {
-		return
-	}
-	if os.Getenv("WATERMARK_REQUIRE_FAILPOINTS") != "" {
-		t.Fatal("failpoints are not compiled in, but WATERMARK_REQUIRE_FAILPOINTS is set: build with failpoint-toolexec (make test)")
-	}
-	t.Skip("failpoints are not compiled in: run `make test` to build with failpoint-toolexec")
+	failpoints.Require(t)
 }
 
 // With truncation to the high watermark, a follower that restarts drops a

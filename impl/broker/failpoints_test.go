@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"testing"
+
+	"github.com/watermarkhq/watermark/failpoints"
 
 	"github.com/pingcap/failpoint"
 	"github.com/stretchr/testify/assert"
@@ -19,13 +20,7 @@ import (
 // fails it under `make test`, which sets WATERMARK_REQUIRE_FAILPOINTS.
 func requireFailpoints(t *testing.T) {
 	t.Helper()
-	if broker.FailpointsCompiled() {
-		return
-	}
-	if os.Getenv("WATERMARK_REQUIRE_FAILPOINTS") != "" {
-		t.Fatal("failpoints are not compiled in, but WATERMARK_REQUIRE_FAILPOINTS is set: build with failpoint-toolexec (make test)")
-	}
-	t.Skip("failpoints are not compiled in: run `make test` to build with failpoint-toolexec")
+	failpoints.Require(t)
 }
 
 // enable switches a broker failpoint on for the rest of the test.

@@ -197,6 +197,19 @@ func (d *SimDisk) Crash() {
 //
 // Afterwards every surviving file is fully durable (current equals durable).
 func (d *SimDisk) PowerLoss(rng *rand.Rand) {
+	d.powerLoss(func(f *simFile) {
+		if len(f.cut) > 0 && rng.IntN(2) == 0 {
+			f.data = append(f.data[:f.stable], f.cut...)
+		} else if appended := len(f.data) - f.stable; appended > 0 {
+			f.data = f.data[:f.stable+rng.IntN(appended+1)]
+		}
+	})
+}
+
+// powerLoss drops the files that were never durable and lets settle decide
+// what each other file keeps of its unsynced writes; what it keeps is then
+// durable.
+func (d *SimDisk) powerLoss(settle func(f *simFile)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.powerLosses++
@@ -206,11 +219,7 @@ func (d *SimDisk) PowerLoss(rng *rand.Rand) {
 			delete(d.files, name)
 			continue
 		}
-		if len(f.cut) > 0 && rng.IntN(2) == 0 {
-			f.data = append(f.data[:f.stable], f.cut...)
-		} else if appended := len(f.data) - f.stable; appended > 0 {
-			f.data = f.data[:f.stable+rng.IntN(appended+1)]
-		}
+		settle(f)
 		f.stable, f.cut = len(f.data), nil
 	}
 }
@@ -221,18 +230,7 @@ func (d *SimDisk) PowerLoss(rng *rand.Rand) {
 // gone). A scenario that needs one exact outcome uses it; PowerLoss draws
 // one of the outcomes a real disk allows.
 func (d *SimDisk) PowerLossWorst() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.powerLosses++
-	for _, name := range sortedKeys(d.files) {
-		f := d.files[name]
-		if !f.durable {
-			delete(d.files, name)
-			continue
-		}
-		f.data = append(f.data[:f.stable], f.cut...)
-		f.stable, f.cut = len(f.data), nil
-	}
+	d.powerLoss(func(f *simFile) { f.data = append(f.data[:f.stable], f.cut...) })
 }
 
 // Crashes returns how many times Crash was called.

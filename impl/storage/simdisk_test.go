@@ -154,3 +154,26 @@ func TestSimDiskZeroValue(t *testing.T) {
 	assert.Equal(t, "x", read(t, &d, "f"))
 	assert.Zero(t, d.UnsyncedBytes("missing"))
 }
+
+// PowerLossWorst keeps exactly the durable content: unsynced appends gone,
+// unsynced truncations undone, never-synced files gone.
+func TestPowerLossWorstKeepsExactlyTheDurableContent(t *testing.T) {
+	d := NewSimDisk()
+	require.NoError(t, d.Append("a", []byte("synced")))
+	require.NoError(t, d.Sync("a"))
+	require.NoError(t, d.Append("a", []byte("+unsynced")))
+	require.NoError(t, d.Append("b", []byte("never synced")))
+	require.NoError(t, d.Append("c", []byte("0123456789")))
+	require.NoError(t, d.Sync("c"))
+	require.NoError(t, d.Truncate("c", 4))
+	d.PowerLossWorst()
+	got, err := d.ReadFile("a")
+	require.NoError(t, err)
+	require.Equal(t, "synced", string(got))
+	_, err = d.ReadFile("b")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	got, err = d.ReadFile("c")
+	require.NoError(t, err)
+	require.Equal(t, "0123456789", string(got), "an unsynced truncation is undone")
+	require.Equal(t, 1, d.PowerLosses())
+}

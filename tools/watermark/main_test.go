@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/failpoints"
 )
 
 func runCLI(args ...string) (int, string, string) {
@@ -64,12 +64,7 @@ func TestCheckJSON(t *testing.T) {
 // A violated run exits 1, leaves a report folder, and prints a replay
 // command that reproduces the same verdict.
 func TestViolatedRunLeavesAReportAndReplays(t *testing.T) {
-	if !broker.FailpointsCompiled() {
-		if os.Getenv("WATERMARK_REQUIRE_FAILPOINTS") != "" {
-			t.Fatal("failpoints are not compiled in (make test)")
-		}
-		t.Skip("failpoints are not compiled in: run `make test`")
-	}
+	failpoints.Require(t)
 	dir := t.TempDir()
 	code, out, errOut := runCLI("check", "--case", "kip101-data-loss", "--truncation", "hw", "--seed", "7", "--report-dir", dir)
 	require.Equal(t, exitViolated, code, out+errOut)
