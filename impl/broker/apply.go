@@ -86,6 +86,16 @@ func (b *Broker) load(tp TopicPartition) (*hosted, error) {
 		if snap, err = partition.ParseProducerSnapshot(lines); err != nil {
 			return nil, fmt.Errorf("open %s: %w", tp, err)
 		}
+		if snap.Offset > log.LEO() {
+			// It describes batches the log lost (a power loss, or a crash
+			// between a truncation and the snapshot's removal): useless now,
+			// and dangerous later once the log grows back past its offset
+			// with other batches. Forget it on disk too.
+			if err := storage.RemoveProducerSnapshot(b.disk, dir); err != nil {
+				return nil, fmt.Errorf("open %s: %w", tp, err)
+			}
+			snap = nil
+		}
 	}
 	r, err := partition.New(b.cfg.Partition, tp, batches, hw, epochs, snap)
 	if err != nil {

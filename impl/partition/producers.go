@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/watermarkhq/watermark/impl/record"
@@ -261,30 +262,52 @@ func (s ProducerSnapshot) Lines() []string {
 	return lines
 }
 
-// ParseProducerSnapshot decodes Lines' output.
+// ParseProducerSnapshot decodes Lines' output, strictly: a snapshot is
+// trusted to dedup writes, so anything but exactly that format is an error.
 func ParseProducerSnapshot(lines []string) (*ProducerSnapshot, error) {
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("producer snapshot: empty")
 	}
 	s := &ProducerSnapshot{}
-	if _, err := fmt.Sscanf(lines[0], "offset %d", &s.Offset); err != nil {
-		return nil, fmt.Errorf("producer snapshot line 1 %q: %w", lines[0], err)
+	head := strings.Fields(lines[0])
+	if len(head) != 2 || head[0] != "offset" {
+		return nil, fmt.Errorf("producer snapshot line 1 %q: want offset <n>", lines[0])
+	}
+	var err error
+	if s.Offset, err = strconv.ParseInt(head[1], 10, 64); err != nil || s.Offset < 0 {
+		return nil, fmt.Errorf("producer snapshot line 1 %q: bad offset", lines[0])
 	}
 	for i, l := range lines[1:] {
+		bad := func(what string) error {
+			return fmt.Errorf("producer snapshot line %d %q: %s (want producer <pid> <epoch> then <first>:<last>:<base>:<last offset> per batch)", i+2, l, what)
+		}
 		fields := strings.Fields(l)
-		var e ProducerSnapshotEntry
 		if len(fields) < 3 || fields[0] != "producer" {
-			return nil, fmt.Errorf("producer snapshot line %d %q: want producer <pid> <epoch> <batches>", i+2, l)
+			return nil, bad("not a producer line")
 		}
-		if _, err := fmt.Sscanf(fields[1]+" "+fields[2], "%d %d", &e.ProducerID, &e.Epoch); err != nil {
-			return nil, fmt.Errorf("producer snapshot line %d %q: %w", i+2, l, err)
+		var e ProducerSnapshotEntry
+		pid, err1 := strconv.ParseInt(fields[1], 10, 64)
+		epoch, err2 := strconv.ParseInt(fields[2], 10, 16)
+		if err1 != nil || err2 != nil {
+			return nil, bad("bad producer id or epoch")
 		}
+		e.ProducerID, e.Epoch = pid, int16(epoch)
 		for _, f := range fields[3:] {
-			var b SnapshotBatch
-			if _, err := fmt.Sscanf(f, "%d:%d:%d:%d", &b.FirstSeq, &b.LastSeq, &b.Base, &b.Last); err != nil {
-				return nil, fmt.Errorf("producer snapshot line %d batch %q: %w", i+2, f, err)
+			parts := strings.Split(f, ":")
+			if len(parts) != 4 {
+				return nil, bad(fmt.Sprintf("batch %q", f))
 			}
-			e.Batches = append(e.Batches, b)
+			var n [4]int64
+			for k, p := range parts {
+				bits := 64
+				if k < 2 {
+					bits = 32
+				}
+				if n[k], err = strconv.ParseInt(p, 10, bits); err != nil {
+					return nil, bad(fmt.Sprintf("batch %q", f))
+				}
+			}
+			e.Batches = append(e.Batches, SnapshotBatch{FirstSeq: int32(n[0]), LastSeq: int32(n[1]), Base: n[2], Last: n[3]})
 		}
 		s.Producers = append(s.Producers, e)
 	}
