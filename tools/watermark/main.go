@@ -25,8 +25,9 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"check": {"run the conformance cases on the simulated reference cluster", runCheck},
-	"cases": {"list the conformance cases", runCases},
+	"check":  {"run the conformance cases on the simulated reference cluster", runCheck},
+	"cases":  {"list the conformance cases", runCases},
+	"verify": {"re-check a saved history (JSON lines) for anomalies and linearizability", runVerify},
 }
 
 func main() {
