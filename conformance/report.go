@@ -38,6 +38,8 @@ func RunDir(root string, r *RunResult) string {
 //	                them, porcupine's verdict
 //	anomalies.json  the anomalies, machine-readable
 //	history.html    porcupine's visualisation, faults and failpoints marked
+//	run.yaml        the run as a run file (failpoints/RUNFILE.md), expecting
+//	                what it found: `watermark repro run.yaml` replays it
 func WriteRun(root string, r *RunResult) (string, error) {
 	dir := RunDir(root, r)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -68,6 +70,7 @@ func WriteRun(root string, r *RunResult) (string, error) {
 		{"history.html", func(f *os.File) error {
 			return linearizability.WriteVisualization(f, r.Linearizability, Annotations(r.Sim))
 		}},
+		{"run.yaml", func(f *os.File) error { _, err := f.Write(RunFileFor(r, caseNamed(r.Case)).Marshal()); return err }},
 	}
 	for _, s := range steps {
 		if err := write(s.name, s.fn); err != nil {
@@ -75,6 +78,16 @@ func WriteRun(root string, r *RunResult) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// caseNamed is the case called name, or nil.
+func caseNamed(name string) *Case {
+	for i := range Cases {
+		if Cases[i].Name == name {
+			return &Cases[i]
+		}
+	}
+	return nil
 }
 
 func nonNil(a []linearizability.Anomaly) []linearizability.Anomaly {

@@ -28,6 +28,7 @@ var commands = map[string]command{
 	"check":  {"run the conformance cases on the simulated reference cluster", runCheck},
 	"cases":  {"list the conformance cases", runCases},
 	"verify": {"re-check a saved history (JSON lines) for anomalies and linearizability", runVerify},
+	"repro":  {"run run files (failpoints/RUNFILE.md) and compare the outcome with their expect", runRepro},
 }
 
 func main() {
