@@ -40,6 +40,11 @@ func RunDir(root string, r *RunResult) string {
 //	history.html    porcupine's visualisation, faults and failpoints marked
 //	run.yaml        the run as a run file (failpoints/RUNFILE.md), expecting
 //	                what it found: `watermark repro run.yaml` replays it
+//	timeline.txt    the run in time order for a person: the faults,
+//	                failpoints and heals, and for each partition which
+//	                broker led it when and how its ISR changed
+//
+// WriteIndex summarises a whole check and links to these folders.
 func WriteRun(root string, r *RunResult) (string, error) {
 	dir := RunDir(root, r)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -71,6 +76,7 @@ func WriteRun(root string, r *RunResult) (string, error) {
 			return linearizability.WriteVisualization(f, r.Linearizability, Annotations(r.Sim))
 		}},
 		{"run.yaml", func(f *os.File) error { _, err := f.Write(RunFileFor(r, caseNamed(r.Case)).Marshal()); return err }},
+		{"timeline.txt", func(f *os.File) error { return writeTimeline(f, r) }},
 	}
 	for _, s := range steps {
 		if err := write(s.name, s.fn); err != nil {
@@ -129,7 +135,7 @@ func writeVerdict(f *os.File, r *RunResult) error {
 			fmt.Fprintf(&b, "  %s\n", line)
 		}
 	}
-	fmt.Fprintf(&b, "\nfaults, failpoints and elections:\n")
+	fmt.Fprintf(&b, "\nfaults, failpoints, elections and ISR changes:\n")
 	for _, n := range r.Sim.Notes {
 		fmt.Fprintf(&b, "  %7d ms  %s\n", n.AtMs, n.Text)
 	}
@@ -152,7 +158,7 @@ func Annotations(res *sim.Result) []linearizability.Annotation {
 			kind = linearizability.AnnotationFailpoint
 		case strings.HasPrefix(n.Text, "heal") || strings.HasPrefix(n.Text, "resume") || strings.Contains(n.Text, "fast again"):
 			kind = linearizability.AnnotationHeal
-		case strings.Contains(n.Text, "leads in epoch") || strings.Contains(n.Text, "election"):
+		case strings.Contains(n.Text, "leads in epoch") || strings.Contains(n.Text, "election") || isrNote.MatchString(n.Text):
 			kind = linearizability.AnnotationElection
 		case strings.HasPrefix(n.Text, "invariant"):
 			kind = "invariant"

@@ -463,6 +463,7 @@ func (s *Sim) flushController() {
 			} else if len(e.State.ISR) > len(e.OldISR) {
 				s.stats.ISRExpands++
 			}
+			s.note(fmt.Sprintf("%s: ISR %v -> %v (partition epoch %d)", e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
 		case controller.ElectionClean, controller.ElectionPreferred:
 			s.stats.Elections++
 			s.note(fmt.Sprintf("%s: broker %d leads in epoch %d", e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch))

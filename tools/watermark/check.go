@@ -29,7 +29,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "run exactly this one seed (replays a reported run)")
 	truncation := fs.String("truncation", "", "override the cases' truncation variant: hw or epoch (default: each case's own, epoch)")
 	producerState := fs.String("producer-state", "", "override how brokers keep idempotent-producer state: replicated or leader-only (the dedup-across-leader-change bug)")
-	reportDir := fs.String("report-dir", "watermark-report", "where failed runs leave their history, config and HTML")
+	reportDir := fs.String("report-dir", "watermark-report", "where failed runs leave their history, config, timeline and HTML, under a summary page index.html")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "porcupine's time limit per run; past it the verdict is unknown")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs in parallel")
@@ -106,6 +106,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			written[r] = dir
 		}
 	}
+	index, err := conformance.WriteIndex(*reportDir, rep, written)
+	if err != nil {
+		fmt.Fprintf(stderr, "watermark check: %v\n", err)
+	}
 	if *asJSON {
 		if err := writeJSONReport(stdout, rep, written); err != nil {
 			fmt.Fprintf(stderr, "watermark check: %v\n", err)
@@ -113,6 +117,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		printTable(stdout, rep, written)
+		if index != "" {
+			fmt.Fprintf(stdout, "summary: %s\n", index)
+		}
 	}
 	if rep.Verdict != conformance.Holds {
 		return exitViolated
