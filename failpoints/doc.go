@@ -86,7 +86,7 @@ var Catalogue = []Point{
 		"apply, before appending batches of an idempotent producer: the replica's producer state already counts them",
 		"producer state is rebuilt from what storage holds after a restart; a retry must be appended once"},
 	{broker.FPBeforeProducerSnapshot,
-		"snapshotProducers (from Tick, with the HW checkpoint): before the log sync and the snapshot write",
+		"snapshotProducers (from Tick, with the HW checkpoint): before the snapshot write (no log sync)",
 		"a restart with an old snapshot replays more of the log; dedup must come out the same"},
 	{broker.FPAfterProducerSnapshot,
 		"snapshotProducers: the producer snapshot is written",
