@@ -173,7 +173,7 @@ func (e Expect) MarshalYAML() (any, error) {
 
 // The values enumerated fields accept, by the name their one_of tag gives.
 var enums = map[string]func() []string{
-	"truncation":     func() []string { return []string{"hw", "epoch"} },
+	"truncation":     func() []string { return slices.Clone(partition.TruncationNames) },
 	"producer_state": func() []string { return []string{"replicated", "leader-only"} },
 	"acks":           func() []string { return []string{"all", "1", "0"} },
 	"role":           func() []string { return []string{"any", "leader", "follower"} },

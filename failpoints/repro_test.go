@@ -30,6 +30,8 @@ type fix struct {
 var fixes = map[string]fix{
 	"kip101-data-loss.yaml":           {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
 	"kip101-divergence.yaml":          {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
+	"kafka-6361.yaml":                 {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
+	"kafka-7164.yaml":                 {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
 	"dedup-across-leader-change.yaml": {apply: func(c *sim.Config) { c.Broker.ProducerState = partition.ProducerStateReplicated }},
 	"unclean-election.yaml":           {apply: func(c *sim.Config) { c.Controller.UncleanLeaderElection = false }, file: "unclean-election.yaml"},
 	"acks1-loss.yaml":                 {apply: func(c *sim.Config) { c.Workload.Acks = partition.AcksAll }, file: "acks1-loss.yaml"},

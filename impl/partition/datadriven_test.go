@@ -14,7 +14,7 @@ import (
 //
 // Commands (ids are broker ids; the fake controller is node 0):
 //
-//	cluster brokers=(1,2,3) [min-isr=N] [truncation=hw|epoch] [lag-ms=N]
+//	cluster brokers=(1,2,3) [min-isr=N] [truncation=hw|epoch|epoch-kip101|...] [lag-ms=N]
 //	        [timeout-ms=N] [advance-hw-below-min-isr]
 //	elect leader=N [isr=(..)] [to=(..)]   new leader epoch, published at once
 //	publish to=(..)                        hand the current state to brokers
@@ -29,6 +29,7 @@ import (
 //	isolate id=N | heal id=N
 //	read [on=N] offset=N [epoch=N] [max-bytes=N]
 //	describe
+//	log-matching                           do the running replicas' logs agree?
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var c *cluster
@@ -143,6 +144,8 @@ func runCommand(t *testing.T, cp **cluster, d *datadriven.TestData) string {
 		c.logf("read: %s hw=%d leo=%d %s", formatLog(res.Batches), res.HW, res.LEO, errString(res.Err))
 	case "describe":
 		show = true
+	case "log-matching":
+		c.logf("%s", logMatching(c))
 	default:
 		d.Fatalf(t, "unknown command %q", d.Cmd)
 	}
@@ -239,4 +242,40 @@ func filterLines(lines []string, keep func(string) bool) []string {
 		}
 	}
 	return out
+}
+
+// logMatching checks the Log Matching property over the running replicas:
+// any two logs hold the same record, of the same leader epoch, at every
+// offset both hold. It names the first offset where two logs differ.
+func logMatching(c *cluster) string {
+	type entry struct {
+		value string
+		epoch int32
+	}
+	logs := map[int32][]entry{}
+	var up []int32
+	for _, id := range c.ids {
+		n := c.nodes[id]
+		if n.r == nil {
+			continue
+		}
+		up = append(up, id)
+		for _, b := range n.r.Log() {
+			for _, rec := range b.Records {
+				logs[id] = append(logs[id], entry{string(rec.Value), b.LeaderEpoch})
+			}
+		}
+	}
+	for i, a := range up {
+		for _, b := range up[i+1:] {
+			la, lb := logs[a], logs[b]
+			for off := 0; off < min(len(la), len(lb)); off++ {
+				if la[off] != lb[off] {
+					return fmt.Sprintf("log matching violated: %d and %d differ at offset %d (%s@%d vs %s@%d)",
+						a, b, off, la[off].value, la[off].epoch, lb[off].value, lb[off].epoch)
+				}
+			}
+		}
+	}
+	return "log matching: ok"
 }

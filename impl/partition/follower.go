@@ -20,6 +20,17 @@ type followerState struct {
 // by the configured truncation variant, then starts fetching.
 func (r *Replica) becomeFollower(epoch, leader int32, now int64) {
 	r.failPending(ErrLeaderChanged)
+	if r.cfg.Truncation == TruncateToEpochNoBump && r.role == RoleFollower && r.leaderID == leader {
+		// Kafka before KAFKA-7164's fix: the leader did not change, so the
+		// follower keeps fetching in the new epoch without truncating.
+		// Unsafe: it may have missed epochs in between in which the same
+		// leader truncated the records this follower still holds.
+		r.epoch = epoch
+		r.follower = followerState{}
+		r.event(EventBecameFollower, "follow %d in epoch %d (same leader: no truncation)", leader, epoch)
+		r.sendFetch(now)
+		return
+	}
 	r.role = RoleFollower
 	r.epoch = epoch
 	r.leaderID = leader
@@ -118,6 +129,19 @@ func (r *Replica) HandleEpochEndResponse(resp EpochEndResponse, now int64) {
 	r.follower.inflight = 0
 	if resp.Err != nil {
 		r.backoff(resp.Err, now)
+		return
+	}
+	if r.cfg.Truncation == TruncateToEpochKIP101 {
+		// Kafka 0.11, KIP-101 without KIP-279 (KAFKA-6361): trust the
+		// leader's end offset, with no epoch to check it against; with no
+		// answer fall back to the high watermark. Unsafe: the offset can
+		// lie past the point where the two logs diverge.
+		if resp.EndOffset < 0 {
+			r.truncate(r.hw)
+		} else {
+			r.truncate(min(resp.EndOffset, r.leo()))
+		}
+		r.sendFetch(now)
 		return
 	}
 	if resp.Epoch < 0 {

@@ -191,6 +191,12 @@ func (r *Replica) EpochEnd(req EpochEndRequest) EpochEndResponse {
 		resp.Err = err
 		return resp
 	}
+	if r.cfg.Truncation == TruncateToEpochKIP101 {
+		// Kafka 0.11 (KAFKA-6361): an end offset only, no floor epoch; the
+		// answer keeps Epoch -1 and the follower does not look at it.
+		resp.EndOffset = r.epochs.EndOffsetKIP101(req.Epoch, r.leo())
+		return resp
+	}
 	resp.Epoch, resp.EndOffset = r.epochs.EndOffsetFor(req.Epoch, r.leo())
 	return resp
 }

@@ -51,6 +51,20 @@ const (
 	// TruncateToHW truncates to the replica's own high watermark, as Kafka
 	// did before 0.11. Loses committed data in KIP-101's scenarios.
 	TruncateToHW
+	// TruncateToEpochKIP101 is KIP-101 as shipped in Kafka 0.11, without
+	// KIP-279: the leader answers OffsetsForLeaderEpoch with an end offset
+	// only (storage.EndOffsetKIP101) and the follower truncates to
+	// min(that offset, its LEO) in one round, without comparing epochs.
+	// Unsafe: a follower asking about an epoch the leader never saw keeps
+	// records the leader does not have (KAFKA-6361). The deviation lives in
+	// EpochEnd (leader.go) and HandleEpochEndResponse (follower.go).
+	TruncateToEpochKIP101
+	// TruncateToEpochNoBump is TruncateToEpoch except that a follower told
+	// to follow the same leader in a newer epoch keeps fetching without the
+	// truncation step, as Kafka did before KAFKA-7164's fix. Unsafe: a
+	// follower that missed the epochs in between keeps records the leader
+	// no longer has. The deviation lives in becomeFollower (follower.go).
+	TruncateToEpochNoBump
 )
 
 // String names the variant as the CLI and configs spell it.
@@ -60,19 +74,30 @@ func (t Truncation) String() string {
 		return "epoch"
 	case TruncateToHW:
 		return "hw"
+	case TruncateToEpochKIP101:
+		return "epoch-kip101"
+	case TruncateToEpochNoBump:
+		return "epoch-no-bump-truncation"
 	}
 	return fmt.Sprintf("Truncation(%d)", int(t))
 }
 
-// ParseTruncation reads "hw" or "epoch".
+// TruncationNames lists the variants as the CLI and configs spell them.
+var TruncationNames = []string{"hw", "epoch", "epoch-kip101", "epoch-no-bump-truncation"}
+
+// ParseTruncation reads one of TruncationNames.
 func ParseTruncation(s string) (Truncation, error) {
 	switch s {
 	case "epoch":
 		return TruncateToEpoch, nil
 	case "hw":
 		return TruncateToHW, nil
+	case "epoch-kip101":
+		return TruncateToEpochKIP101, nil
+	case "epoch-no-bump-truncation":
+		return TruncateToEpochNoBump, nil
 	}
-	return 0, fmt.Errorf("unknown truncation %q: want hw or epoch", s)
+	return 0, fmt.Errorf("unknown truncation %q: want hw or epoch (or a known bug: epoch-kip101, epoch-no-bump-truncation)", s)
 }
 
 // Config is the per-replica protocol configuration.

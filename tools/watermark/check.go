@@ -27,7 +27,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	caseNames := fs.StringArray("case", nil, "run only this case (repeatable); a base name selects its variants")
 	seeds := fs.Int("seeds", defaultSeeds, "seeds per case (runs 1..N)")
 	seed := fs.Uint64("seed", 0, "run exactly this one seed (replays a reported run)")
-	truncation := fs.String("truncation", "", "override the cases' truncation variant: hw or epoch (default: each case's own, epoch)")
+	truncation := fs.String("truncation", "", "override the cases' truncation variant: hw, epoch, epoch-kip101 or epoch-no-bump-truncation (default: each case's own, epoch)")
 	producerState := fs.String("producer-state", "", "override how brokers keep idempotent-producer state: replicated or leader-only (the dedup-across-leader-change bug)")
 	reportDir := fs.String("report-dir", "watermark-report", "where failed runs leave their history, config, timeline and HTML, under a summary page index.html")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")

@@ -123,7 +123,7 @@ func (o reproOutcome) detail(f *conformance.RunFile) string {
 func runRepro(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("watermark repro", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	truncation := fs.String("truncation", "", "override the files' truncation variant: hw or epoch")
+	truncation := fs.String("truncation", "", "override the files' truncation variant: hw, epoch, epoch-kip101 or epoch-no-bump-truncation")
 	producerState := fs.String("producer-state", "", "override how brokers keep idempotent-producer state: replicated or leader-only")
 	seed := fs.Uint64("seed", 0, "run with this seed instead of the file's")
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "porcupine's time limit per run; past it the verdict is unknown")

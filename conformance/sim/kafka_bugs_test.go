@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// violated lists the invariants a run broke, first failures only.
+func violated(res *Result) []string {
+	var out []string
+	for _, v := range res.Violations {
+		out = append(out, v.Invariant)
+	}
+	return out
+}
+
+// KIP-101 without KIP-279's end-offset rule: the follower that led an
+// epoch the new leader never saw is told an end offset past the point where
+// the logs diverge, keeps its record and the replicas diverge for good.
+// Reference: KAFKA-6361.
+func TestKAFKA6361WithKIP101Truncation(t *testing.T) {
+	requireFailpoints(t)
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := KAFKA6361(seed, partition.TruncateToEpochKIP101)
+		cfg.ContinueAfterViolation = true
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
+		require.True(t, slices.Contains(violated(res), InvLogMatching), "epoch-kip101 must diverge (got %v); %s", violated(res), replay(cfg))
+	}
+}
+
+// The same schedule with KIP-279: the leader names the floor epoch and the
+// follower truncates to its own end of it.
+// Reference: KAFKA-6361, KIP-279.
+func TestKAFKA6361FixedByKIP279(t *testing.T) {
+	requireFailpoints(t)
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := KAFKA6361(seed, partition.TruncateToEpoch)
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
+		if res.Violation != nil {
+			t.Fatalf("%v\n%s", res.Violation, replay(cfg))
+		}
+	}
+}
+
+// A follower that missed an epoch and is told to follow the same leader in
+// a newer one skips truncation and keeps records that leader no longer has.
+// Reference: KAFKA-7164.
+func TestKAFKA7164WithoutTruncationOnEpochBump(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := KAFKA7164(seed, partition.TruncateToEpochNoBump)
+		cfg.ContinueAfterViolation = true
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.True(t, slices.Contains(violated(res), InvLogMatching), "epoch-no-bump-truncation must diverge (got %v); %s", violated(res), replay(cfg))
+	}
+}
+
+// The same schedule with truncation on every epoch change.
+// Reference: KAFKA-7164, fixed.
+func TestKAFKA7164FixedByTruncationOnEpochBump(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := KAFKA7164(seed, partition.TruncateToEpoch)
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		if res.Violation != nil {
+			t.Fatalf("%v\n%s", res.Violation, replay(cfg))
+		}
+	}
+}
