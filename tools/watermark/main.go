@@ -29,6 +29,7 @@ var commands = map[string]command{
 	"cases":  {"list the conformance cases", runCases},
 	"verify": {"re-check a saved history (JSON lines) for anomalies and linearizability", runVerify},
 	"repro":  {"run run files (failpoints/RUNFILE.md) and compare the outcome with their expect", runRepro},
+	"search": {"random search for a violation on an unsafe variant (random faults and failpoints)", runSearch},
 }
 
 func main() {

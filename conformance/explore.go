@@ -1,0 +1,301 @@
+package conformance
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// Random search: instead of a handwritten schedule, draw the cluster shape,
+// the faults and the failpoint activations from a seed, run them on an
+// unsafe variant of the protocol, and stop at the first run that breaks the
+// strong guarantees. The same schedules hold on the safe reference settings
+// (see TestRandomSchedulesHoldOnSafeSettings), so what the search finds is
+// the variant's doing, not the generator's.
+
+// Variant is the unsafe setting random search hunts a bug on.
+type Variant struct {
+	Name    string
+	Summary string
+	// Apply turns the safe reference settings into the variant's.
+	Apply func(cfg *sim.Config)
+}
+
+// Safe is the reference settings themselves: random search should find
+// nothing on it.
+var Safe = Variant{Name: "safe", Summary: "the strong-consistency recipe (nothing to find)", Apply: func(*sim.Config) {}}
+
+// Variants are the unsafe settings of failpoints/repro/, one per known bug,
+// and Safe.
+var Variants = []Variant{
+	{
+		Name:    "hw-truncation",
+		Summary: "truncation to the HW (before KIP-101), restarted brokers keep their ISR place (before KIP-903)",
+		Apply: func(cfg *sim.Config) {
+			cfg.Broker.Truncation = partition.TruncateToHW
+			cfg.Controller.KeepISROnRestart = true
+		},
+	},
+	{
+		Name:    "advance-hw-below-min-isr",
+		Summary: "the HW advances with the ISR below min ISR (before KIP-966), restarted brokers keep their ISR place",
+		Apply: func(cfg *sim.Config) {
+			cfg.Broker.AdvanceHWBelowMinISR = true
+			cfg.Controller.KeepISROnRestart = true
+		},
+	},
+	{
+		Name:    "unclean-election",
+		Summary: "unclean.leader.election.enable=true",
+		Apply: func(cfg *sim.Config) {
+			cfg.Controller.UncleanLeaderElection = true
+		},
+	},
+	{
+		Name:    "acks1",
+		Summary: "producers use acks=1 (no idempotence, no retries)",
+		Apply: func(cfg *sim.Config) {
+			cfg.Workload.Acks = partition.AcksLeader
+			cfg.Workload.Idempotent = false
+			cfg.Workload.Retries = false
+		},
+	},
+	{
+		Name:    "producer-state-leader-only",
+		Summary: "idempotent-producer state kept by the leader only, not rebuilt from the replicated log",
+		Apply: func(cfg *sim.Config) {
+			cfg.Broker.ProducerState = partition.ProducerStateLeaderOnly
+		},
+	},
+	Safe,
+}
+
+// VariantNames lists the variants' names, comma-separated.
+func VariantNames() string {
+	names := make([]string, len(Variants))
+	for i, v := range Variants {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// LookupVariant finds a variant by name.
+func LookupVariant(name string) (Variant, error) {
+	for _, v := range Variants {
+		if v.Name == name {
+			return v, nil
+		}
+	}
+	return Variant{}, fmt.Errorf("unknown variant %q: want one of %s", name, VariantNames())
+}
+
+// ScheduleOptions restrict what RandomSchedule draws.
+type ScheduleOptions struct {
+	// NoFailpoints draws no failpoint activations (for binaries built
+	// without them).
+	NoFailpoints bool
+}
+
+// The generator's limits.
+const (
+	searchSessionMs = 1500 // the controller's session timeout
+	searchDuration  = 12000
+	searchSettle    = 10000
+)
+
+// RandomSchedule draws a whole run from seed, on the safe reference
+// settings: a cluster of 2 or 3 brokers (RF 2 or 3, min ISR 1 or 2), a
+// workload, one to four faults (crash, power loss, pause, isolate, slow; of
+// a numbered broker, or of the leader or a follower when they strike) at
+// random times or after a random number of acknowledgements, and zero to
+// three failpoints with single-shot terms. Down times are sometimes shorter
+// than the controller's session timeout, so a restarted broker keeps its
+// place where KeepISROnRestart allows it. Every random choice comes from a
+// PCG seeded with seed; the run's own seed is seed too.
+//
+// Two limits keep the schedules within what the recipe promises, so that
+// the safe settings find nothing:
+//   - Power loss only on the strong recipe's RF 3 with min ISR 2, at most
+//     once per run (fault or failpoint), and in such a run every fault and
+//     failpoint touches only two brokers (by number, no roles, no "every
+//     broker"): the third replica is never faulted and stays in the ISR.
+//     Without fsync an acknowledged record may be durable nowhere, and the
+//     controller re-elects the last ISR member after it lost power (Kafka
+//     before KIP-966 does too), so these lose acknowledged records
+//     legitimately: two power losses in a row; one on an ISR of one (min
+//     ISR 1); with RF 2, one replica losing power while the other crashes
+//     and restarts (the restarted one leaves the ISR, the one that lost its
+//     log leads when it returns); with RF 3, the ISR shrunk to one broker
+//     by two other faults, then that broker losing power. Random search
+//     found each of these on the safe settings before the limit; this is
+//     also why sim.Nemesis has PowerLossOnlyInSync.
+//   - Every fault ends before the workload does, so the final read can
+//     judge every acknowledged write.
+func RandomSchedule(seed uint64, opts ScheduleOptions) sim.Config {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	cfg := sim.DefaultConfig(seed)
+	cfg.ContinueAfterViolation = true
+	cfg.Controller.SessionTimeoutMs = searchSessionMs
+	cfg.DurationMs = searchDuration
+	cfg.SettleMs = searchSettle
+
+	cfg.Brokers = 2 + rng.IntN(2)
+	rf := 2 + rng.IntN(cfg.Brokers-1)
+	cfg.Topics = []sim.Topic{{Name: "t", Partitions: 1, ReplicationFactor: rf}}
+	cfg.Broker.MinInsyncReplicas = 1 + rng.IntN(2)
+	cfg.Broker.HWCheckpointIntervalMs = pick(rng, []int64{0, 1000, 5000})
+	cfg.Broker.FlushIntervalMs = pick(rng, []int64{0, 1000, 3000})
+
+	cfg.Workload.Producers = 1 + rng.IntN(2)
+	cfg.Workload.MaxInFlight = pick(rng, []int{1, 5})
+	cfg.Workload.ProduceIntervalMs = pick(rng, []int64{20, 50, 100, 200})
+
+	// pinned, when set, are the only brokers this run's faults touch: it
+	// may have one power loss.
+	var pinned []int
+	if rf >= 3 && cfg.Broker.MinInsyncReplicas >= 2 && rng.IntN(2) == 0 {
+		pinned = rng.Perm(cfg.Brokers)[:2]
+		pinned[0]++
+		pinned[1]++
+	}
+	powerLosses := 0
+	node := func() int {
+		if pinned != nil {
+			return pick(rng, pinned)
+		}
+		return 1 + rng.IntN(cfg.Brokers)
+	}
+	// latest is the last moment a fault may start: it, and its longest
+	// down time, end before the workload does.
+	const longest = 6000
+	latest := cfg.DurationMs - longest - 500
+
+	downMs := func() int64 {
+		if rng.IntN(2) == 0 {
+			return 200 + rng.Int64N(searchSessionMs-400) // back within its session
+		}
+		return 2000 + rng.Int64N(longest-2000)
+	}
+	when := func() sim.Trigger {
+		if rng.IntN(3) == 0 {
+			return sim.Trigger{AfterAcks: 1 + rng.IntN(40)}
+		}
+		return sim.Trigger{AtMs: 1000 + rng.Int64N(latest-1000)}
+	}
+
+	kinds := []sim.FaultKind{sim.FaultCrash, sim.FaultPowerLoss, sim.FaultPause, sim.FaultIsolate, sim.FaultSlow}
+	for range 1 + rng.IntN(4) {
+		f := sim.Fault{When: when(), Kind: pick(rng, kinds), ForMs: downMs()}
+		if f.Kind == sim.FaultPowerLoss {
+			if pinned == nil || powerLosses > 0 {
+				f.Kind = sim.FaultCrash
+			} else {
+				powerLosses++
+			}
+		}
+		if f.Kind == sim.FaultSlow {
+			f.DelayMs = 50 + rng.Int64N(1000)
+		}
+		switch r := rng.IntN(3); {
+		case pinned != nil || r == 2:
+			f.Node = node()
+		case r == 0:
+			f.Role = sim.RoleLeader
+		default:
+			f.Role = sim.RoleFollower
+		}
+		cfg.Faults = append(cfg.Faults, f)
+	}
+
+	if opts.NoFailpoints {
+		return cfg
+	}
+	names := append([]string(nil), broker.Failpoints...)
+	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	for _, name := range names[:rng.IntN(4)] {
+		action := pick(rng, []string{"crash", "crash", "pause", "powerloss", "powerloss-worst"})
+		if strings.HasPrefix(action, "powerloss") {
+			if pinned == nil || powerLosses > 0 {
+				action = "crash"
+			} else {
+				powerLosses++
+			}
+		}
+		if rng.IntN(3) == 0 {
+			// Another broker goes down when this one reaches the point.
+			action += fmt.Sprintf(":%d", node())
+		}
+		fp := sim.Failpoint{Name: name, Term: fmt.Sprintf("1*return(%q)", action), When: when(), DownMs: downMs()}
+		if pinned != nil || rng.IntN(2) == 0 {
+			fp.Node = node()
+		}
+		cfg.Failpoints = append(cfg.Failpoints, fp)
+	}
+	return cfg
+}
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+// SearchCase is the strict case random search judges by: no anomaly is
+// allowed, no loss, no duplicates; every protocol invariant counts.
+func SearchCase(v Variant) *Case {
+	return &Case{
+		Name:    "search-" + v.Name,
+		Summary: "random search on " + v.Name + ": " + v.Summary,
+		Config: func(seed uint64) sim.Config {
+			cfg := RandomSchedule(seed, ScheduleOptions{})
+			v.Apply(&cfg)
+			return cfg
+		},
+	}
+}
+
+// SearchOptions say which schedules Search tries.
+type SearchOptions struct {
+	// FirstSeed is the first schedule's seed; the next tries take the
+	// seeds after it.
+	FirstSeed uint64
+	// Tries is how many schedules to try at most (0: 100).
+	Tries int
+	// CheckTimeout is porcupine's time limit per run (0: no limit).
+	CheckTimeout time.Duration
+	Schedule     ScheduleOptions
+	// Progress, when set, is called after each try.
+	Progress func(try int, r *RunResult)
+}
+
+// Search runs random schedules (RandomSchedule) on variant v, seed after
+// seed, until one violates the strong guarantees (SearchCase), and returns
+// that run and how many schedules it tried. found is nil when none of
+// opts.Tries schedules did. A run whose verdict is unknown is not a find.
+func Search(v Variant, opts SearchOptions) (found *RunResult, tries int, err error) {
+	if opts.Tries <= 0 {
+		opts.Tries = 100
+	}
+	c := SearchCase(v)
+	for tries < opts.Tries {
+		seed := opts.FirstSeed + uint64(tries)
+		tries++
+		cfg := RandomSchedule(seed, opts.Schedule)
+		v.Apply(&cfg)
+		start := time.Now()
+		res, err := sim.Run(cfg)
+		if err != nil {
+			return nil, tries, fmt.Errorf("search %s seed %d: %w", v.Name, seed, err)
+		}
+		r := Judge(c, res, opts.CheckTimeout)
+		r.Elapsed = time.Since(start)
+		if opts.Progress != nil {
+			opts.Progress(tries, r)
+		}
+		if r.Verdict == Violated {
+			return r, tries, nil
+		}
+	}
+	return nil, tries, nil
+}

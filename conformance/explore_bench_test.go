@@ -1,0 +1,40 @@
+package conformance
+
+import (
+	"testing"
+	"time"
+
+	"github.com/watermarkhq/watermark/failpoints"
+)
+
+// BenchmarkSearch measures how long random search takes to find a
+// violation of the strong guarantees on each unsafe variant, with no
+// handwritten schedule: each iteration starts from a different seed (1000
+// seeds apart) and searches until it finds one. It reports the schedules
+// tried per find ("tries") and the wall time per find ("ms/find").
+func BenchmarkSearch(b *testing.B) {
+	failpoints.Require(b)
+	for _, v := range Variants {
+		if v.Name == Safe.Name {
+			continue
+		}
+		b.Run(v.Name, func(b *testing.B) {
+			tries := 0
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				found, n, err := Search(v, SearchOptions{FirstSeed: uint64(i)*1000 + 1, Tries: 1000, CheckTimeout: 30 * time.Second})
+				elapsed += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if found == nil {
+					b.Fatalf("%s: nothing found in %d tries from seed %d", v.Name, n, uint64(i)*1000+1)
+				}
+				tries += n
+			}
+			b.ReportMetric(float64(tries)/float64(b.N), "tries")
+			b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N), "ms/find")
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/failpoints"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+func TestRandomScheduleIsAPureFunctionOfTheSeed(t *testing.T) {
+	assert.Equal(t, RandomSchedule(7, ScheduleOptions{}), RandomSchedule(7, ScheduleOptions{}))
+	assert.NotEqual(t, RandomSchedule(7, ScheduleOptions{}).Faults, RandomSchedule(8, ScheduleOptions{}).Faults)
+}
+
+func TestRandomScheduleStaysInItsLimits(t *testing.T) {
+	kinds := map[sim.FaultKind]bool{}
+	withFailpoints := 0
+	for seed := uint64(1); seed <= 300; seed++ {
+		cfg := RandomSchedule(seed, ScheduleOptions{})
+		require.NoError(t, cfg.Validate(), "seed %d", seed)
+		assert.Equal(t, seed, cfg.Seed)
+		assert.Contains(t, []int{2, 3}, cfg.Brokers)
+		rf := cfg.Topics[0].ReplicationFactor
+		assert.True(t, rf >= 2 && rf <= cfg.Brokers, "seed %d: RF %d", seed, rf)
+		assert.Contains(t, []int{1, 2}, cfg.Broker.MinInsyncReplicas)
+		// The safe reference settings: the variant is applied on top.
+		assert.Equal(t, partition.TruncateToEpoch, cfg.Broker.Truncation)
+		assert.False(t, cfg.Controller.KeepISROnRestart || cfg.Controller.UncleanLeaderElection)
+		assert.Equal(t, partition.AcksAll, cfg.Workload.Acks)
+
+		assert.True(t, len(cfg.Faults) >= 1 && len(cfg.Faults) <= 4)
+		assert.LessOrEqual(t, len(cfg.Failpoints), 3)
+		powerLosses := 0
+		for _, f := range cfg.Faults {
+			kinds[f.Kind] = true
+			if f.Kind == sim.FaultPowerLoss {
+				powerLosses++
+			}
+			assert.Less(t, f.When.AtMs+f.ForMs, cfg.DurationMs, "seed %d: %+v outlasts the workload", seed, f)
+		}
+		for _, fp := range cfg.Failpoints {
+			assert.True(t, strings.HasPrefix(fp.Term, `1*return("`), "single-shot term %q", fp.Term)
+			if strings.Contains(fp.Term, "powerloss") {
+				powerLosses++
+			}
+		}
+		assert.LessOrEqual(t, powerLosses, 1, "seed %d", seed)
+		if powerLosses > 0 {
+			assert.Equal(t, 3, rf, "seed %d: power loss only with RF 3", seed)
+			assert.Equal(t, 2, cfg.Broker.MinInsyncReplicas, "seed %d: power loss only with min ISR 2", seed)
+			touched := map[int]bool{}
+			for _, f := range cfg.Faults {
+				assert.Equal(t, sim.RoleAny, f.Role, "seed %d", seed)
+				touched[f.Node] = true
+			}
+			for _, fp := range cfg.Failpoints {
+				assert.NotZero(t, fp.Node, "seed %d", seed)
+				touched[fp.Node] = true
+				if _, target, ok := strings.Cut(strings.TrimSuffix(fp.Term, `")`), ":"); ok {
+					touched[int(target[0]-'0')] = true
+				}
+			}
+			assert.LessOrEqual(t, len(touched), 2, "seed %d: a power-loss run touches two brokers: %v", seed, touched)
+		}
+		if len(cfg.Failpoints) > 0 {
+			withFailpoints++
+		}
+		assert.Empty(t, RandomSchedule(seed, ScheduleOptions{NoFailpoints: true}).Failpoints)
+	}
+	assert.Len(t, kinds, 5, "every fault kind is drawn: %v", kinds)
+	assert.Greater(t, withFailpoints, 100)
+}
+
+func TestLookupVariant(t *testing.T) {
+	for _, v := range Variants {
+		got, err := LookupVariant(v.Name)
+		require.NoError(t, err)
+		assert.Equal(t, v.Name, got.Name)
+	}
+	_, err := LookupVariant("nope")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "hw-truncation")
+	assert.Contains(t, err.Error(), "producer-state-leader-only")
+}
+
+// Search finds the HW-truncation bug within a few schedules, and the same
+// schedules (and more) hold on the safe reference settings.
+func TestSearchFindsHWTruncationAndTheSafeSettingsHold(t *testing.T) {
+	failpoints.Require(t)
+	hw, err := LookupVariant("hw-truncation")
+	require.NoError(t, err)
+	found, tries, err := Search(hw, SearchOptions{FirstSeed: 1, Tries: 20, CheckTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	require.NotNil(t, found, "nothing found in %d tries", tries)
+	assert.Equal(t, Violated, found.Verdict)
+	assert.Equal(t, "search-hw-truncation", found.Case)
+	assert.Equal(t, partition.TruncateToHW, found.Sim.Config.Broker.Truncation)
+	assert.Equal(t, uint64(tries), found.Seed, "seeds start at 1")
+
+	// The run file of the find replays it exactly.
+	f, err := ParseRunFile("run.yaml", RunFileFor(found, nil).Marshal())
+	require.NoError(t, err)
+	res, err := sim.Run(f.SimConfig())
+	require.NoError(t, err)
+	again := Judge(f.Case(), res, 30*time.Second)
+	assert.Equal(t, Violated, again.Verdict)
+	assert.Equal(t, FoundNames(found, false), FoundNames(again, false))
+
+	const safeSeeds = 50
+	var notHolding []uint64
+	none, n, err := Search(Safe, SearchOptions{FirstSeed: 1, Tries: safeSeeds, CheckTimeout: 30 * time.Second,
+		Progress: func(_ int, r *RunResult) {
+			if r.Verdict != Holds {
+				notHolding = append(notHolding, r.Seed)
+			}
+		}})
+	require.NoError(t, err)
+	assert.Nil(t, none)
+	assert.Equal(t, safeSeeds, n)
+	assert.Empty(t, notHolding, "seeds not holding on the safe settings")
+}
+
+// Without failpoints (a plain build) the faults alone find acks=1's loss.
+func TestSearchWithoutFailpoints(t *testing.T) {
+	v, err := LookupVariant("acks1")
+	require.NoError(t, err)
+	found, tries, err := Search(v, SearchOptions{FirstSeed: 1, Tries: 30, CheckTimeout: 30 * time.Second,
+		Schedule: ScheduleOptions{NoFailpoints: true}})
+	require.NoError(t, err)
+	require.NotNil(t, found, "nothing found in %d tries", tries)
+	assert.Empty(t, found.Sim.Config.Failpoints)
+	assert.Equal(t, Violated, found.Verdict)
+}
