@@ -66,6 +66,20 @@ var Variants = []Variant{
 		},
 	},
 	{
+		Name:    "epoch-kip101",
+		Summary: "epoch truncation as KIP-101 shipped it, without KIP-279's rule (KAFKA-6361)",
+		Apply: func(cfg *sim.Config) {
+			cfg.Broker.Truncation = partition.TruncateToEpochKIP101
+		},
+	},
+	{
+		Name:    "epoch-no-bump-truncation",
+		Summary: "no truncation when the same leader returns in a newer epoch (KAFKA-7164)",
+		Apply: func(cfg *sim.Config) {
+			cfg.Broker.Truncation = partition.TruncateToEpochNoBump
+		},
+	},
+	{
 		Name:    "producer-state-leader-only",
 		Summary: "idempotent-producer state kept by the leader only, not rebuilt from the replicated log",
 		Apply: func(cfg *sim.Config) {

@@ -12,6 +12,10 @@ import (
 // handwritten schedule: each iteration starts from a different seed (1000
 // seeds apart) and searches until it finds one. It reports the schedules
 // tried per find ("tries") and the wall time per find ("ms/find").
+// searchBudget bounds each search: a variant not found within it is
+// reported (finds/search < 1), not failed.
+const searchBudget = 300
+
 func BenchmarkSearch(b *testing.B) {
 	failpoints.Require(b)
 	for _, v := range Variants {
@@ -19,22 +23,29 @@ func BenchmarkSearch(b *testing.B) {
 			continue
 		}
 		b.Run(v.Name, func(b *testing.B) {
-			tries := 0
+			tries, finds := 0, 0
 			var elapsed time.Duration
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				found, n, err := Search(v, SearchOptions{FirstSeed: uint64(i)*1000 + 1, Tries: 1000, CheckTimeout: 30 * time.Second})
+				found, n, err := Search(v, SearchOptions{FirstSeed: uint64(i)*1000 + 1, Tries: searchBudget, CheckTimeout: 30 * time.Second})
 				elapsed += time.Since(start)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if found == nil {
-					b.Fatalf("%s: nothing found in %d tries from seed %d", v.Name, n, uint64(i)*1000+1)
+					// Not a failure of the benchmark: a measurement. Some bugs
+					// need schedules random search rarely draws.
+					b.Logf("%s: nothing found in %d tries from seed %d", v.Name, n, uint64(i)*1000+1)
+					continue
 				}
+				finds++
 				tries += n
 			}
-			b.ReportMetric(float64(tries)/float64(b.N), "tries")
-			b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N), "ms/find")
+			b.ReportMetric(float64(finds)/float64(b.N), "finds/search")
+			if finds > 0 {
+				b.ReportMetric(float64(tries)/float64(finds), "tries/find")
+				b.ReportMetric(float64(elapsed.Milliseconds())/float64(finds), "ms/find")
+			}
 		})
 	}
 }
