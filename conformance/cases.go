@@ -24,6 +24,10 @@ type Case struct {
 	// verdict and the protocol invariants are reported but do not fail the
 	// case (unclean election, by design).
 	LossAllowed bool
+	// MustHold names invariants that fail the case even when LossAllowed:
+	// a case that tolerates loss by design can still insist that replicas
+	// never diverge (LogMatching).
+	MustHold []string
 	// DuplicatesAllowed tolerates records written twice (retries without
 	// idempotence: at-least-once, by design). spec/'s log takes each write
 	// at most once, so porcupine's illegal verdict is then reported as

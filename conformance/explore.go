@@ -9,6 +9,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/linearizability"
 )
 
 // Random search: instead of a handwritten schedule, draw the cluster shape,
@@ -24,6 +25,13 @@ type Variant struct {
 	Summary string
 	// Apply turns the safe reference settings into the variant's.
 	Apply func(cfg *sim.Config)
+	// Schedule, when set, are the schedule options the variant's bug
+	// needs (Search's own options add to them).
+	Schedule ScheduleOptions
+	// Judge, when set, adjusts the strict search case: a variant whose
+	// scenario needs unclean election must allow its loss and look only
+	// for what the bug does beyond it (divergence).
+	Judge func(c *Case)
 }
 
 // Safe is the reference settings themselves: random search should find
@@ -66,18 +74,26 @@ var Variants = []Variant{
 		},
 	},
 	{
-		Name:    "epoch-kip101",
-		Summary: "epoch truncation as KIP-101 shipped it, without KIP-279's rule (KAFKA-6361)",
+		Name: "epoch-kip101",
+		Summary: "epoch truncation as KIP-101 shipped it, without KIP-279's rule (KAFKA-6361); " +
+			"leaders change in quick succession, and unclean election lets a stale leader return (its loss is allowed, divergence is not)",
 		Apply: func(cfg *sim.Config) {
 			cfg.Broker.Truncation = partition.TruncateToEpochKIP101
+			cfg.Controller.UncleanLeaderElection = true
 		},
+		Schedule: ScheduleOptions{FastFailover: true},
+		Judge:    divergenceOnly,
 	},
 	{
-		Name:    "epoch-no-bump-truncation",
-		Summary: "no truncation when the same leader returns in a newer epoch (KAFKA-7164)",
+		Name: "epoch-no-bump-truncation",
+		Summary: "no truncation when the same leader returns in a newer epoch (KAFKA-7164); " +
+			"leaders change in quick succession, unclean election on (its loss is allowed, divergence is not)",
 		Apply: func(cfg *sim.Config) {
 			cfg.Broker.Truncation = partition.TruncateToEpochNoBump
+			cfg.Controller.UncleanLeaderElection = true
 		},
+		Schedule: ScheduleOptions{FastFailover: true},
+		Judge:    divergenceOnly,
 	},
 	{
 		Name:    "producer-state-leader-only",
@@ -113,6 +129,10 @@ type ScheduleOptions struct {
 	// NoFailpoints draws no failpoint activations (for binaries built
 	// without them).
 	NoFailpoints bool
+	// FastFailover draws more faults, most of them on the current leader
+	// with short downtimes, so leadership changes hands several times in
+	// quick succession: the schedules epoch-truncation bugs need.
+	FastFailover bool
 }
 
 // The generator's limits.
@@ -203,8 +223,25 @@ func RandomSchedule(seed uint64, opts ScheduleOptions) sim.Config {
 	}
 
 	kinds := []sim.FaultKind{sim.FaultCrash, sim.FaultPowerLoss, sim.FaultPause, sim.FaultIsolate, sim.FaultSlow}
-	for range 1 + rng.IntN(4) {
+	faults := 1 + rng.IntN(4)
+	if opts.FastFailover {
+		faults = 4 + rng.IntN(5)
+	}
+	for range faults {
 		f := sim.Fault{When: when(), Kind: pick(rng, kinds), ForMs: downMs()}
+		if opts.FastFailover && pinned == nil && rng.IntN(4) > 0 {
+			if rng.IntN(3) > 0 {
+				// The leader goes, for a short while: the next election,
+				// and the one after, come quickly.
+				f = sim.Fault{When: when(), Kind: pick(rng, []sim.FaultKind{sim.FaultCrash, sim.FaultIsolate}),
+					Role: sim.RoleLeader, ForMs: 200 + rng.Int64N(2*searchSessionMs)}
+			} else {
+				// A follower misses an epoch or two.
+				f = sim.Fault{When: when(), Kind: sim.FaultIsolate, Role: sim.RoleFollower, ForMs: 1000 + rng.Int64N(longest-1000)}
+			}
+			cfg.Faults = append(cfg.Faults, f)
+			continue
+		}
 		if f.Kind == sim.FaultPowerLoss {
 			if pinned == nil || powerLosses > 0 {
 				f.Kind = sim.FaultCrash
@@ -258,15 +295,19 @@ func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 // SearchCase is the strict case random search judges by: no anomaly is
 // allowed, no loss, no duplicates; every protocol invariant counts.
 func SearchCase(v Variant) *Case {
-	return &Case{
+	c := &Case{
 		Name:    "search-" + v.Name,
 		Summary: "random search on " + v.Name + ": " + v.Summary,
 		Config: func(seed uint64) sim.Config {
-			cfg := RandomSchedule(seed, ScheduleOptions{})
+			cfg := RandomSchedule(seed, v.Schedule)
 			v.Apply(&cfg)
 			return cfg
 		},
 	}
+	if v.Judge != nil {
+		v.Judge(c)
+	}
+	return c
 }
 
 // SearchOptions say which schedules Search tries.
@@ -295,7 +336,9 @@ func Search(v Variant, opts SearchOptions) (found *RunResult, tries int, err err
 	for tries < opts.Tries {
 		seed := opts.FirstSeed + uint64(tries)
 		tries++
-		cfg := RandomSchedule(seed, opts.Schedule)
+		sched := opts.Schedule
+		sched.FastFailover = sched.FastFailover || v.Schedule.FastFailover
+		cfg := RandomSchedule(seed, sched)
 		v.Apply(&cfg)
 		start := time.Now()
 		res, err := sim.Run(cfg)
@@ -312,4 +355,15 @@ func Search(v Variant, opts SearchOptions) (found *RunResult, tries int, err err
 		}
 	}
 	return nil, tries, nil
+}
+
+// divergenceOnly judges a variant whose scenario runs with unclean election:
+// the loss unclean election causes by design is allowed (with the producer
+// state it loses: duplicates, dedup failures), but replicas must
+// never diverge (LogMatching), which is what the epoch bugs do.
+func divergenceOnly(c *Case) {
+	c.LossAllowed = true
+	c.DuplicatesAllowed = true
+	c.Allowed = append(append([]string(nil), lossAnomalies...), linearizability.AnomalyDuplicate, linearizability.AnomalyDedupFailure)
+	c.MustHold = []string{sim.InvLogMatching}
 }

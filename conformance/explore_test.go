@@ -137,3 +137,34 @@ func TestSearchWithoutFailpoints(t *testing.T) {
 	assert.Empty(t, found.Sim.Config.Failpoints)
 	assert.Equal(t, Violated, found.Verdict)
 }
+
+// KAFKA-6361 by random search: leaders change in quick succession with
+// unclean election on, and epoch truncation without KIP-279's rule lets
+// replicas diverge; the very same schedules on the fixed truncation
+// (epoch) lose what unclean election loses by design, but never diverge.
+// Reference: KAFKA-6361, KIP-279.
+func TestSearchFindsKAFKA6361AndEpochTruncationDoesNotDiverge(t *testing.T) {
+	failpoints.Require(t)
+	v, err := LookupVariant("epoch-kip101")
+	require.NoError(t, err)
+	found, tries, err := Search(v, SearchOptions{FirstSeed: 1, Tries: 50, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	require.NotNil(t, found, "50 fast-failover schedules did not find KAFKA-6361")
+	diverged := false
+	for _, inv := range found.Invariants {
+		diverged = diverged || inv.Invariant == sim.InvLogMatching
+	}
+	assert.True(t, diverged, "the find must be a divergence: %v", found.Reasons)
+
+	fixed := v
+	fixed.Apply = func(cfg *sim.Config) {
+		v.Apply(cfg)
+		cfg.Broker.Truncation = partition.TruncateToEpoch
+	}
+	none, n, err := Search(fixed, SearchOptions{FirstSeed: 1, Tries: tries + 40, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	if none != nil {
+		t.Fatalf("epoch truncation diverged on seed %d: %v", none.Seed, none.Reasons)
+	}
+	require.Equal(t, tries+40, n)
+}

@@ -70,8 +70,8 @@ func Judge(c *Case, res *sim.Result, checkTimeout time.Duration) *RunResult {
 		fail(Violated, "%d anomalies: %s", len(r.Found), summarize(r.Found))
 	}
 	r.Invariants = res.Violations
-	if len(r.Invariants) > 0 && !c.LossAllowed {
-		for _, v := range r.Invariants {
+	for _, v := range r.Invariants {
+		if !c.LossAllowed || slices.Contains(c.MustHold, v.Invariant) {
 			fail(Violated, "invariant %s", v.Error())
 		}
 	}
