@@ -147,9 +147,9 @@ func TestSearchFindsKAFKA6361AndEpochTruncationDoesNotDiverge(t *testing.T) {
 	failpoints.Require(t)
 	v, err := LookupVariant("epoch-kip101")
 	require.NoError(t, err)
-	found, tries, err := Search(v, SearchOptions{FirstSeed: 1, Tries: 50, CheckTimeout: time.Minute})
+	found, tries, err := Search(v, SearchOptions{FirstSeed: 1, Tries: 150, CheckTimeout: time.Minute})
 	require.NoError(t, err)
-	require.NotNil(t, found, "50 fast-failover schedules did not find KAFKA-6361")
+	require.NotNil(t, found, "150 fast-failover schedules did not find KAFKA-6361")
 	diverged := false
 	for _, inv := range found.Invariants {
 		diverged = diverged || inv.Invariant == sim.InvLogMatching
@@ -167,4 +167,30 @@ func TestSearchFindsKAFKA6361AndEpochTruncationDoesNotDiverge(t *testing.T) {
 		t.Fatalf("epoch truncation diverged on seed %d: %v", none.Seed, none.Reasons)
 	}
 	require.Equal(t, tries+40, n)
+}
+
+// KAFKA-7164 by random search: a follower that missed an epoch follows the
+// same leader again in a newer one and, without truncating, keeps a tail
+// the leader no longer has (divergence at offset 0 in the JIRA). Epoch
+// truncation on the same schedules never diverges.
+// Reference: KAFKA-7164.
+func TestSearchFindsKAFKA7164AndEpochTruncationDoesNotDiverge(t *testing.T) {
+	failpoints.Require(t)
+	v, err := LookupVariant("epoch-no-bump-truncation")
+	require.NoError(t, err)
+	found, tries, err := Search(v, SearchOptions{FirstSeed: 1, Tries: 300, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	require.NotNil(t, found, "300 fast-failover schedules did not find KAFKA-7164")
+	assert.Contains(t, strings.Join(found.Reasons, "\n"), "LogMatching")
+
+	fixed := v
+	fixed.Apply = func(cfg *sim.Config) {
+		v.Apply(cfg)
+		cfg.Broker.Truncation = partition.TruncateToEpoch
+	}
+	none, _, err := Search(fixed, SearchOptions{FirstSeed: 1, Tries: tries, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	if none != nil {
+		t.Fatalf("epoch truncation diverged on seed %d: %v", none.Seed, none.Reasons)
+	}
 }
