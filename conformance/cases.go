@@ -83,7 +83,7 @@ var Cases = []Case{
 		Summary: "RF 3, min ISR 2, acks=all; partition leaders crash and come back",
 		Config: func(seed uint64) sim.Config {
 			cfg := base(seed)
-			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 3000, FaultMs: 2000, MaxFaulty: 1}
+			cfg.Nemesis = crashes(sim.RoleLeader, 3000, 2000)
 			return cfg
 		},
 		Require: requireFaults,
@@ -93,7 +93,7 @@ var Cases = []Case{
 		Summary: "followers crash and restart mid-stream",
 		Config: func(seed uint64) sim.Config {
 			cfg := base(seed)
-			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleFollower, IntervalMs: 2000, FaultMs: 1500, MaxFaulty: 1}
+			cfg.Nemesis = crashes(sim.RoleFollower, 2000, 1500)
 			return cfg
 		},
 		Require: requireFaults,
@@ -130,14 +130,7 @@ var Cases = []Case{
 			cfg := base(seed)
 			cfg.Workload.Acks = partition.AcksLeader
 			cfg.Workload.Idempotent = false // Kafka's clients refuse idempotence without acks=all
-			// A slower network and more writers widen the window between
-			// the leader's answer and the followers' copy, where a crash
-			// loses what acks=1 acknowledged.
-			cfg.Network.MaxDelayMs = 30
-			cfg.Workload.Producers = 4
-			cfg.Workload.ProduceIntervalMs = 10
-			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 1500, FaultMs: 1500, MaxFaulty: 1}
-			return cfg
+			return acks1LeaderCrashes(cfg)
 		},
 		Allowed: []string{linearizability.AnomalyUnseen, linearizability.AnomalyNonmonotonicSend},
 		Require: requireFaults,
@@ -197,7 +190,7 @@ var Cases = []Case{
 			cfg := base(seed)
 			cfg.Workload.Acks = partition.AcksNone
 			cfg.Workload.Idempotent, cfg.Workload.Retries, cfg.Workload.MaxInFlight = false, false, 1
-			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 2000, FaultMs: 1500, MaxFaulty: 1}
+			cfg.Nemesis = crashes(sim.RoleLeader, 2000, 1500)
 			return cfg
 		},
 		Require: requireFaults,
@@ -266,11 +259,7 @@ var Cases = []Case{
 			cfg := base(seed)
 			cfg.Workload.Acks = partition.AcksLeader
 			cfg.Workload.UnsafeAnyAcks = true // Kafka's clients refuse this; the repro shows why
-			cfg.Network.MaxDelayMs = 30
-			cfg.Workload.Producers = 4
-			cfg.Workload.ProduceIntervalMs = 10
-			cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 1500, FaultMs: 1500, MaxFaulty: 1}
-			return cfg
+			return acks1LeaderCrashes(cfg)
 		},
 		Allowed: []string{linearizability.AnomalyUnseen, linearizability.AnomalyNonmonotonicSend},
 		Require: func(r *sim.Result) error {
@@ -424,6 +413,23 @@ func NeedFailpoints(cases []Case) []string {
 // happened, the client cannot know) and leaders crash, so producers retry.
 func atLeastOnceFaults(cfg sim.Config) sim.Config {
 	cfg.Network.ResponseDropRate = 0.05
-	cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: sim.RoleLeader, IntervalMs: 2500, FaultMs: 1500, MaxFaulty: 1}
+	cfg.Nemesis = crashes(sim.RoleLeader, 2500, 1500)
+	return cfg
+}
+
+// crashes is a nemesis that crashes one broker of role at a time, every
+// intervalMs or so, each down for faultMs.
+func crashes(role sim.Role, intervalMs, faultMs int64) sim.Nemesis {
+	return sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrash}, Role: role, IntervalMs: intervalMs, FaultMs: faultMs, MaxFaulty: 1}
+}
+
+// acks1LeaderCrashes crashes leaders often under acks=1 traffic. A slower
+// network and more writers widen the window between the leader's answer and
+// the followers' copy, where a crash loses what acks=1 acknowledged.
+func acks1LeaderCrashes(cfg sim.Config) sim.Config {
+	cfg.Network.MaxDelayMs = 30
+	cfg.Workload.Producers = 4
+	cfg.Workload.ProduceIntervalMs = 10
+	cfg.Nemesis = crashes(sim.RoleLeader, 1500, 1500)
 	return cfg
 }
