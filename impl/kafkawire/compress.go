@@ -1,0 +1,129 @@
+package kafkawire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Compression codecs: the low three bits of a record batch's attributes.
+const (
+	codecNone   = 0
+	codecGzip   = 1
+	codecSnappy = 2
+	codecLz4    = 3
+	codecZstd   = 4
+)
+
+// decompressor undoes a produced batch's compression, never producing more
+// than limit bytes, so that a small batch cannot expand into an unbounded
+// allocation (a "zip bomb").
+type decompressor struct {
+	limit    int
+	zstdOnce sync.Once
+	zstd     *zstd.Decoder // safe for concurrent DecodeAll
+	zstdErr  error
+}
+
+func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
+	var (
+		out []byte
+		err error
+	)
+	switch codec {
+	case codecNone:
+		return src, nil
+	case codecGzip:
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(src)); err == nil {
+			out, err = d.readAll(zr)
+		}
+	case codecSnappy:
+		out, err = d.snappy(src)
+	case codecLz4:
+		out, err = d.readAll(lz4.NewReader(bytes.NewReader(src)))
+	case codecZstd:
+		d.zstdOnce.Do(func() {
+			d.zstd, d.zstdErr = zstd.NewReader(nil,
+				zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxMemory(uint64(d.limit)))
+		})
+		if err = d.zstdErr; err == nil {
+			out, err = d.zstd.DecodeAll(src, nil)
+		}
+	default:
+		return nil, fmt.Errorf("%w: codec %d", errUnsupportedCodec, codec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: decompress (codec %d): %v", errCorruptBatch, codec, err)
+	}
+	return out, nil
+}
+
+// readAll reads r to its end, failing past the limit.
+func (d *decompressor) readAll(r io.Reader) ([]byte, error) {
+	out, err := io.ReadAll(io.LimitReader(r, int64(d.limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > d.limit {
+		return nil, fmt.Errorf("decompressed batch over %d bytes", d.limit)
+	}
+	return out, nil
+}
+
+// xerialMagic opens snappy data in the xerial (snappy-java) framing that
+// the Java client writes: the magic, two int32 versions, then blocks each
+// prefixed with an int32 length. Other clients write one raw snappy block.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+func (d *decompressor) snappy(src []byte) ([]byte, error) {
+	if !bytes.HasPrefix(src, xerialMagic) {
+		return d.snappyBlock(nil, src)
+	}
+	if len(src) < 16 {
+		return nil, fmt.Errorf("xerial snappy header: %d bytes", len(src))
+	}
+	src = src[16:]
+	var out []byte
+	for len(src) > 0 {
+		if len(src) < 4 {
+			return nil, fmt.Errorf("xerial snappy chunk header: %d bytes", len(src))
+		}
+		n := binary.BigEndian.Uint32(src)
+		src = src[4:]
+		if uint64(n) > uint64(len(src)) {
+			return nil, fmt.Errorf("xerial snappy chunk of %d bytes, %d left", n, len(src))
+		}
+		var err error
+		if out, err = d.snappyBlock(out, src[:n]); err != nil {
+			return nil, err
+		}
+		src = src[n:]
+	}
+	return out, nil
+}
+
+// snappyBlock appends one raw snappy block's contents to out.
+func (d *decompressor) snappyBlock(out, block []byte) ([]byte, error) {
+	n, err := snappy.DecodedLen(block)
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || n > d.limit-len(out) {
+		return nil, fmt.Errorf("decompressed batch over %d bytes", d.limit)
+	}
+	dec, err := snappy.Decode(make([]byte, n), block)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, dec...), nil
+}

@@ -1,0 +1,102 @@
+package kafkawire
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// answerMargin is how long past a client's own timeout the server waits for
+// the broker, whose parked requests expire on its ticks.
+const answerMargin = 2 * time.Second
+
+// produce sends each partition's batch to the broker as one ProduceRequest
+// and waits for all answers. A partition whose records do not decode is
+// answered at once (CORRUPT_MESSAGE, INVALID_RECORD) and not sent. With
+// acks=0 nothing is answered, as in Kafka.
+func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := kmsg.NewPtrProduceResponse()
+	var acks partition.Acks
+	acksOK := true
+	switch req.Acks {
+	case -1:
+		acks = partition.AcksAll
+	case 1:
+		acks = partition.AcksLeader
+	case 0:
+		acks = partition.AcksNone
+	default:
+		acksOK = false
+	}
+	type slot struct{ t, p int }
+	pending := map[uint64]slot{}
+	for ti, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = p.Partition, -1, -1, 0
+			rt.Partitions = append(rt.Partitions, rp)
+			if !acksOK {
+				rp := &rt.Partitions[len(rt.Partitions)-1]
+				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				continue
+			}
+			pb, err := decodeProduce(p.Records, h.s.decomp)
+			if err != nil {
+				rp := &rt.Partitions[len(rt.Partitions)-1]
+				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+				continue
+			}
+			tp := broker.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+				return broker.ProduceRequest{
+					Correlation:    corr,
+					TopicPartition: tp,
+					Acks:           acks,
+					Records:        pb.Records,
+					TimeoutMs:      int64(max(req.TimeoutMillis, 0)),
+					ProducerID:     pb.ProducerID,
+					ProducerEpoch:  pb.ProducerEpoch,
+					BaseSequence:   pb.BaseSequence,
+				}
+			})
+			pending[corr] = slot{ti, len(rt.Partitions) - 1}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if acks == partition.AcksNone && acksOK {
+		return nil, nil
+	}
+	want := make(map[uint64]bool, len(pending))
+	for corr := range pending {
+		want[corr] = true
+	}
+	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond + answerMargin)
+	err := h.collect(ctx, want, deadline, func(corr uint64, msg any) bool {
+		a, ok := msg.(broker.ProduceResponse)
+		if !ok {
+			return false
+		}
+		s := pending[corr]
+		rp := &resp.Topics[s.t].Partitions[s.p]
+		rp.ErrorCode, rp.ErrorMessage = errorCode(a.Err), errorMessage(a.Err)
+		if a.Err == nil {
+			rp.BaseOffset = a.BaseOffset
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	for corr := range want {
+		s := pending[corr]
+		rp := &resp.Topics[s.t].Partitions[s.p]
+		rp.ErrorCode, rp.ErrorMessage = kerr.RequestTimedOut.Code, errorMessage(errTimedOut)
+	}
+	return resp, nil
+}

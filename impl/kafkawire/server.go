@@ -1,0 +1,235 @@
+package kafkawire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/broker"
+)
+
+// DefaultMaxBatchBytes bounds the uncompressed size of one produced record
+// batch when Server.MaxBatchBytes is 0.
+const DefaultMaxBatchBytes = 128 << 20
+
+// backendTimeout bounds the wait for answers that have no client-given
+// timeout (metadata, producer ids, list offsets).
+const backendTimeout = 10 * time.Second
+
+// Server speaks the Kafka protocol to clients in front of one broker.
+type Server struct {
+	Backend Backend
+	// MaxRequestBytes bounds a request frame; 0 means DefaultMaxRequestBytes.
+	MaxRequestBytes int32
+	// MaxBatchBytes bounds a produced batch after decompression; 0 means
+	// DefaultMaxBatchBytes.
+	MaxBatchBytes int
+	// Logf logs connection-level failures; nil logs nothing.
+	Logf func(string, ...any)
+
+	once   sync.Once
+	decomp *decompressor
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		limit := s.MaxBatchBytes
+		if limit <= 0 {
+			limit = DefaultMaxBatchBytes
+		}
+		s.decomp = &decompressor{limit: limit}
+	})
+}
+
+// ServeConn serves one client connection until the client closes it, a
+// frame is malformed, a write fails or ctx ends; it closes conn before it
+// returns. r is what to read the connection from (a bufio.Reader that may
+// hold bytes the caller peeked). Requests are handled one at a time and
+// answered in order, as Kafka clients expect. A clean close by the client
+// returns nil.
+func (s *Server) ServeConn(ctx context.Context, conn net.Conn, r io.Reader) (err error) {
+	s.init()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() }) // unblocks a pending read
+	defer stop()
+	sess := s.Backend.Open()
+	defer sess.Close()
+	defer func() {
+		// Last resort: a handler bug must cost one connection, not the
+		// broker process.
+		if p := recover(); p != nil {
+			s.logf("kafkawire: %s: panic serving connection: %v", conn.RemoteAddr(), p)
+			err = fmt.Errorf("panic serving connection: %v", p)
+		}
+	}()
+	h := &handler{s: s, sess: sess}
+	var out []byte
+	for {
+		frame, err := ReadFrame(r, s.MaxRequestBytes)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			s.logf("kafkawire: %s: %v", conn.RemoteAddr(), err)
+			return err
+		}
+		key, corr, resp, err := h.serve(ctx, frame)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logf("kafkawire: %s: %v", conn.RemoteAddr(), err)
+			}
+			return err
+		}
+		if resp == nil {
+			continue // acks=0 produce: Kafka sends nothing back
+		}
+		out = appendResponse(out[:0], key, corr, resp)
+		if _, err := conn.Write(out); err != nil {
+			return err
+		}
+	}
+}
+
+// handler serves the requests of one connection.
+type handler struct {
+	s    *Server
+	sess Session
+	corr uint64 // last correlation used towards the broker
+}
+
+// serve parses and handles one frame. It returns the response to send (nil
+// for none) or an error that ends the connection.
+func (h *handler) serve(ctx context.Context, frame []byte) (int16, int32, kmsg.Response, error) {
+	req, err := ParseRequest(frame)
+	if err != nil {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) && ue.Key == apiVersionsKey && ue.Version > served[apiVersionsKey].max {
+			return ue.Key, ue.CorrelationID, apiVersionsTooNew(), nil // KIP-511
+		}
+		// Kafka closes the connection on a version it does not know
+		// for any other api: the client cannot parse any answer.
+		return 0, 0, nil, err
+	}
+	resp, err := h.handle(ctx, req)
+	return req.Key, req.CorrelationID, resp, err
+}
+
+// handle answers one parsed request. The response's version is the
+// request's. An error ends the connection (only when ctx ends or the broker
+// does not answer a request that has no error code to say so).
+func (h *handler) handle(ctx context.Context, req *Request) (kmsg.Response, error) {
+	var (
+		resp kmsg.Response
+		err  error
+	)
+	switch body := req.Body.(type) {
+	case *kmsg.ApiVersionsRequest:
+		resp = apiVersions(body)
+	case *kmsg.MetadataRequest:
+		resp, err = h.metadata(ctx, body)
+	case *kmsg.CreateTopicsRequest:
+		resp, err = h.createTopics(ctx, body)
+	case *kmsg.ProduceRequest:
+		resp, err = h.produce(ctx, body)
+	case *kmsg.FetchRequest:
+		resp, err = h.fetch(ctx, body)
+	case *kmsg.ListOffsetsRequest:
+		resp, err = h.listOffsets(ctx, body)
+	case *kmsg.InitProducerIDRequest:
+		resp, err = h.initProducerID(ctx, body)
+	default:
+		if resp = groupResponse(req.Body); resp == nil {
+			return nil, fmt.Errorf("no handler for %s v%d", kmsg.NameForKey(req.Key), req.Version)
+		}
+	}
+	if err != nil || resp == nil {
+		return nil, err
+	}
+	resp.SetVersion(req.Version)
+	return resp, nil
+}
+
+// send gives msg a fresh correlation (set by build) and sends it.
+func (h *handler) send(to broker.NodeID, build func(corr uint64) any) uint64 {
+	h.corr++
+	h.sess.Send(to, build(h.corr))
+	return h.corr
+}
+
+// collect waits for the broker's answers to the correlations in want (a
+// set it empties), giving each to got, until none is missing, got returns
+// true, or deadline passes. Answers to earlier requests of the connection
+// (late long-poll rounds, timed-out produces) are dropped. It fails only
+// when ctx ends.
+func (h *handler) collect(ctx context.Context, want map[uint64]bool, deadline time.Time, got func(corr uint64, msg any) bool) error {
+	if len(want) == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for len(want) > 0 {
+		env, err := h.sess.Recv(wctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil // deadline: the caller sees what is missing
+		}
+		corr, ok := correlationOf(env.Msg)
+		if !ok || !want[corr] {
+			continue
+		}
+		delete(want, corr)
+		if got(corr, env.Msg) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ask sends one request and waits for its answer; nil if none came in time.
+func (h *handler) ask(ctx context.Context, to broker.NodeID, timeout time.Duration, build func(corr uint64) any) (any, error) {
+	corr := h.send(to, build)
+	var answer any
+	err := h.collect(ctx, map[uint64]bool{corr: true}, time.Now().Add(timeout), func(_ uint64, msg any) bool {
+		answer = msg
+		return true
+	})
+	return answer, err
+}
+
+// correlationOf reads the correlation of an answer from the broker or the
+// controller.
+func correlationOf(msg any) (uint64, bool) {
+	switch m := msg.(type) {
+	case broker.ProduceResponse:
+		return m.Correlation, true
+	case broker.FetchResponse:
+		return m.Correlation, true
+	case broker.ListOffsetsResponse:
+		return m.Correlation, true
+	case broker.MetadataResponse:
+		return m.Correlation, true
+	case broker.InitProducerIDResponse:
+		return m.Correlation, true
+	case broker.CreateTopicResponse:
+		return m.Correlation, true
+	}
+	return 0, false
+}
