@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/partition"
@@ -44,6 +45,9 @@ type Config struct {
 	// FlushIntervalMs syncs every log this often (log.flush.interval.ms);
 	// 0 never syncs on a timer.
 	FlushIntervalMs int64
+	// Address is the broker's advertised address (host:port), registered
+	// with the controller for clients' metadata; empty in the simulator.
+	Address string
 }
 
 // Validate reports a configuration a broker cannot run with.
@@ -90,10 +94,11 @@ type Broker struct {
 	lastCheckpoint int64
 	lastFlush      int64
 
-	parts    map[TopicPartition]*hosted
-	order    []TopicPartition // sorted keys of parts: iteration never depends on map order
-	metadata map[TopicPartition]PartitionState
-	live     []int32
+	parts     map[TopicPartition]*hosted
+	order     []TopicPartition // sorted keys of parts: iteration never depends on map order
+	metadata  map[TopicPartition]PartitionState
+	live      []int32
+	addresses map[int32]string
 
 	nextProduce uint64
 	nextPID     int64
@@ -183,7 +188,7 @@ func (b *Broker) send(to NodeID, msg any) {
 
 func (b *Broker) sendRegister() {
 	b.lastRegister = b.now
-	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation})
+	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address})
 }
 
 // Handle processes one message. A non-nil error is a *FailpointError: a
@@ -297,6 +302,9 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 	if m.LiveBrokers != nil {
 		b.live = slices.Clone(m.LiveBrokers)
 	}
+	if m.Addresses != nil {
+		b.addresses = maps.Clone(m.Addresses)
+	}
 	for _, s := range m.States {
 		tp := TopicPartition(s.TopicPartition)
 		if old, ok := b.metadata[tp]; ok && !newer(s, old) {
@@ -394,7 +402,7 @@ func (b *Broker) unknownOrNotLeader(tp TopicPartition) error {
 }
 
 func (b *Broker) metadataResponse(corr uint64) MetadataResponse {
-	resp := MetadataResponse{Correlation: corr, LiveBrokers: slices.Clone(b.live)}
+	resp := MetadataResponse{Correlation: corr, LiveBrokers: slices.Clone(b.live), Addresses: maps.Clone(b.addresses)}
 	keys := make([]TopicPartition, 0, len(b.metadata))
 	for tp := range b.metadata {
 		keys = append(keys, tp)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/controller"
@@ -13,9 +14,20 @@ import (
 // Every state change is sent to every live broker, not only to replicas, so
 // that any broker can answer a client's metadata request.
 type ControllerNode struct {
-	c      *controller.Controller
-	out    []Envelope
-	events []controller.Event
+	c         *controller.Controller
+	out       []Envelope
+	events    []controller.Event
+	addresses map[int32]string
+	// resync holds the brokers that must be sent the full state at their
+	// next heartbeat: after a restart from a snapshot, updates the previous
+	// controller process sent may never have arrived.
+	resync map[int32]bool
+	// told is the live set and address book brokers were last sent: a
+	// change is sent to every live broker even when no partition changed,
+	// so that any broker's metadata lists the brokers there are.
+	toldLive  []int32
+	addrGen   int // counts changes of the address book
+	toldAddrs int // addrGen when brokers were last sent it
 }
 
 // NewControllerNode starts a controller with cfg.
@@ -24,7 +36,40 @@ func NewControllerNode(cfg controller.Config) (*ControllerNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ControllerNode{c: c}, nil
+	return &ControllerNode{c: c, addresses: map[int32]string{}, resync: map[int32]bool{}}, nil
+}
+
+// RestoreControllerNode starts a controller from a snapshot its previous
+// process saved (see Snapshot). Brokers keep their incarnations and get a
+// session timeout from now to be heard from; each is sent the full state at
+// its next heartbeat.
+func RestoreControllerNode(cfg controller.Config, snap ControllerSnapshot, now int64) (*ControllerNode, error) {
+	c, err := controller.Restore(cfg, snap.Controller, now)
+	if err != nil {
+		return nil, err
+	}
+	n := &ControllerNode{c: c, addresses: maps.Clone(snap.Addresses), resync: map[int32]bool{}}
+	if n.addresses == nil {
+		n.addresses = map[int32]string{}
+	}
+	for _, b := range snap.Controller.Brokers {
+		n.resync[b.ID] = true
+	}
+	return n, nil
+}
+
+// ControllerSnapshot is everything a controller process must keep across its
+// own restart: the controller's durable state and the brokers' addresses.
+type ControllerSnapshot struct {
+	Controller controller.Snapshot
+	Addresses  map[int32]string
+}
+
+// Snapshot returns the node's durable state. A real controller process
+// writes it (atomically) after every step that changed it and before it
+// sends anything, so what brokers were told is never newer than the disk.
+func (n *ControllerNode) Snapshot() ControllerSnapshot {
+	return ControllerSnapshot{Controller: n.c.Snapshot(), Addresses: maps.Clone(n.addresses)}
 }
 
 // Controller exposes the state machine for reading (invariant checks).
@@ -55,16 +100,21 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		if err := n.c.RegisterBroker(int32(env.From), m.Incarnation, now); err != nil {
 			return // a delayed registration of an earlier process
 		}
+		if m.Address != "" && n.addresses[int32(env.From)] != m.Address {
+			n.addresses[int32(env.From)] = m.Address
+			n.addrGen++
+		}
+		delete(n.resync, int32(env.From))
 		n.flush()
-		n.send(env.From, StateUpdate{
-			Incarnation: m.Incarnation,
-			Full:        true,
-			States:      n.c.Metadata(),
-			LiveBrokers: n.c.LiveBrokers(),
-		})
+		n.sendFull(env.From, m.Incarnation)
 		return
 	case Heartbeat:
-		_ = n.c.Heartbeat(int32(env.From), m.Incarnation, now) // refused: the broker re-registers
+		if n.c.Heartbeat(int32(env.From), m.Incarnation, now) == nil && n.resync[int32(env.From)] {
+			delete(n.resync, int32(env.From))
+			n.flush()
+			n.sendFull(env.From, m.Incarnation)
+			return
+		} // refused: the broker re-registers
 	case AlterISR:
 		res := n.c.AlterPartition(controller.AlterPartitionRequest{
 			TopicPartition:     controller.TopicPartition(m.TopicPartition),
@@ -84,9 +134,28 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		n.send(env.From, CreateTopicResponse{Correlation: m.Correlation, Err: err})
 		return
 	case MetadataRequest:
-		n.send(env.From, MetadataResponse{Correlation: m.Correlation, Partitions: n.c.Metadata(), LiveBrokers: n.c.LiveBrokers()})
+		n.send(env.From, MetadataResponse{Correlation: m.Correlation, Partitions: n.c.Metadata(), LiveBrokers: n.c.LiveBrokers(), Addresses: n.addressBook()})
 	}
 	n.flush()
+}
+
+func (n *ControllerNode) sendFull(to NodeID, incarnation int64) {
+	n.send(to, StateUpdate{
+		Incarnation: incarnation,
+		Full:        true,
+		States:      n.c.Metadata(),
+		LiveBrokers: n.c.LiveBrokers(),
+		Addresses:   n.addressBook(),
+	})
+}
+
+// addressBook is the registered addresses, nil when none is known (the
+// simulator), so that StateUpdates there stay as they were.
+func (n *ControllerNode) addressBook() map[int32]string {
+	if len(n.addresses) == 0 {
+		return nil
+	}
+	return maps.Clone(n.addresses)
 }
 
 // Tick advances logical time: session expiry and the elections it causes.
@@ -97,10 +166,16 @@ func (n *ControllerNode) Tick(now int64) {
 
 // flush turns the controller's Ready into StateUpdates for all live brokers.
 func (n *ControllerNode) flush() {
-	if !n.c.HasReady() {
+	live := n.c.LiveBrokers()
+	membership := !slices.Equal(live, n.toldLive) || n.addrGen != n.toldAddrs
+	if !n.c.HasReady() && !membership {
 		return
 	}
-	rd := n.c.Ready()
+	n.toldLive, n.toldAddrs = live, n.addrGen
+	var rd controller.Ready
+	if n.c.HasReady() {
+		rd = n.c.Ready()
+	}
 	n.events = append(n.events, rd.Events...)
 	var states []PartitionState
 	seen := map[controller.TopicPartition]bool{}
@@ -112,15 +187,14 @@ func (n *ControllerNode) flush() {
 			}
 		}
 	}
-	if len(states) == 0 {
+	if len(states) == 0 && !membership {
 		return
 	}
 	slices.SortFunc(states, func(a, b PartitionState) int {
 		return compareTP(TopicPartition(a.TopicPartition), TopicPartition(b.TopicPartition))
 	})
-	live := n.c.LiveBrokers()
 	for _, id := range live {
 		inc, _ := n.c.Incarnation(id)
-		n.send(NodeID(id), StateUpdate{Incarnation: inc, States: states, LiveBrokers: live})
+		n.send(NodeID(id), StateUpdate{Incarnation: inc, States: states, LiveBrokers: live, Addresses: n.addressBook()})
 	}
 }

@@ -33,6 +33,9 @@ type PartitionState = controller.PartitionState
 // RegisterBroker announces a broker process (a new incarnation per start).
 type RegisterBroker struct {
 	Incarnation int64
+	// Address is where clients reach the broker (host:port, its advertised
+	// listener); empty in the simulator. The controller publishes it.
+	Address string
 }
 
 // Heartbeat keeps a broker's session alive.
@@ -49,6 +52,9 @@ type StateUpdate struct {
 	Full        bool // the broker's registration was accepted; this is everything
 	States      []PartitionState
 	LiveBrokers []int32
+	// Addresses maps broker ids to their advertised addresses, as
+	// registered; nil when nothing changed.
+	Addresses map[int32]string
 }
 
 // AlterISR is a leader's ISR proposal on its way to the controller.
@@ -166,4 +172,5 @@ type MetadataResponse struct {
 	Correlation uint64
 	Partitions  []PartitionState
 	LiveBrokers []int32
+	Addresses   map[int32]string // advertised address of each broker known
 }

@@ -266,3 +266,13 @@ func (d *decoder) nullable() []byte {
 	}
 	return b
 }
+
+// EncodeBatch appends b to dst in the log's own framing (with its CRC), the
+// exact bytes a replica stores; DecodeBatch reads one back. The real
+// cluster's replication ships batches this way, so that a follower stores
+// what the leader stored, nil and empty values included.
+func EncodeBatch(dst []byte, b *record.Batch) ([]byte, error) { return appendFrame(dst, b) }
+
+// DecodeBatch decodes the batch at the start of buf and returns how many
+// bytes it took.
+func DecodeBatch(buf []byte) (record.Batch, int, error) { return decodeFrame(buf) }
