@@ -12,7 +12,7 @@ import (
 // client is a simulated producer or consumer. Each has one request in
 // flight at a time and records every operation in the run's history.
 type client struct {
-	s        *Sim
+	s        *world
 	id       broker.NodeID
 	producer bool
 	tps      []broker.TopicPartition
@@ -52,7 +52,7 @@ type inflight struct {
 	deadline int64
 }
 
-func (s *Sim) startClients() {
+func (s *world) startClients() {
 	var tps []broker.TopicPartition
 	for _, t := range s.cfg.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
@@ -75,7 +75,7 @@ func (s *Sim) startClients() {
 			c.startProducer()
 		}
 		s.clients = append(s.clients, c)
-		s.schedule(event{at: s.rng.Int64N(s.cfg.TickMs) + s.cfg.TickMs, kind: evClientTick, node: c.id})
+		s.schedule(c.id, s.rng.Int64N(s.cfg.TickMs)+s.cfg.TickMs)
 	}
 	if !s.cfg.NoFinalRead {
 		c := &client{
@@ -88,11 +88,11 @@ func (s *Sim) startClients() {
 			final:    &finalRead{target: -1},
 		}
 		s.clients = append(s.clients, c)
-		s.schedule(event{at: s.rng.Int64N(s.cfg.TickMs) + s.cfg.TickMs, kind: evClientTick, node: c.id})
+		s.schedule(c.id, s.rng.Int64N(s.cfg.TickMs)+s.cfg.TickMs)
 	}
 }
 
-func (s *Sim) startFinalRead() {
+func (s *world) startFinalRead() {
 	for _, c := range s.clients {
 		if c.final != nil {
 			c.final.active = true
@@ -294,7 +294,7 @@ func (c *client) handle(env broker.Envelope) {
 	}
 }
 
-func (s *Sim) record(op linearizability.Op) int {
+func (s *world) record(op linearizability.Op) int {
 	op.ID = len(s.history)
 	op.Call = s.now
 	op.Return = -1

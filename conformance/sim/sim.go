@@ -92,31 +92,65 @@ type node struct {
 	fpctx    context.Context
 }
 
+// world is what the clients share with whoever runs them: the simulator
+// here, or the live runner against real processes (live.go). The clients
+// (client.go) see only this, so both ways to run drive the very same
+// workload and record the same kind of history.
+type world struct {
+	cfg          Config
+	rng          *rand.Rand
+	now          int64
+	clients      []*client
+	workloadOver bool
+	history      []linearizability.Op
+	stats        Stats
+	notes        []Note
+	host         host
+}
+
+// host is the runner behind a world.
+type host interface {
+	// send puts a client's message on the network.
+	send(env broker.Envelope)
+	// scheduleClientTick asks for client id's first tick at time at; the
+	// runner ticks every client every TickMs after that.
+	scheduleClientTick(id broker.NodeID, at int64)
+	// liveBrokers lists the brokers a client may ask for metadata.
+	liveBrokers() []broker.NodeID
+	// onAck counts an acknowledged produce.
+	onAck()
+	// note records a fault, heal or milestone.
+	note(text string)
+}
+
+func (w *world) send(env broker.Envelope)            { w.host.send(env) }
+func (w *world) liveBrokers() []broker.NodeID        { return w.host.liveBrokers() }
+func (w *world) onAck()                              { w.host.onAck() }
+func (w *world) note(text string)                    { w.host.note(text) }
+func (w *world) schedule(id broker.NodeID, at int64) { w.host.scheduleClientTick(id, at) }
+
 // Sim is one simulated run. Use Run.
 type Sim struct {
-	cfg   Config
-	rng   *rand.Rand
-	now   int64
+	world
 	seq   uint64
 	queue eventQueue
 	steps int
 
 	ctrl        *broker.ControllerNode
 	nodes       []*node // by broker id; nodes[0] is nil
-	clients     []*client
 	incarnation int64
 
-	workloadOver bool
-	history      []linearizability.Op
-	acked        int
-	waiting      []event // triggered by acks
-	fpActive     []bool
-	fpPercent    []float64
+	acked     int
+	waiting   []event // triggered by acks
+	fpActive  []bool
+	fpPercent []float64
 
 	inv   *invariants
 	trace trace
-	stats Stats
-	notes []Note
+}
+
+func (s *Sim) scheduleClientTick(id broker.NodeID, at int64) {
+	s.schedule(event{at: at, kind: evClientTick, node: id})
 }
 
 // Run executes cfg and returns what happened. An error means the run could
@@ -148,11 +182,14 @@ func Run(cfg Config) (*Result, error) {
 
 func newSim(cfg Config) (*Sim, error) {
 	s := &Sim{
-		cfg:       cfg,
-		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		world: world{
+			cfg: cfg,
+			rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		},
 		fpActive:  make([]bool, len(cfg.Failpoints)),
 		fpPercent: make([]float64, len(cfg.Failpoints)),
 	}
+	s.host = s
 	s.trace.init(cfg.TraceTail)
 	ctrl, err := broker.NewControllerNode(cfg.Controller)
 	if err != nil {
