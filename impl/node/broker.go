@@ -1,0 +1,326 @@
+// Package node runs the reference implementation as real processes: a
+// broker (impl/broker's state machine behind the Kafka wire protocol of
+// impl/kafkawire) or the controller, on a real clock, real files and real
+// TCP. It is the one place where goroutines, sockets and time meet the pure
+// state machines, and it adds no protocol logic of its own: every decision
+// is the state machine's, exactly as in the simulator.
+//
+// One loop goroutine per process owns the state machine. Messages (from
+// client connections and from other nodes) and clock ticks are fed to it in
+// the order they arrive; what it sends goes out through the transport
+// (internal connections) or to the client session it is addressed to.
+//
+// A single TCP port serves both Kafka clients and the other nodes: an
+// internal connection opens with Magic, a Kafka connection with a request
+// size, and the first four bytes tell them apart.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pingcap/failpoint"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/storage"
+)
+
+// BrokerConfig configures one broker process.
+type BrokerConfig struct {
+	// Broker holds the id and the protocol settings (SEMANTICS.md).
+	// Broker.Address, the address clients are told, defaults to Advertised.
+	Broker broker.Config
+	// DataDir holds the partition logs and checkpoints.
+	DataDir string
+	// Listen is the address to listen on (default 127.0.0.1:0, any port).
+	Listen string
+	// Advertised is the address clients and other brokers dial for this
+	// broker (default: the listener's address). A harness that puts a
+	// proxy in front of the broker advertises the proxy.
+	Advertised string
+	// Controller is the controller's address.
+	Controller string
+	// Routes overrides where this broker dials other brokers (by id): a
+	// harness routes each broker-to-broker link through its own proxy, so
+	// that links can be cut one by one.
+	Routes map[int32]string
+	// TickMs is the period of the broker's timer (default 10).
+	TickMs int64
+	// MaxRequestBytes bounds a Kafka request (default 100 MiB).
+	MaxRequestBytes int32
+	// Failpoints lets failpoints fire in this broker (when the binary was
+	// built with them, see failpoints/README.md). Off by default, so that
+	// brokers sharing a test process do not all fire one failpoint.
+	Failpoints bool
+	// Logf receives the broker's log lines; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// maxBrokerID: incarnations keep the broker id in their low bits.
+const maxBrokerID = 1<<incarnationIDBits - 1
+
+const incarnationIDBits = 10
+
+// Broker is a running broker process.
+type Broker struct {
+	cfg   BrokerConfig
+	ln    net.Listener
+	disk  *trackingDisk
+	b     *broker.Broker
+	tr    *transport
+	wire  *kafkawire.Server
+	start time.Time
+
+	inbox chan broker.Envelope
+	stop  chan struct{}
+	done  chan struct{}
+	err   error // why the loop stopped; set before done closes
+
+	mu       sync.Mutex
+	sessions map[broker.NodeID]*session
+	nextSess int32
+	conns    map[net.Conn]bool
+	stopOnce sync.Once
+}
+
+// ErrClosed is what Err reports after Close.
+var ErrClosed = errors.New("broker closed")
+
+// StartBroker opens the broker's data, listens, registers with the
+// controller and serves until Close or a failpoint stops it.
+func StartBroker(cfg BrokerConfig) (*Broker, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.TickMs == 0 {
+		cfg.TickMs = 10
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	id := cfg.Broker.ID
+	switch {
+	case id <= 0 || id > maxBrokerID:
+		return nil, fmt.Errorf("broker id %d out of range: want 1..%d", id, maxBrokerID)
+	case cfg.DataDir == "":
+		return nil, fmt.Errorf("broker %d: no data directory: set one (--data-dir)", id)
+	case cfg.Controller == "":
+		return nil, fmt.Errorf("broker %d: no controller address: set one (--controller host:port)", id)
+	case cfg.TickMs < 0:
+		return nil, fmt.Errorf("broker %d: tick %d ms: want > 0", id, cfg.TickMs)
+	}
+	disk, err := newTrackingDisk(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: data directory: %w", id, err)
+	}
+	inc, err := nextIncarnation(disk, id)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", id, err)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: listen: %w", id, err)
+	}
+	if cfg.Advertised == "" {
+		cfg.Advertised = ln.Addr().String()
+	}
+	if cfg.Broker.Address == "" {
+		cfg.Broker.Address = cfg.Advertised
+	}
+	var fpctx context.Context
+	if cfg.Failpoints {
+		fpctx = failpoint.WithHook(context.Background(), func(context.Context, string) bool { return true })
+	}
+	n := &Broker{
+		cfg: cfg, ln: ln, disk: disk, start: time.Now(),
+		inbox:    make(chan broker.Envelope, 8192),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		sessions: map[broker.NodeID]*session{},
+		conns:    map[net.Conn]bool{},
+	}
+	n.b, err = broker.Open(cfg.Broker, disk, inc, n.now(), fpctx)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	n.tr = newTransport(id, inc, n.fromNetwork, cfg.Logf)
+	n.tr.setAddr(broker.ControllerID, cfg.Controller)
+	for peer, addr := range cfg.Routes {
+		n.tr.setAddr(broker.NodeID(peer), addr)
+	}
+	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes, Logf: cfg.Logf}
+	n.route(n.b.TakeOutbox())
+	go n.accept()
+	go n.loop()
+	cfg.Logf("broker %d (incarnation %d) listening on %s, advertised %s", id, inc, ln.Addr(), cfg.Advertised)
+	return n, nil
+}
+
+// nextIncarnation counts the broker's starts in a durable file: the
+// incarnation is the count with the broker id in the low bits, so it grows
+// with every start (the controller tells a restart by it) and no two
+// brokers ever share one (producer ids are built on it).
+func nextIncarnation(d storage.Disk, id broker.NodeID) (int64, error) {
+	const name = "incarnation"
+	var starts int64
+	data, err := d.ReadFile(name)
+	switch {
+	case err == nil:
+		if starts, err = strconv.ParseInt(string(data), 10, 64); err != nil || starts < 0 {
+			return 0, fmt.Errorf("corrupt %s file %q: remove the data directory or fix it", name, data)
+		}
+	case !errors.Is(err, io.EOF) && !isNotExist(err):
+		return 0, err
+	}
+	starts++
+	if err := d.WriteFileAtomic(name, []byte(strconv.FormatInt(starts, 10))); err != nil {
+		return 0, err
+	}
+	return starts<<incarnationIDBits | int64(id), nil
+}
+
+// Addr is the address the broker listens on.
+func (n *Broker) Addr() string { return n.ln.Addr().String() }
+
+// ID is the broker's id.
+func (n *Broker) ID() broker.NodeID { return n.cfg.Broker.ID }
+
+// Incarnation is this process's incarnation.
+func (n *Broker) Incarnation() int64 { return n.b.Incarnation() }
+
+// Done is closed when the broker has stopped; Err says why.
+func (n *Broker) Done() <-chan struct{} { return n.done }
+
+// Err is why the broker stopped: ErrClosed after Close, a
+// *broker.FailpointError when a failpoint crashed it or cut its power.
+func (n *Broker) Err() error {
+	select {
+	case <-n.done:
+		return n.err
+	default:
+		return nil
+	}
+}
+
+// Close stops the broker the way a crash would: nothing is flushed or
+// synced on the way out.
+func (n *Broker) Close() error {
+	n.halt(ErrClosed)
+	<-n.done
+	return nil
+}
+
+func (n *Broker) halt(err error) {
+	n.stopOnce.Do(func() {
+		n.err = err
+		close(n.stop)
+	})
+}
+
+func (n *Broker) now() int64 { return time.Since(n.start).Milliseconds() + 1 }
+
+// fromNetwork takes what the transport delivers: messages for the broker
+// go to its loop, answers for a client session go to the session.
+func (n *Broker) fromNetwork(env broker.Envelope) {
+	if u, ok := env.Msg.(broker.StateUpdate); ok && env.From == broker.ControllerID {
+		for id, addr := range u.Addresses {
+			if _, routed := n.cfg.Routes[id]; !routed && broker.NodeID(id) != n.ID() {
+				n.tr.setAddr(broker.NodeID(id), addr)
+			}
+		}
+	}
+	if env.To == n.ID() {
+		select {
+		case n.inbox <- env:
+		case <-n.stop:
+		}
+		return
+	}
+	if s := n.session(env.To); s != nil {
+		s.put(env)
+	}
+}
+
+func (n *Broker) session(id broker.NodeID) *session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sessions[id]
+}
+
+func (n *Broker) loop() {
+	defer n.shutdown()
+	tick := time.NewTicker(time.Duration(n.cfg.TickMs) * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case <-n.stop:
+			return
+		case env := <-n.inbox:
+			err = n.b.Handle(env, n.now())
+		case <-tick.C:
+			err = n.b.Tick(n.now())
+		}
+		for _, f := range n.b.TakeFaults() {
+			n.cfg.Logf("failpoint %s fired here for broker %d: %s; a process acts only on itself, so it is ignored (the harness crashes other processes)", f.Name, f.Target, f.Action)
+		}
+		if err != nil && !n.failed(err) {
+			return
+		}
+		n.route(n.b.TakeOutbox())
+	}
+}
+
+// failed carries out a failpoint (or storage failure) and reports whether
+// the broker goes on.
+func (n *Broker) failed(err error) bool {
+	var fe *broker.FailpointError
+	if !errors.As(err, &fe) {
+		n.halt(err)
+		return false
+	}
+	switch fe.Action {
+	case broker.ActionPause:
+		d := time.Duration(fe.ForMs) * time.Millisecond
+		if d <= 0 {
+			d = time.Second
+		}
+		n.cfg.Logf("failpoint %s: pausing %v", fe.Name, d)
+		select {
+		case <-time.After(d):
+			return true
+		case <-n.stop:
+			return false
+		}
+	case broker.ActionPowerLoss, broker.ActionPowerLossWorst:
+		n.cfg.Logf("failpoint %s: power loss: dropping unsynced writes", fe.Name)
+		if derr := n.disk.dropUnsynced(); derr != nil {
+			n.cfg.Logf("power loss: %v", derr)
+		}
+	default:
+		n.cfg.Logf("failpoint %s: %s", fe.Name, fe.Action)
+	}
+	n.halt(fe)
+	return false
+}
+
+// route sends the broker's outbox: to sessions in this process or over
+// the transport.
+func (n *Broker) route(out []broker.Envelope) {
+	for _, env := range out {
+		if env.To >= broker.ClientIDBase {
+			if s := n.session(env.To); s != nil {
+				s.put(env)
+				continue
+			}
+		}
+		n.tr.send(env)
+	}
+}

@@ -1,0 +1,209 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// testCluster is a controller and brokers in this process, on real TCP.
+type testCluster struct {
+	t       *testing.T
+	dir     string
+	ctrl    *Controller
+	ctrlCfg ControllerConfig
+	brokers map[broker.NodeID]*Broker
+	addrs   map[broker.NodeID]string
+}
+
+func brokerSettings(id broker.NodeID) broker.Config {
+	p := partition.DefaultConfig(int32(id))
+	p.MinInsyncReplicas = 2
+	p.ReplicaLagTimeMaxMs = 3000
+	p.ReplicaFetchWaitMaxMs = 100
+	p.RequestTimeoutMs = 1000
+	return broker.Config{ID: id, Partition: p, HeartbeatIntervalMs: 50, HWCheckpointIntervalMs: 500}
+}
+
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, dir: t.TempDir(), brokers: map[broker.NodeID]*Broker{}, addrs: map[broker.NodeID]string{}}
+	tc.ctrlCfg = ControllerConfig{
+		Controller: controller.Config{SessionTimeoutMs: 500},
+		DataDir:    filepath.Join(tc.dir, "controller"),
+		Logf:       t.Logf,
+	}
+	var err error
+	tc.ctrl, err = StartController(tc.ctrlCfg)
+	require.NoError(t, err)
+	tc.ctrlCfg.Listen = tc.ctrl.Addr()
+	for id := broker.NodeID(1); id <= broker.NodeID(n); id++ {
+		tc.startBroker(id)
+	}
+	t.Cleanup(func() {
+		for _, b := range tc.brokers {
+			_ = b.Close()
+		}
+		_ = tc.ctrl.Close()
+	})
+	require.Eventually(t, func() bool {
+		m, ok := tc.call(1, 1, broker.MetadataRequest{Correlation: 1}).(broker.MetadataResponse)
+		return ok && len(m.LiveBrokers) == n && len(m.Addresses) == n
+	}, 10*time.Second, 10*time.Millisecond, "brokers never registered")
+	return tc
+}
+
+func (tc *testCluster) startBroker(id broker.NodeID) *Broker {
+	listen := tc.addrs[id]
+	b, err := StartBroker(BrokerConfig{
+		Broker:     brokerSettings(id),
+		DataDir:    filepath.Join(tc.dir, fmt.Sprint("broker-", id)),
+		Listen:     listen,
+		Controller: tc.ctrl.Addr(),
+		Logf:       func(f string, a ...any) { tc.t.Logf("broker %d: "+f, append([]any{id}, a...)...) },
+	})
+	require.NoError(tc.t, err)
+	tc.brokers[id] = b
+	tc.addrs[id] = b.Addr()
+	return b
+}
+
+// call sends msg from a new session on broker `at` to node `to` and waits
+// for the answer.
+func (tc *testCluster) call(at, to broker.NodeID, msg any) any {
+	s := tc.brokers[at].Open()
+	defer s.Close()
+	s.Send(to, msg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	env, err := s.Recv(ctx)
+	if err != nil {
+		return err
+	}
+	return env.Msg
+}
+
+// leader waits until broker `at` knows a leader for tp in the ISR of `isr`
+// members at least, and returns it.
+func (tc *testCluster) leader(at broker.NodeID, tp broker.TopicPartition, isr int, not broker.NodeID) broker.PartitionState {
+	tc.t.Helper()
+	var got broker.PartitionState
+	require.Eventually(tc.t, func() bool {
+		m, ok := tc.call(at, at, broker.MetadataRequest{Correlation: 1}).(broker.MetadataResponse)
+		if !ok {
+			return false
+		}
+		for _, p := range m.Partitions {
+			if broker.TopicPartition(p.TopicPartition) == tp && p.Leader > 0 && broker.NodeID(p.Leader) != not && len(p.ISR) >= isr {
+				got = p
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 20*time.Millisecond)
+	return got
+}
+
+func produce(tc *testCluster, leader broker.NodeID, tp broker.TopicPartition, value string) broker.ProduceResponse {
+	tc.t.Helper()
+	resp, ok := tc.call(leader, leader, broker.ProduceRequest{
+		Correlation: 7, TopicPartition: tp, Acks: partition.AcksAll, TimeoutMs: 3000,
+		Records:    []record.Record{{Value: []byte(value)}},
+		ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
+	}).(broker.ProduceResponse)
+	require.True(tc.t, ok, "no produce answer")
+	return resp
+}
+
+func readAll(tc *testCluster, leader broker.NodeID, tp broker.TopicPartition) []string {
+	tc.t.Helper()
+	resp, ok := tc.call(leader, leader, broker.FetchRequest{Correlation: 8, TopicPartition: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}).(broker.FetchResponse)
+	require.True(tc.t, ok)
+	require.NoError(tc.t, resp.Err)
+	var vals []string
+	for _, b := range resp.Batches {
+		for _, r := range b.Records {
+			vals = append(vals, string(r.Value))
+		}
+	}
+	return vals
+}
+
+func TestClusterReplicatesAndFailsOverOverTCP(t *testing.T) {
+	tc := startCluster(t, 3)
+	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	resp := tc.call(1, broker.ControllerID, broker.CreateTopic{Correlation: 1, Name: "t", Partitions: 1, ReplicationFactor: 3})
+	require.Equal(t, broker.CreateTopicResponse{Correlation: 1}, resp)
+
+	st := tc.leader(1, tp, 3, 0)
+	first := broker.NodeID(st.Leader)
+	for i := 0; i < 10; i++ {
+		r := produce(tc, first, tp, fmt.Sprint("a", i))
+		require.NoError(t, r.Err)
+		require.Equal(t, int64(i), r.BaseOffset)
+	}
+
+	// The leader dies; the controller elects another ISR member, which
+	// has every acknowledged record.
+	require.NoError(t, tc.brokers[first].Close())
+	other := broker.NodeID(1)
+	if other == first {
+		other = 2
+	}
+	st2 := tc.leader(other, tp, 1, first)
+	require.Greater(t, st2.LeaderEpoch, st.LeaderEpoch)
+	second := broker.NodeID(st2.Leader)
+	require.Eventually(t, func() bool {
+		return produce(tc, second, tp, "b0").Err == nil
+	}, 10*time.Second, 50*time.Millisecond)
+
+	// The old leader comes back, catches up and rejoins the ISR.
+	tc.startBroker(first)
+	st3 := tc.leader(first, tp, 3, 0)
+	require.Eventually(t, func() bool {
+		return len(readAll(tc, broker.NodeID(st3.Leader), tp)) >= 11
+	}, 10*time.Second, 50*time.Millisecond)
+	vals := readAll(tc, broker.NodeID(st3.Leader), tp)
+	for i := 0; i < 10; i++ {
+		require.Equal(t, fmt.Sprint("a", i), vals[i])
+	}
+}
+
+func TestControllerSurvivesItsOwnRestart(t *testing.T) {
+	tc := startCluster(t, 3)
+	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	require.Equal(t, broker.CreateTopicResponse{Correlation: 1},
+		tc.call(1, broker.ControllerID, broker.CreateTopic{Correlation: 1, Name: "t", Partitions: 1, ReplicationFactor: 3}))
+	st := tc.leader(1, tp, 3, 0)
+
+	require.NoError(t, tc.ctrl.Close())
+	var err error
+	tc.ctrl, err = StartController(tc.ctrlCfg)
+	require.NoError(t, err)
+
+	// The restarted controller knows the topic: a second create is refused.
+	resp, ok := tc.call(1, broker.ControllerID, broker.CreateTopic{Correlation: 2, Name: "t", Partitions: 1, ReplicationFactor: 3}).(broker.CreateTopicResponse)
+	require.True(t, ok)
+	require.ErrorIs(t, resp.Err, controller.ErrTopicExists)
+
+	// And it still elects, from the epochs it had.
+	leader := broker.NodeID(st.Leader)
+	require.NoError(t, tc.brokers[leader].Close())
+	other := broker.NodeID(1)
+	if other == leader {
+		other = 2
+	}
+	st2 := tc.leader(other, tp, 1, leader)
+	require.Equal(t, st.LeaderEpoch+1, st2.LeaderEpoch)
+}
+
+var _ kafkawire.Backend = (*Broker)(nil)
