@@ -1,0 +1,376 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// LiveCluster is a cluster of real processes that the live runner can
+// fault (conformance/cluster implements it for the reference; a
+// third-party target implements what it can). Brokers are numbered 1..N.
+type LiveCluster interface {
+	Brokers() int
+	Kill(id int) error
+	Restart(id int) error
+	Pause(id int) error
+	Resume(id int) error
+	Isolate(id int) error
+	Heal() error
+	// SetLatency adds d to every message to or from the broker; 0 clears it.
+	SetLatency(id int, d time.Duration) error
+}
+
+// Exchanger carries the clients' requests to a real cluster over the
+// Kafka protocol: it takes the broker's own client-plane messages
+// (broker.ProduceRequest, FetchRequest, ListOffsetsRequest,
+// MetadataRequest, InitProducerIDRequest) and returns the answer as the
+// broker's own response type, with Kafka error codes turned back into the
+// reference's errors. It returns nil, nil for an acks=0 produce.
+type Exchanger interface {
+	Exchange(ctx context.Context, to broker.NodeID, msg any) (any, error)
+	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int) error
+}
+
+// LiveOptions are what the live runner needs besides the run's Config.
+type LiveOptions struct {
+	Cluster LiveCluster
+	Net     Exchanger
+	// Progress, if set, is called about once a second with the run's time.
+	Progress func(nowMs, endMs int64)
+}
+
+// LiveUnsupported says why cfg cannot run against real processes, or ""
+// when it can. The simulator can do things a harness of real processes
+// cannot: cut a machine's power, lose single messages, fire failpoints on
+// a schedule across brokers. A case that needs them is skipped with this
+// reason rather than run without them and passed.
+func LiveUnsupported(cfg Config) string {
+	var why []string
+	kinds := slices.Clone(cfg.Nemesis.Kinds)
+	for _, f := range cfg.Faults {
+		kinds = append(kinds, f.Kind)
+	}
+	if slices.Contains(kinds, FaultPowerLoss) {
+		why = append(why, "it cuts power, which a process on a running machine cannot (the simulator's disks can)")
+	}
+	if len(cfg.Failpoints) > 0 {
+		why = append(why, "it schedules failpoints across brokers, which the simulator does; on real processes switch failpoints on with GO_FAILPOINTS (failpoints/README.md)")
+	}
+	if cfg.Network.DropRate > 0 || cfg.Network.ResponseDropRate > 0 {
+		why = append(why, "it drops single messages, which a TCP proxy cannot do without breaking the connection")
+	}
+	for _, f := range cfg.Faults {
+		if f.When.AfterAcks > 0 {
+			why = append(why, "it times faults by acknowledged writes, which only the simulator can do exactly")
+			break
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "cannot run on real processes: " + why[0]
+}
+
+// live runs a workload against real processes in real time. It shares the
+// clients with the simulator (world); what differs is the network (a real
+// Kafka connection per request), the clock, and the faults, which are
+// signals and proxy cuts instead of simulated ones.
+type live struct {
+	world
+	opts    LiveOptions
+	ctx     context.Context
+	start   time.Time
+	answers chan broker.Envelope
+	wg      sync.WaitGroup
+
+	ticks   []liveTimer
+	faulted []int // by broker id: faults in force
+	down    []bool
+	paused  []bool
+	acked   int
+	leaders map[broker.TopicPartition]broker.PartitionState
+	metaDue int64
+	metaOut bool
+	// firstTick is when each client starts ticking.
+	firstTick map[broker.NodeID]int64
+}
+
+type liveTimer struct {
+	at int64
+	do func()
+}
+
+// RunLive runs cfg against a real cluster: the topics are created, the
+// clients produce and consume through opts.Net, and the faults of cfg's
+// schedule and nemesis strike through opts.Cluster, in real time. The
+// Result has the history and the notes; protocol invariants cannot be
+// checked from outside and are left empty.
+func RunLive(ctx context.Context, cfg Config, opts LiveOptions) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if why := LiveUnsupported(cfg); why != "" {
+		return nil, errors.New(why)
+	}
+	if opts.Cluster == nil || opts.Net == nil {
+		return nil, errors.New("live run: a cluster and a network are required")
+	}
+	if n := opts.Cluster.Brokers(); n != cfg.Brokers {
+		return nil, fmt.Errorf("live run: the config has %d brokers, the cluster %d", cfg.Brokers, n)
+	}
+	l := &live{
+		world: world{
+			cfg: cfg,
+			rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		},
+		opts:    opts,
+		ctx:     ctx,
+		answers: make(chan broker.Envelope, 4096),
+		faulted: make([]int, cfg.Brokers+1),
+		down:    make([]bool, cfg.Brokers+1),
+		paused:  make([]bool, cfg.Brokers+1),
+		leaders: map[broker.TopicPartition]broker.PartitionState{},
+	}
+	l.host = l
+	for _, t := range cfg.Topics {
+		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := opts.Net.CreateTopic(tctx, t.Name, t.Partitions, t.ReplicationFactor)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("live run: create topic %q: %w", t.Name, err)
+		}
+	}
+	if err := l.awaitLeaders(ctx); err != nil {
+		return nil, err
+	}
+	l.start = time.Now()
+	l.startClients()
+	for _, f := range cfg.Faults {
+		l.at(f.When.AtMs, func() { l.inject(f) })
+	}
+	if len(cfg.Nemesis.Kinds) > 0 {
+		var next func()
+		next = func() {
+			if l.workloadOver {
+				return
+			}
+			l.nemesis()
+			l.at(l.now+l.nemesisDelay(), next)
+		}
+		l.at(l.nemesisDelay(), next)
+	}
+	l.at(cfg.DurationMs, func() {
+		l.workloadOver = true
+		l.healAll()
+	})
+	if !cfg.NoFinalRead {
+		l.at(cfg.DurationMs+cfg.SettleMs/2, l.startFinalRead)
+	}
+	err := l.loop()
+	l.healAll()
+	for id := 1; id <= cfg.Brokers; id++ {
+		if l.down[id] {
+			_ = opts.Cluster.Restart(id)
+		}
+	}
+	l.wg.Wait()
+	for i := range l.history {
+		if l.history[i].Return < 0 {
+			l.history[i].Outcome = linearizability.OutcomeUnknown
+		}
+	}
+	l.stats.EndMs = l.now
+	return &Result{Config: cfg, History: l.history, Notes: l.notes, Stats: l.stats}, err
+}
+
+// awaitLeaders waits until every partition of the run has a leader.
+func (l *live) awaitLeaders(ctx context.Context) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l.refreshLeaders(ctx)
+		if len(l.leaders) == len(l.partitions()) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("live run: partitions without a leader 20 s after creating the topics (%d of %d led)", len(l.leaders), len(l.partitions()))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (l *live) partitions() []broker.TopicPartition {
+	var tps []broker.TopicPartition
+	for _, t := range l.cfg.Topics {
+		for p := int32(0); p < t.Partitions; p++ {
+			tps = append(tps, broker.TopicPartition{Topic: t.Name, Partition: p})
+		}
+	}
+	return tps
+}
+
+// refreshLeaders asks a broker that is up for metadata, synchronously.
+func (l *live) refreshLeaders(ctx context.Context) {
+	for id := 1; id <= l.cfg.Brokers; id++ {
+		if l.down[id] || l.paused[id] {
+			continue
+		}
+		mctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := l.opts.Net.Exchange(mctx, broker.NodeID(id), broker.MetadataRequest{})
+		cancel()
+		if m, ok := resp.(broker.MetadataResponse); ok && err == nil {
+			l.learnLeaders(m)
+			return
+		}
+	}
+}
+
+// learnLeaders notes leadership changes the way the simulator notes
+// elections, so timelines read the same.
+func (l *live) learnLeaders(m broker.MetadataResponse) {
+	for _, p := range m.Partitions {
+		tp := broker.TopicPartition(p.TopicPartition)
+		old, seen := l.leaders[tp]
+		if p.Leader < 0 {
+			continue
+		}
+		if !seen || p.LeaderEpoch > old.LeaderEpoch {
+			if seen && l.start != (time.Time{}) {
+				l.stats.Elections++
+				l.note(fmt.Sprintf("%s: broker %d leads in epoch %d", tp, p.Leader, p.LeaderEpoch))
+			}
+			l.leaders[tp] = p.Clone()
+		}
+	}
+}
+
+func (l *live) at(t int64, do func()) {
+	l.ticks = append(l.ticks, liveTimer{at: t, do: do})
+}
+
+func (l *live) end() int64 { return l.cfg.DurationMs + l.cfg.SettleMs }
+
+func (l *live) loop() error {
+	tick := time.NewTicker(time.Duration(l.cfg.TickMs) * time.Millisecond)
+	defer tick.Stop()
+	lastProgress := int64(-1000)
+	for {
+		select {
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		case env := <-l.answers:
+			l.now = time.Since(l.start).Milliseconds()
+			if m, ok := env.Msg.(broker.MetadataResponse); ok && env.To == metadataWatcher {
+				l.metaOut = false
+				l.learnLeaders(m)
+				continue
+			}
+			if i := int(env.To - broker.ClientIDBase); i >= 0 && i < len(l.clients) {
+				l.clients[i].handle(env)
+			}
+			continue
+		case <-tick.C:
+		}
+		l.now = time.Since(l.start).Milliseconds()
+		if l.now >= l.end() || (l.workloadOver && l.stats.FinalReadDone) {
+			return nil
+		}
+		// Timers, in time order; a timer may add timers.
+		slices.SortStableFunc(l.ticks, func(a, b liveTimer) int { return int(a.at - b.at) })
+		for len(l.ticks) > 0 && l.ticks[0].at <= l.now {
+			t := l.ticks[0]
+			l.ticks = l.ticks[1:]
+			t.do()
+			slices.SortStableFunc(l.ticks, func(a, b liveTimer) int { return int(a.at - b.at) })
+		}
+		for _, c := range l.clients {
+			if l.now >= l.firstTick[c.id] {
+				c.tick()
+			}
+		}
+		if l.now >= l.metaDue && !l.metaOut {
+			l.metaDue = l.now + 500
+			l.watchMetadata()
+		}
+		if l.opts.Progress != nil && l.now-lastProgress >= 1000 {
+			lastProgress = l.now
+			l.opts.Progress(l.now, l.end())
+		}
+	}
+}
+
+// metadataWatcher is the node id the runner's own metadata polls answer to.
+const metadataWatcher = broker.ClientIDBase - 1
+
+func (l *live) watchMetadata() {
+	for id := 1; id <= l.cfg.Brokers; id++ {
+		if !l.down[id] && !l.paused[id] {
+			l.metaOut = true
+			l.send(broker.Envelope{From: metadataWatcher, To: broker.NodeID(id), Msg: broker.MetadataRequest{}})
+			return
+		}
+	}
+}
+
+// send implements host: one request, on its own goroutine; the answer
+// comes back through the loop. A lost answer is the client's timeout.
+func (l *live) send(env broker.Envelope) {
+	l.stats.Messages++
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(l.ctx, l.requestTimeout())
+		defer cancel()
+		resp, err := l.opts.Net.Exchange(ctx, env.To, env.Msg)
+		if err != nil || resp == nil {
+			if env.From == metadataWatcher {
+				resp = broker.MetadataResponse{} // frees the watcher
+			} else {
+				return
+			}
+		}
+		select {
+		case l.answers <- broker.Envelope{From: env.To, To: env.From, Msg: resp}:
+		case <-l.ctx.Done():
+		}
+	}()
+}
+
+func (l *live) requestTimeout() time.Duration {
+	w := l.cfg.Workload
+	return time.Duration(max(w.RequestTimeoutMs, w.FetchMaxWaitMs)+1000) * time.Millisecond
+}
+
+func (l *live) scheduleClientTick(id broker.NodeID, at int64) {
+	if l.firstTick == nil {
+		l.firstTick = map[broker.NodeID]int64{}
+	}
+	l.firstTick[id] = at
+}
+
+func (l *live) liveBrokers() []broker.NodeID {
+	var ids []broker.NodeID
+	for id := 1; id <= l.cfg.Brokers; id++ {
+		if !l.down[id] {
+			ids = append(ids, broker.NodeID(id))
+		}
+	}
+	return ids
+}
+
+func (l *live) onAck() { l.acked++ }
+
+func (l *live) note(text string) {
+	l.notes = append(l.notes, Note{AtMs: l.now, Text: text})
+}

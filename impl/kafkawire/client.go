@@ -1,0 +1,319 @@
+package kafkawire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// Client is the wire server's mirror image: it takes the reference
+// broker's client-plane messages (broker.ProduceRequest, FetchRequest,
+// ListOffsetsRequest, MetadataRequest, InitProducerIDRequest), sends each
+// as one raw Kafka request to the broker named, through a franz-go client,
+// and turns the Kafka response back into the broker's own response type,
+// with error codes mapped back to the reference's errors. The harness's
+// clients thus drive any Kafka-compatible broker with full control of
+// producer ids, epochs and sequence numbers, exactly as they drive the
+// simulated reference.
+//
+// Requests are capped at the versions that name topics (not topic ids):
+// Produce v12 and Fetch v12.
+type Client struct {
+	cl *kgo.Client
+}
+
+// NewClient connects lazily to seeds; opts are extra franz-go options.
+func NewClient(seeds []string, opts ...kgo.Opt) (*Client, error) {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 12)
+	v.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MaxVersions(v), kgo.RequestRetries(0)}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cl: cl}, nil
+}
+
+// Close closes the connections.
+func (c *Client) Close() { c.cl.Close() }
+
+// Kgo is the franz-go client underneath.
+func (c *Client) Kgo() *kgo.Client { return c.cl }
+
+// CreateTopic creates a topic through any broker. A topic that exists
+// already is not an error: a harness may run again on the same cluster
+// only with a fresh topic name, which is the caller's business.
+func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic = name
+	t.NumPartitions = partitions
+	t.ReplicationFactor = int16(replicationFactor)
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 10000
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return err
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("create topic %q: %d topics in the answer", name, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		if msg := resp.Topics[0].ErrorMessage; msg != nil {
+			return fmt.Errorf("create topic %q: %w: %s", name, err, *msg)
+		}
+		return fmt.Errorf("create topic %q: %w", name, err)
+	}
+	return nil
+}
+
+// Exchange sends msg to broker `to` and returns its answer; nil, nil for an
+// acks=0 produce, which has none.
+func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg any) (any, error) {
+	switch m := msg.(type) {
+	case broker.ProduceRequest:
+		return c.produce(ctx, to, m)
+	case broker.FetchRequest:
+		return c.fetch(ctx, to, m)
+	case broker.ListOffsetsRequest:
+		return c.listOffsets(ctx, to, m)
+	case broker.MetadataRequest:
+		return c.metadata(ctx, to, m)
+	case broker.InitProducerIDRequest:
+		return c.initProducerID(ctx, to, m)
+	}
+	return nil, fmt.Errorf("kafkawire client: cannot send %T", msg)
+}
+
+func (c *Client) request(ctx context.Context, to broker.NodeID, req kmsg.Request) (kmsg.Response, error) {
+	return c.cl.Broker(int(to)).Request(ctx, req)
+}
+
+// wireError turns a Kafka error code into the reference's error: the
+// sentinel the server maps to that code (so errors.Is works as it does in
+// the simulator), or franz-go's error for codes the reference never sends.
+func wireError(code int16, msg *string) error {
+	if code == 0 {
+		return nil
+	}
+	for _, e := range errorCodes {
+		if e.code.Code == code {
+			if msg != nil && *msg != "" {
+				return fmt.Errorf("%w (%s)", e.err, *msg)
+			}
+			return e.err
+		}
+	}
+	return kerr.ErrorForCode(code)
+}
+
+func (c *Client) produce(ctx context.Context, to broker.NodeID, m broker.ProduceRequest) (any, error) {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = int16(m.Acks)
+	req.TimeoutMillis = int32(m.TimeoutMs)
+	b := record.Batch{LeaderEpoch: -1, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, BaseSequence: m.BaseSequence, Records: m.Records}
+	if b.ProducerID == record.NoProducerID {
+		b.BaseSequence = record.NoSequence
+	}
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Partition = m.Partition
+	p.Records = appendBatch(nil, &b)
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = m.Topic
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	if m.Acks == 0 {
+		return nil, nil
+	}
+	resp := raw.(*kmsg.ProduceResponse)
+	out := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rt.Topic == m.Topic && rp.Partition == m.Partition {
+				out.BaseOffset = rp.BaseOffset
+				out.Err = wireError(rp.ErrorCode, rp.ErrorMessage)
+				return out, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("produce to %s: the answer does not name the partition", m.TopicPartition)
+}
+
+func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequest) (any, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(m.MaxWaitMs)
+	req.MinBytes = int32(m.MinBytes)
+	req.MaxBytes = int32(max(m.MaxBytes, 1))
+	req.SessionEpoch = -1 // no fetch session: full answers
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.Partition = m.Partition
+	p.FetchOffset = m.Offset
+	p.PartitionMaxBytes = int32(max(m.MaxBytes, 1))
+	p.CurrentLeaderEpoch = m.CurrentLeaderEpoch
+	p.LogStartOffset = -1
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = m.Topic
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.FetchResponse)
+	out := broker.FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1}
+	if resp.ErrorCode != 0 {
+		out.Err = wireError(resp.ErrorCode, nil)
+		return out, nil
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rt.Topic != m.Topic || rp.Partition != m.Partition {
+				continue
+			}
+			out.HW = rp.HighWatermark
+			if out.Err = wireError(rp.ErrorCode, nil); out.Err != nil {
+				return out, nil
+			}
+			out.Batches, err = DecodeFetched(rp.RecordBatches)
+			if err != nil {
+				return nil, fmt.Errorf("fetch from %s: %w", m.TopicPartition, err)
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("fetch from %s: the answer does not name the partition", m.TopicPartition)
+}
+
+// DecodeFetched decodes the record batches of a fetch response: v2 batches
+// of any codec, with their offsets and leader epochs. Control batches are
+// skipped, and a partial batch at the end (a broker may cut a response at
+// its byte limit) is dropped, as consumers do.
+func DecodeFetched(raw []byte) ([]record.Batch, error) {
+	var out []record.Batch
+	d := &decompressor{}
+	for len(raw) >= 12 {
+		length := int64(int32(binary.BigEndian.Uint32(raw[8:])))
+		if length < batchHeaderLen-12 {
+			return out, fmt.Errorf("%w: batch length %d", errCorruptBatch, length)
+		}
+		if 12+length > int64(len(raw)) {
+			break // partial
+		}
+		one := raw[:12+length]
+		raw = raw[12+length:]
+		if attrs := int16(binary.BigEndian.Uint16(one[21:])); attrs&attrControl != 0 {
+			continue
+		}
+		pb, err := decodeProduce(one, d)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, record.Batch{
+			BaseOffset:    int64(binary.BigEndian.Uint64(one[0:])),
+			LeaderEpoch:   int32(binary.BigEndian.Uint32(one[12:])),
+			ProducerID:    pb.ProducerID,
+			ProducerEpoch: pb.ProducerEpoch,
+			BaseSequence:  pb.BaseSequence,
+			Records:       pb.Records,
+		})
+	}
+	return out, nil
+}
+
+// EncodeBatch encodes b as an uncompressed v2 record batch.
+func EncodeBatch(dst []byte, b *record.Batch) []byte { return appendBatch(dst, b) }
+
+func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.ListOffsetsRequest) (any, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition = m.Partition
+	p.CurrentLeaderEpoch = -1
+	p.Timestamp = -2
+	if m.Latest {
+		p.Timestamp = -1
+	}
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = m.Topic
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.ListOffsetsResponse)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rt.Topic == m.Topic && rp.Partition == m.Partition {
+				return broker.ListOffsetsResponse{
+					Correlation: m.Correlation, TopicPartition: m.TopicPartition,
+					Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Err: wireError(rp.ErrorCode, nil),
+				}, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("list offsets of %s: the answer does not name the partition", m.TopicPartition)
+}
+
+func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.MetadataRequest) (any, error) {
+	req := kmsg.NewPtrMetadataRequest() // nil topics: all of them
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.MetadataResponse)
+	out := broker.MetadataResponse{Correlation: m.Correlation, Addresses: map[int32]string{}}
+	for _, b := range resp.Brokers {
+		out.LiveBrokers = append(out.LiveBrokers, b.NodeID)
+		out.Addresses[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue
+		}
+		for _, p := range t.Partitions {
+			s := broker.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR}
+			s.Topic, s.Partition = *t.Topic, p.Partition
+			if p.ErrorCode != 0 && !errors.Is(kerr.ErrorForCode(p.ErrorCode), kerr.LeaderNotAvailable) {
+				continue
+			}
+			if p.ErrorCode != 0 {
+				s.Leader = -1
+			}
+			out.Partitions = append(out.Partitions, s)
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) initProducerID(ctx context.Context, to broker.NodeID, m broker.InitProducerIDRequest) (any, error) {
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionTimeoutMillis = -1
+	req.ProducerID = -1
+	req.ProducerEpoch = -1
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.InitProducerIDResponse)
+	return broker.InitProducerIDResponse{
+		Correlation: m.Correlation, ProducerID: resp.ProducerID, ProducerEpoch: resp.ProducerEpoch,
+		Err: wireError(resp.ErrorCode, nil),
+	}, nil
+}
