@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -46,6 +47,17 @@ type Options struct {
 	Truncation *partition.Truncation
 	// ProducerState overrides how brokers keep idempotent-producer state.
 	ProducerState *partition.ProducerState
+	// Target is what the cases run against; nil is the simulator.
+	Target Target
+	// Context cancels runs on targets that take real time.
+	Context context.Context
+}
+
+func (o Options) target() Target {
+	if o.Target == nil {
+		return Simulator
+	}
+	return o.Target
 }
 
 // config builds the run of c for seed under opts.

@@ -12,13 +12,21 @@ import (
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
-// ReplayCommand is the one command that reruns r exactly: a run is a pure
-// function of its case, seed and truncation variant.
+// ReplayCommand is the one command that reruns r: on the simulator a run
+// is a pure function of its case, seed and truncation variant, and replays
+// exactly; on real processes the same command runs the same schedule, but
+// real time and the OS scheduler make each run its own.
 func ReplayCommand(r *RunResult) string {
 	cmd := fmt.Sprintf("watermark check --case %s --seed %d --truncation %s",
 		r.Case, r.Seed, r.Sim.Config.Broker.Truncation)
 	if ps := r.Sim.Config.Broker.ProducerState; ps != partition.ProducerStateReplicated {
 		cmd += " --producer-state " + ps.String()
+	}
+	if r.Target != "" && r.Target != Simulator.Name() {
+		cmd += " --target " + r.Target
+		if r.Target == "cluster" {
+			cmd += fmt.Sprintf(" --duration %dms --settle %dms", r.Sim.Config.DurationMs, r.Sim.Config.SettleMs)
+		}
 	}
 	return cmd
 }

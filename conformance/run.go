@@ -5,9 +5,13 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,11 +27,14 @@ const (
 	Holds    Verdict = "holds"
 	Violated Verdict = "violated"
 	Unknown  Verdict = "unknown"
+	// Skipped: the target cannot run the case (the reason says why). It
+	// never counts as a pass: a case is skipped only if all its runs are.
+	Skipped Verdict = "skipped"
 )
 
 // worse returns the worse of two verdicts.
 func worse(a, b Verdict) Verdict {
-	rank := map[Verdict]int{Holds: 0, Unknown: 1, Violated: 2}
+	rank := map[Verdict]int{Skipped: -1, Holds: 0, Unknown: 1, Violated: 2}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -50,6 +57,8 @@ type RunResult struct {
 	Ops             int
 	Sim             *sim.Result
 	Elapsed         time.Duration
+	// Target names what the run ran on (Target.Name).
+	Target string
 }
 
 // Judge checks one simulated run against the case's guarantees.
@@ -126,15 +135,29 @@ func formatCounts(counts map[string]int) string {
 	return s
 }
 
-// RunOne runs case c with one seed on the simulated reference cluster.
+// RunOne runs case c with one seed on opts.Target (the simulated
+// reference when nil).
 func RunOne(c *Case, seed uint64, opts Options, checkTimeout time.Duration) (*RunResult, error) {
 	start := time.Now()
-	res, err := sim.Run(c.config(seed, opts))
+	target := opts.target()
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := target.Run(ctx, c.config(seed, opts))
+	var skip *SkipError
+	if errors.As(err, &skip) {
+		return &RunResult{Case: c.Name, Seed: seed, Verdict: Skipped, Reasons: []string{skip.Reason}, Elapsed: time.Since(start), Target: target.Name()}, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("case %s seed %d: %w", c.Name, seed, err)
+		return nil, fmt.Errorf("case %s seed %d on %s: %w", c.Name, seed, target.Name(), err)
 	}
 	r := Judge(c, res, checkTimeout)
 	r.Elapsed = time.Since(start)
+	r.Target = target.Name()
+	if dir := keepDir(res); dir != "" && r.Verdict == Holds {
+		_ = os.RemoveAll(dir)
+	}
 	return r, nil
 }
 
@@ -151,6 +174,8 @@ type CaseResult struct {
 	Allowed map[string]int
 	// Failed holds the runs that did not hold, in seed order.
 	Failed []*RunResult
+	// Skipped says why the target could not run the case, if it could not.
+	Skipped string
 }
 
 // Report is the outcome of a check.
@@ -178,6 +203,9 @@ func Check(cases []Case, seeds []uint64, opts Options, checkTimeout time.Duratio
 	}
 	results := make(chan outcome)
 	var wg sync.WaitGroup
+	if !opts.target().Parallel() {
+		workers = 1
+	}
 	for w := 0; w < max(workers, 1); w++ {
 		wg.Add(1)
 		go func() {
@@ -198,9 +226,9 @@ func Check(cases []Case, seeds []uint64, opts Options, checkTimeout time.Duratio
 		wg.Wait()
 		close(results)
 	}()
-	rep := &Report{Verdict: Holds}
+	rep := &Report{Verdict: Skipped}
 	for _, c := range cases {
-		rep.Cases = append(rep.Cases, &CaseResult{Name: c.Name, Summary: c.Summary, Verdict: Holds,
+		rep.Cases = append(rep.Cases, &CaseResult{Name: c.Name, Summary: c.Summary, Verdict: Skipped,
 			Found: map[string]int{}, Allowed: map[string]int{}})
 	}
 	total := len(cases) * len(seeds)
@@ -231,6 +259,12 @@ func Check(cases []Case, seeds []uint64, opts Options, checkTimeout time.Duratio
 }
 
 func add(cr *CaseResult, r *RunResult, lossAllowed bool) {
+	if r.Verdict == Skipped {
+		if cr.Skipped == "" {
+			cr.Skipped = strings.Join(r.Reasons, "; ")
+		}
+		return
+	}
 	cr.Seeds++
 	cr.Ops += r.Ops
 	cr.Verdict = worse(cr.Verdict, r.Verdict)

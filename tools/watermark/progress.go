@@ -33,7 +33,7 @@ func newProgress(w io.Writer, off bool) *progress {
 }
 
 func (p *progress) update(done, total int, r *conformance.RunResult) {
-	if r.Verdict != conformance.Holds {
+	if r.Verdict == conformance.Violated || r.Verdict == conformance.Unknown {
 		p.failed++
 	}
 	if p.off {

@@ -1,0 +1,182 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
+)
+
+// Target is a system the cases run against: it carries out one run's
+// configuration and reports what the clients saw.
+type Target interface {
+	// Name names the target in reports and replay commands.
+	Name() string
+	// Run carries out cfg. A run the target cannot do returns a *SkipError
+	// saying why: it is reported as skipped, never as passed.
+	Run(ctx context.Context, cfg sim.Config) (*sim.Result, error)
+	// Parallel reports whether runs may overlap.
+	Parallel() bool
+}
+
+// SkipError is a run a target cannot carry out, and why.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "skipped: " + e.Reason }
+
+// Simulator is the deterministic simulated reference (conformance/sim).
+var Simulator Target = simulator{}
+
+type simulator struct{}
+
+func (simulator) Name() string   { return "sim" }
+func (simulator) Parallel() bool { return true }
+func (simulator) Run(_ context.Context, cfg sim.Config) (*sim.Result, error) {
+	return sim.Run(cfg)
+}
+
+// ClusterTarget runs every run on a fresh local cluster of reference
+// processes (`watermark serve`, started by conformance/cluster): real
+// files, real TCP, the Kafka protocol, and faults that are signals
+// (SIGKILL, SIGSTOP) and proxy cuts. Runs take real time, so they go one
+// at a time.
+type ClusterTarget struct {
+	// Binary is the watermark executable.
+	Binary string
+	// Dir keeps each run's cluster (data and logs) in a directory of its
+	// own; a temporary directory if empty. A run that holds is removed.
+	Dir string
+	// DurationMs and SettleMs, when > 0, replace the cases' workload and
+	// settle times (the simulator's 20 s + 10 s are long in real time).
+	DurationMs, SettleMs int64
+	// Progress, if set, hears about each run's time.
+	Progress func(nowMs, endMs int64)
+	Logf     func(format string, args ...any)
+}
+
+// Name implements Target.
+func (t *ClusterTarget) Name() string { return "cluster" }
+
+// Parallel implements Target.
+func (t *ClusterTarget) Parallel() bool { return false }
+
+// Run implements Target.
+func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, error) {
+	if why := sim.LiveUnsupported(cfg); why != "" {
+		return nil, &SkipError{Reason: why}
+	}
+	if t.DurationMs > 0 {
+		cfg.DurationMs = t.DurationMs
+	}
+	if t.SettleMs > 0 {
+		cfg.SettleMs = t.SettleMs
+	}
+	root := t.Dir
+	if root == "" {
+		root = os.TempDir()
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(root, fmt.Sprintf("cluster-seed%d-", cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.Start(ctx, cluster.Options{
+		Binary:   t.Binary,
+		Brokers:  cfg.Brokers,
+		Dir:      dir,
+		Settings: settingsOf(cfg),
+		Proxies:  needsProxies(cfg),
+		Logf:     t.Logf,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start a cluster in %s: %w", dir, err)
+	}
+	defer func() { _ = c.Stop() }()
+	cl, err := kafkawire.NewClient(c.Bootstrap())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: liveCluster{c, ctx}, Net: cl, Progress: t.Progress})
+	if err != nil {
+		return nil, fmt.Errorf("run on the cluster in %s: %w", dir, err)
+	}
+	res.Notes = append(res.Notes, sim.Note{AtMs: res.Stats.EndMs, Text: "cluster data and logs: " + dir})
+	return res, nil
+}
+
+// settingsOf turns a run's broker and controller settings into a real
+// cluster's.
+func settingsOf(cfg sim.Config) cluster.Settings {
+	b := cfg.Broker
+	return cluster.Settings{
+		MinInsyncReplicas:      b.MinInsyncReplicas,
+		Truncation:             b.Truncation,
+		ReplicaLagTimeMaxMs:    b.ReplicaLagTimeMaxMs,
+		ReplicaFetchWaitMaxMs:  b.ReplicaFetchWaitMaxMs,
+		RequestTimeoutMs:       b.RequestTimeoutMs,
+		HeartbeatIntervalMs:    b.HeartbeatIntervalMs,
+		HWCheckpointIntervalMs: b.HWCheckpointIntervalMs,
+		FlushEveryAppend:       b.FlushEveryAppend,
+		FlushIntervalMs:        b.FlushIntervalMs,
+		AdvanceHWBelowMinISR:   b.AdvanceHWBelowMinISR,
+		ProducerState:          b.ProducerState,
+		SessionTimeoutMs:       cfg.Controller.SessionTimeoutMs,
+		UncleanLeaderElection:  cfg.Controller.UncleanLeaderElection,
+		KeepISROnRestart:       cfg.Controller.KeepISROnRestart,
+		AutoLeaderRebalance:    cfg.Controller.AutoLeaderRebalance,
+	}
+}
+
+// needsProxies reports whether cfg cuts or slows links.
+func needsProxies(cfg sim.Config) bool {
+	kinds := slices.Clone(cfg.Nemesis.Kinds)
+	for _, f := range cfg.Faults {
+		kinds = append(kinds, f.Kind)
+	}
+	return slices.Contains(kinds, sim.FaultIsolate) || slices.Contains(kinds, sim.FaultSlow) || slices.Contains(kinds, sim.FaultHeal)
+}
+
+// liveCluster adapts a process cluster to what the live runner drives.
+type liveCluster struct {
+	c   *cluster.Cluster
+	ctx context.Context
+}
+
+func (l liveCluster) Brokers() int         { return len(l.c.Bootstrap()) }
+func (l liveCluster) Kill(id int) error    { return l.c.Kill(id) }
+func (l liveCluster) Pause(id int) error   { return l.c.Pause(id) }
+func (l liveCluster) Resume(id int) error  { return l.c.Resume(id) }
+func (l liveCluster) Isolate(id int) error { return l.c.Isolate(id) }
+func (l liveCluster) Heal() error {
+	if err := l.c.Heal(); err != nil && !errors.Is(err, cluster.ErrNoProxies) {
+		return err
+	}
+	return nil
+}
+func (l liveCluster) SetLatency(id int, d time.Duration) error { return l.c.SetLatency(id, d) }
+func (l liveCluster) Restart(id int) error {
+	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+	defer cancel()
+	return l.c.Restart(ctx, id)
+}
+
+// keepDir reports where a run's cluster is, from its notes.
+func keepDir(res *sim.Result) string {
+	const prefix = "cluster data and logs: "
+	for _, n := range res.Notes {
+		if len(n.Text) > len(prefix) && n.Text[:len(prefix)] == prefix {
+			return filepath.Clean(n.Text[len(prefix):])
+		}
+	}
+	return ""
+}
