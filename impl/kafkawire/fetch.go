@@ -232,4 +232,3 @@ func (h *handler) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest)
 	}
 	return resp, nil
 }
-

@@ -1,0 +1,61 @@
+// Package kafkawire is the Kafka wire-protocol server in front of one
+// reference broker: it reads Kafka request frames from a client connection,
+// turns each request into the broker's own client-plane messages
+// (broker.ProduceRequest, broker.FetchRequest, ...), sends them through a
+// Backend session, and turns the answers back into Kafka responses. The
+// broker never sees the wire format; Kafka error codes exist only here (see
+// errorCodes).
+//
+// # Connections
+//
+// One Session per connection. Requests are read, handled and answered one
+// at a time, in order. A frame whose size is negative or over
+// Server.MaxRequestBytes (default 100 MiB), or that does not parse, closes
+// the connection. An ApiVersions request of a version newer than served gets
+// the KIP-511 answer (v0, UNSUPPORTED_VERSION, ApiVersions' own range); any
+// other api key or version not served closes the connection, as Kafka does,
+// because the client could not parse an answer in a version it did not ask
+// for.
+//
+// # Served apis and versions
+//
+//   - ApiVersions v0-3.
+//   - Metadata v1-12, from the local broker's view. Brokers are the live
+//     brokers with an advertised address (one without is left out). There
+//     is no controller broker (the controller is its own node), so
+//     ControllerID is the lowest live broker id. The cluster id is
+//     ClusterID. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; topics are
+//     never auto-created; topic ids are all zero and lookups by id fail.
+//   - CreateTopics v0-7, forwarded to the controller. Partitions -1 means 1,
+//     replication factor -1 means min(3, live brokers). Explicit replica
+//     assignments get INVALID_REQUEST; topic configs are ignored (partition
+//     settings are broker-wide). ValidateOnly checks arguments only.
+//   - Produce v3-11: exactly one v2 record batch per partition per request,
+//     since the broker appends one batch per ProduceRequest and splitting a
+//     batch would break its sequence numbers; more gets INVALID_RECORD. The
+//     batch's CRC32C is checked (CORRUPT_MESSAGE) and it is decompressed
+//     (gzip, snappy raw or xerial-framed, lz4 frames, zstd) up to
+//     Server.MaxBatchBytes. Transactional and control batches get
+//     INVALID_RECORD. acks=0 is never answered.
+//   - Fetch v4-12. fetch.min.bytes and fetch.max.wait.ms apply to the whole
+//     response: every partition is read once without waiting and, when that
+//     is not enough, once more with the remaining wait. Batches go out as
+//     uncompressed v2 batches with their leader epoch and producer fields;
+//     LastStableOffset is the HW and LogStartOffset is 0 (nothing is ever
+//     deleted). Fetch sessions (KIP-227) are not kept: the answer's session
+//     id is 0, which makes clients send full fetches.
+//   - ListOffsets v1-7: earliest (-2) is 0, latest (-1) is the HW; the
+//     leader epoch is checked when given (KIP-320). Timestamp search is not
+//     supported: any other timestamp gets offset -1, timestamp -1.
+//   - InitProducerId v0-4 for idempotent producers. A transactional id gets
+//     INVALID_REQUEST (transactions are not supported); a request carrying
+//     its current producer id (KIP-360) gets a new producer id.
+//   - FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+//     OffsetCommit, OffsetFetch: COORDINATOR_NOT_AVAILABLE in the shape of
+//     each response until groups are implemented (groups.go).
+//
+// # Not supported
+//
+// Transactions, timestamp search, fetch sessions, several batches per
+// partition per produce, message format v0/v1, topic ids, SASL and TLS.
+package kafkawire
