@@ -119,6 +119,7 @@ func TestKgoProduceConsumeEveryCodec(t *testing.T) {
 			require.Len(t, got, n)
 			for i, r := range got {
 				require.Equal(t, int64(i), r.Offset)
+				require.Positive(t, r.ProducerID, "kgo produces idempotently by default")
 				require.Equal(t, fmt.Sprintf("value-%04d", i), string(r.Value))
 				require.Equal(t, fmt.Sprintf("k%d", i%7), string(r.Key))
 				require.Len(t, r.Headers, 1)

@@ -331,4 +331,3 @@ func TestGroupApisAnswerCoordinatorNotAvailable(t *testing.T) {
 		}
 	}
 }
-
