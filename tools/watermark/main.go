@@ -25,11 +25,13 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"check":  {"run the conformance cases on the simulated reference cluster", runCheck},
-	"cases":  {"list the conformance cases", runCases},
-	"verify": {"re-check a saved history (JSON lines) for anomalies and linearizability", runVerify},
-	"repro":  {"run run files (failpoints/RUNFILE.md) and compare the outcome with their expect", runRepro},
-	"search": {"random search for a violation on an unsafe variant (random faults and failpoints)", runSearch},
+	"check":   {"run the conformance cases on the simulated reference cluster", runCheck},
+	"cases":   {"list the conformance cases", runCases},
+	"verify":  {"re-check a saved history (JSON lines) for anomalies and linearizability", runVerify},
+	"repro":   {"run run files (failpoints/RUNFILE.md) and compare the outcome with their expect", runRepro},
+	"search":  {"random search for a violation on an unsafe variant (random faults and failpoints)", runSearch},
+	"serve":   {"run one node (broker or controller) of a real cluster in the foreground", runServe},
+	"cluster": {"run a local real cluster (controller and N brokers) until Ctrl-C", runCluster},
 }
 
 func main() {

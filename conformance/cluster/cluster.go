@@ -1,0 +1,519 @@
+// Package cluster runs the reference broker as a real local cluster: one
+// `watermark serve` process per broker plus one for the controller, on
+// loopback TCP, with on-disk data. It is what the harness and `watermark
+// cluster` use to put real Kafka clients against the reference broker and
+// to inject real faults: SIGKILL and restart, SIGSTOP/SIGCONT, and (with
+// Options.Proxies) cut or slowed network links through a TCP proxy on
+// every link.
+//
+// Node ids: brokers are 1..N; the controller is not a broker and has its
+// own methods (KillController, RestartController).
+//
+// The package needs a Unix system (process groups and signals).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Options configure a cluster.
+type Options struct {
+	// Binary is the watermark executable that runs each node
+	// (`Binary serve ...`). Required.
+	Binary string
+	// Brokers is how many brokers to run (ids 1..Brokers).
+	Brokers int
+	// Dir holds each node's data directory and log file; a new temporary
+	// directory if empty. Stop leaves it in place: see Cluster.Dir.
+	Dir string
+	// Settings are the protocol settings of every node.
+	Settings Settings
+	// Env is extra environment (KEY=VALUE) for every broker process, for
+	// example GO_FAILPOINTS. Cluster.Env adds more for one broker.
+	Env []string
+	// FailpointHTTP gives each broker pingcap/failpoint's HTTP endpoint on
+	// a port of its own (see FailpointAddr), to switch failpoints on and
+	// off while the cluster runs.
+	FailpointHTTP bool
+	// Proxies puts a TCP proxy on every link: one in front of each broker
+	// for clients (the broker advertises it), one for each ordered pair of
+	// brokers, and one for each broker's link to the controller. Without
+	// it, Cut, Isolate, Heal and SetLatency return ErrNoProxies.
+	Proxies bool
+	// StartTimeout bounds each node's start and the wait until every
+	// broker is registered (default 30s).
+	StartTimeout time.Duration
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL
+	// (default 5s).
+	StopGrace time.Duration
+	// OnExit is called (from another goroutine) when a node process ends
+	// without the cluster ending it: a crash, a failpoint, a bug.
+	OnExit func(Exit)
+	// Logf receives the cluster's own log lines (starts, faults); nil
+	// discards them. Each node's output goes to its log file (LogPath).
+	Logf func(format string, args ...any)
+}
+
+// ErrNoProxies is returned by the network faults of a cluster started
+// without Options.Proxies.
+var ErrNoProxies = errors.New("network faults need proxies: start the cluster with Options.Proxies")
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	opts       Options
+	dir        string
+	controller *process
+	brokers    map[int]*process
+	listen     map[int]string // broker id -> address the process listens on
+	advertised map[int]string // broker id -> address clients dial
+	fpAddr     map[int]string
+
+	// With proxies: the client proxy of each broker, its controller link,
+	// and the link from broker a to broker b at links[[2]int{a, b}].
+	clientProxy map[int]*Proxy
+	ctrlProxy   map[int]*Proxy
+	links       map[[2]int]*Proxy
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts the controller, then the brokers, and returns once every
+// broker has registered (a Metadata request lists them all). On error
+// everything started is stopped again.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Binary == "" {
+		return nil, errors.New("cluster: no Binary: set it to a watermark executable (os.Executable() in the CLI, `go build ./tools/watermark` in tests)")
+	}
+	if opts.Brokers < 1 {
+		return nil, fmt.Errorf("cluster: %d brokers: want at least 1", opts.Brokers)
+	}
+	if err := opts.Settings.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 5 * time.Second
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	c := &Cluster{
+		opts: opts, dir: opts.Dir,
+		brokers: map[int]*process{}, listen: map[int]string{}, advertised: map[int]string{}, fpAddr: map[int]string{},
+		clientProxy: map[int]*Proxy{}, ctrlProxy: map[int]*Proxy{}, links: map[[2]int]*Proxy{},
+	}
+	if c.dir == "" {
+		d, err := os.MkdirTemp("", "watermark-cluster-")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		c.dir = d
+	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := c.start(ctx); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	ctrlAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	c.controller = c.newProcess("controller", 0, append([]string{
+		"--role=controller",
+		"--listen=" + ctrlAddr,
+		"--data-dir=" + filepath.Join(c.dir, "controller"),
+		"--verbose",
+	}, c.opts.Settings.ControllerArgs()...))
+
+	n := c.opts.Brokers
+	for id := 1; id <= n; id++ {
+		if c.listen[id], err = freeAddr(); err != nil {
+			return err
+		}
+		c.advertised[id] = c.listen[id]
+		if c.opts.FailpointHTTP {
+			if c.fpAddr[id], err = freeAddr(); err != nil {
+				return err
+			}
+		}
+	}
+	ctrlFor := map[int]string{}
+	routes := map[int][]string{}
+	for id := 1; id <= n; id++ {
+		ctrlFor[id] = ctrlAddr
+	}
+	if c.opts.Proxies {
+		for id := 1; id <= n; id++ {
+			if c.clientProxy[id], err = NewProxy("127.0.0.1:0", c.listen[id]); err != nil {
+				return fmt.Errorf("cluster: proxy: %w", err)
+			}
+			c.advertised[id] = c.clientProxy[id].Addr()
+			if c.ctrlProxy[id], err = NewProxy("127.0.0.1:0", ctrlAddr); err != nil {
+				return fmt.Errorf("cluster: proxy: %w", err)
+			}
+			ctrlFor[id] = c.ctrlProxy[id].Addr()
+			for to := 1; to <= n; to++ {
+				if to == id {
+					continue
+				}
+				px, err := NewProxy("127.0.0.1:0", c.listen[to])
+				if err != nil {
+					return fmt.Errorf("cluster: proxy: %w", err)
+				}
+				c.links[[2]int{id, to}] = px
+				routes[id] = append(routes[id], fmt.Sprintf("--route=%d=%s", to, px.Addr()))
+			}
+		}
+	}
+	for id := 1; id <= n; id++ {
+		args := []string{
+			"--role=broker",
+			"--id=" + strconv.Itoa(id),
+			"--listen=" + c.listen[id],
+			"--advertised=" + c.advertised[id],
+			"--data-dir=" + filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)),
+			"--controller=" + ctrlFor[id],
+			"--verbose",
+		}
+		args = append(args, routes[id]...)
+		if a := c.fpAddr[id]; a != "" {
+			args = append(args, "--failpoint-http="+a)
+		}
+		c.brokers[id] = c.newProcess(fmt.Sprintf("broker %d", id), id, append(args, c.opts.Settings.BrokerArgs()...))
+		c.brokers[id].env = append([]string(nil), c.opts.Env...)
+	}
+
+	if err := c.controller.start(ctx, c.opts.StartTimeout); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.opts.Logf("controller listening on %s", ctrlAddr)
+	// Start the brokers side by side: each start is mostly waiting.
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	for id := 1; id <= n; id++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[id] = c.brokers[id].start(ctx, c.opts.StartTimeout)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	for id := 1; id <= n; id++ {
+		c.opts.Logf("broker %d listening on %s, advertised %s", id, c.listen[id], c.advertised[id])
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	if err := c.WaitReady(wctx); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) newProcess(name string, id int, args []string) *process {
+	file := "controller.log"
+	if id > 0 {
+		file = fmt.Sprintf("broker-%d.log", id)
+	}
+	return &process{
+		name: name, id: id, binary: c.opts.Binary, args: args,
+		logPath: filepath.Join(c.dir, file), onExit: c.opts.OnExit, logf: c.opts.Logf,
+	}
+}
+
+// freeAddr picks a loopback port nobody listens on. The port is chosen up
+// front, not by the node, so that a restarted node comes back on the same
+// address.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("cluster: pick a port: %w", err)
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// WaitReady waits until a Metadata request answered by the cluster lists
+// every broker. The error names the brokers still missing and shows the
+// end of their logs.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.RetryTimeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var seen []int32
+	var lastErr error
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := req.RequestWith(rctx, cl)
+		cancel()
+		if err == nil {
+			seen = seen[:0]
+			for _, b := range resp.Brokers {
+				seen = append(seen, b.NodeID)
+			}
+			if len(seen) >= c.opts.Brokers {
+				return nil
+			}
+		} else {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			return c.notReady(seen, lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) notReady(seen []int32, lastErr error) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "not every broker registered: metadata lists %v of brokers 1..%d", seen, c.opts.Brokers)
+	if lastErr != nil {
+		fmt.Fprintf(&b, " (last metadata error: %v)", lastErr)
+	}
+	listed := map[int32]bool{}
+	for _, id := range seen {
+		listed[id] = true
+	}
+	for _, id := range c.ids() {
+		if !listed[int32(id)] {
+			p := c.brokers[id]
+			fmt.Fprintf(&b, "\nend of %s (%s):\n%s", p.logPath, p.name, p.tail())
+		}
+	}
+	fmt.Fprintf(&b, "\nend of %s (controller):\n%s", c.controller.logPath, c.controller.tail())
+	return errors.New(b.String())
+}
+
+func (c *Cluster) ids() []int {
+	ids := make([]int, 0, len(c.brokers))
+	for id := range c.brokers {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+func (c *Cluster) broker(id int) (*process, error) {
+	p, ok := c.brokers[id]
+	if !ok {
+		return nil, fmt.Errorf("no broker %d: brokers are 1..%d", id, c.opts.Brokers)
+	}
+	return p, nil
+}
+
+// Dir is the directory holding every node's data and log.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Bootstrap is the address of every broker, as clients dial them.
+func (c *Cluster) Bootstrap() []string {
+	out := make([]string, 0, len(c.advertised))
+	for _, id := range c.ids() {
+		out = append(out, c.advertised[id])
+	}
+	return out
+}
+
+// Addr is the address clients dial for broker id (its proxy, with
+// Options.Proxies); "" for an unknown id.
+func (c *Cluster) Addr(id int) string { return c.advertised[id] }
+
+// ListenAddr is the address broker id listens on, behind any proxy.
+func (c *Cluster) ListenAddr(id int) string { return c.listen[id] }
+
+// FailpointAddr is the address of broker id's pingcap/failpoint HTTP
+// endpoint ("" without Options.FailpointHTTP): PUT a term to
+// http://ADDR/<full failpoint name>, DELETE it to switch it off.
+func (c *Cluster) FailpointAddr(id int) string { return c.fpAddr[id] }
+
+// LogPath is broker id's log file (every start of it, appended).
+func (c *Cluster) LogPath(id int) string {
+	if p, ok := c.brokers[id]; ok {
+		return p.logPath
+	}
+	return ""
+}
+
+// ControllerLogPath is the controller's log file.
+func (c *Cluster) ControllerLogPath() string { return c.controller.logPath }
+
+// LogTail is the end of broker id's log.
+func (c *Cluster) LogTail(id int) string {
+	if p, ok := c.brokers[id]; ok {
+		return p.tail()
+	}
+	return ""
+}
+
+// Running reports whether broker id's process is up (paused counts as up).
+func (c *Cluster) Running(id int) bool {
+	p, ok := c.brokers[id]
+	return ok && p.running()
+}
+
+// Env sets extra environment (KEY=VALUE, on top of Options.Env) for broker
+// id's next start: failpoints for one broker, set before Restart.
+func (c *Cluster) Env(id int, env []string) error {
+	p, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.env = append(append([]string(nil), c.opts.Env...), env...)
+	p.mu.Unlock()
+	return nil
+}
+
+// Kill ends broker id with SIGKILL and waits until it is gone: a crash
+// (its page cache survives, as the OS keeps it). Killing a broker that is
+// down is not an error.
+func (c *Cluster) Kill(id int) error {
+	p, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	c.opts.Logf("kill broker %d", id)
+	return p.kill()
+}
+
+// Restart starts broker id again with the same flags and data directory,
+// killing it first if it is still up, and waits until it listens. It does
+// not wait for the broker to rejoin the ISR; see WaitReady.
+func (c *Cluster) Restart(ctx context.Context, id int) error {
+	p, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	if err := p.kill(); err != nil {
+		return err
+	}
+	c.opts.Logf("restart broker %d", id)
+	return p.start(ctx, c.opts.StartTimeout)
+}
+
+// Pause stops broker id with SIGSTOP: it keeps its connections and state
+// but does nothing until Resume.
+func (c *Cluster) Pause(id int) error {
+	p, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	c.opts.Logf("pause broker %d", id)
+	return p.pause()
+}
+
+// Resume continues a paused broker (SIGCONT).
+func (c *Cluster) Resume(id int) error {
+	p, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	c.opts.Logf("resume broker %d", id)
+	return p.resume()
+}
+
+// KillController ends the controller with SIGKILL.
+func (c *Cluster) KillController() error {
+	c.opts.Logf("kill controller")
+	return c.controller.kill()
+}
+
+// RestartController starts the controller again (killing it first if it
+// is up) on the same address and data directory.
+func (c *Cluster) RestartController(ctx context.Context) error {
+	if err := c.controller.kill(); err != nil {
+		return err
+	}
+	c.opts.Logf("restart controller")
+	return c.controller.start(ctx, c.opts.StartTimeout)
+}
+
+// Stop ends every node (SIGTERM, then SIGKILL after Options.StopGrace) and
+// closes the proxies. It is safe to call more than once; the data and logs
+// stay in Dir.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		procs := []*process{}
+		for _, id := range c.ids() {
+			procs = append(procs, c.brokers[id])
+		}
+		if c.controller != nil {
+			procs = append(procs, c.controller)
+		}
+		for _, p := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.terminate(c.opts.StopGrace); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		for _, px := range c.proxies() {
+			_ = px.Close()
+		}
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+func (c *Cluster) proxies() []*Proxy {
+	var out []*Proxy
+	for _, m := range []map[int]*Proxy{c.clientProxy, c.ctrlProxy} {
+		for _, px := range m {
+			out = append(out, px)
+		}
+	}
+	for _, px := range c.links {
+		out = append(out, px)
+	}
+	return out
+}
+
+// Describe lists the nodes and where they are, one per line, for people.
+func (c *Cluster) Describe(w io.Writer) {
+	fmt.Fprintf(w, "controller: log %s\n", c.controller.logPath)
+	for _, id := range c.ids() {
+		fmt.Fprintf(w, "broker %d: %s", id, c.advertised[id])
+		if c.opts.Proxies {
+			fmt.Fprintf(w, " (proxy of %s)", c.listen[id])
+		}
+		if a := c.fpAddr[id]; a != "" {
+			fmt.Fprintf(w, ", failpoints http://%s", a)
+		}
+		fmt.Fprintf(w, ", log %s\n", c.brokers[id].logPath)
+	}
+}
