@@ -36,7 +36,10 @@
 //     batch's CRC32C is checked (CORRUPT_MESSAGE) and it is decompressed
 //     (gzip, snappy raw or xerial-framed, lz4 frames, zstd) up to
 //     Server.MaxBatchBytes. Transactional and control batches get
-//     INVALID_RECORD. acks=0 is never answered.
+//     INVALID_RECORD. acks=0 is never answered; when the server itself
+//     refuses a partition of an acks=0 produce it closes the connection, as
+//     Kafka does. The broker's records alias the request frame, which is
+//     never reused.
 //   - Fetch v4-12. fetch.min.bytes and fetch.max.wait.ms apply to the whole
 //     response: every partition is read once without waiting and, when that
 //     is not enough, once more with the remaining wait. Batches go out as

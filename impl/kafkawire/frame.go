@@ -43,7 +43,8 @@ type Request struct {
 }
 
 // ReadFrame reads one size-prefixed frame from r and returns what follows the
-// 4-byte size. maxBytes <= 0 means DefaultMaxRequestBytes.
+// 4-byte size, in a fresh buffer (records produced to the broker alias it).
+// maxBytes <= 0 means DefaultMaxRequestBytes.
 func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxRequestBytes

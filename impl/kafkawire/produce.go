@@ -2,6 +2,7 @@ package kafkawire
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,7 +18,8 @@ const answerMargin = 2 * time.Second
 // produce sends each partition's batch to the broker as one ProduceRequest
 // and waits for all answers. A partition whose records do not decode is
 // answered at once (CORRUPT_MESSAGE, INVALID_RECORD) and not sent. With
-// acks=0 nothing is answered, as in Kafka.
+// acks=0 nothing is answered, as in Kafka, and a partition refused here
+// closes the connection, also as in Kafka.
 func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrProduceResponse()
 	var acks partition.Acks
@@ -34,6 +36,7 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 	}
 	type slot struct{ t, p int }
 	pending := map[uint64]slot{}
+	var refused error // the first partition answered without the broker
 	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -50,6 +53,9 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 			if err != nil {
 				rp := &rt.Partitions[len(rt.Partitions)-1]
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+				if refused == nil {
+					refused = fmt.Errorf("produce to %s-%d: %w", t.Topic, p.Partition, err)
+				}
 				continue
 			}
 			tp := broker.TopicPartition{Topic: t.Topic, Partition: p.Partition}
@@ -70,6 +76,11 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if acks == partition.AcksNone && acksOK {
+		if refused != nil {
+			// Kafka closes the connection when an acks=0 produce fails,
+			// the only way to tell a client that reads no answer.
+			return nil, fmt.Errorf("acks=0 %w", refused)
+		}
 		return nil, nil
 	}
 	want := make(map[uint64]bool, len(pending))

@@ -209,6 +209,11 @@ func TestProduce(t *testing.T) {
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(1)
 	c.roundTrip(md)
+
+	// A refused acks=0 produce closes the connection: the client reads no
+	// answer, so that is the only way to tell it.
+	c.send(produceRequest(9, 0, "t", corrupt))
+	c.closed()
 }
 
 func TestFetchAndListOffsets(t *testing.T) {
