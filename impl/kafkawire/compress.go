@@ -26,10 +26,18 @@ const (
 // than limit bytes, so that a small batch cannot expand into an unbounded
 // allocation (a "zip bomb").
 type decompressor struct {
-	limit    int
+	limit    int // 0 means DefaultMaxBatchBytes
 	zstdOnce sync.Once
 	zstd     *zstd.Decoder // safe for concurrent DecodeAll
 	zstdErr  error
+}
+
+// bound is the most a batch may decompress to.
+func (d *decompressor) bound() int {
+	if d.limit <= 0 {
+		return DefaultMaxBatchBytes
+	}
+	return d.limit
 }
 
 func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
@@ -54,7 +62,7 @@ func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
 			d.zstd, d.zstdErr = zstd.NewReader(nil,
 				zstd.WithDecoderConcurrency(1),
 				zstd.WithDecoderLowmem(true),
-				zstd.WithDecoderMaxMemory(uint64(d.limit)))
+				zstd.WithDecoderMaxMemory(uint64(d.bound())))
 		})
 		if err = d.zstdErr; err == nil {
 			out, err = d.zstd.DecodeAll(src, nil)
@@ -70,12 +78,13 @@ func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
 
 // readAll reads r to its end, failing past the limit.
 func (d *decompressor) readAll(r io.Reader) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, int64(d.limit)+1))
+	limit := d.bound()
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > d.limit {
-		return nil, fmt.Errorf("decompressed batch over %d bytes", d.limit)
+	if len(out) > limit {
+		return nil, fmt.Errorf("decompressed batch over %d bytes", limit)
 	}
 	return out, nil
 }
@@ -118,8 +127,8 @@ func (d *decompressor) snappyBlock(out, block []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n < 0 || n > d.limit-len(out) {
-		return nil, fmt.Errorf("decompressed batch over %d bytes", d.limit)
+	if n < 0 || n > d.bound()-len(out) {
+		return nil, fmt.Errorf("decompressed batch over %d bytes", d.bound())
 	}
 	dec, err := snappy.Decode(make([]byte, n), block)
 	if err != nil {

@@ -173,6 +173,46 @@ func TestFetchLongPoll(t *testing.T) {
 	require.Equal(t, int32(1), batch.NumRecords)
 }
 
+// TestFetchMinBytesOverTheWholeResponse checks that fetch.min.bytes counts
+// the whole response: a fetch of two empty partitions is answered as soon
+// as one of them gets data, while the other is still held at the broker.
+func TestFetchMinBytesOverTheWholeResponse(t *testing.T) {
+	c := startTestCluster(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("two"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	createTopic(t, cl, "two", 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	const maxWait = 10_000
+	req := fetchRequest("two", 0, maxWait)
+	p1 := req.Topics[0].Partitions[0]
+	p1.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	done := make(chan *kmsg.FetchResponse, 1)
+	start := time.Now()
+	go func() {
+		resp, err := req.RequestWith(ctx, cl.Broker(int(testBrokerID)))
+		if err != nil {
+			t.Errorf("fetch: %v", err)
+		}
+		done <- resp
+	}()
+	time.Sleep(200 * time.Millisecond) // let the fetch park first; the assertion does not depend on it
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("one")}).FirstErr())
+	resp := <-done
+	require.NotNil(t, resp)
+	require.Less(t, time.Since(start), maxWait*time.Millisecond/2, "the fetch waited for its max wait instead of the produce")
+	ps := resp.Topics[0].Partitions
+	require.Len(t, ps, 2)
+	require.Empty(t, ps[0].RecordBatches)
+	require.Equal(t, int64(0), ps[0].HighWatermark)
+	require.NotEmpty(t, ps[1].RecordBatches)
+	require.Equal(t, int64(1), ps[1].HighWatermark)
+}
+
 func fetchRequest(topic string, offset int64, maxWaitMs int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = maxWaitMs, 1, 1<<20

@@ -26,8 +26,10 @@ var (
 )
 
 // errorCodes maps the errors of the broker, its partitions and the
-// controller to Kafka error codes. Order matters only for errors that wrap
-// several sentinels; the first match wins.
+// controller to Kafka error codes. The first match wins, both ways: for an
+// error that wraps several sentinels, and for Client's mapping of a code
+// back to its sentinel (so the first entry of a code is its canonical
+// error).
 var errorCodes = []struct {
 	err  error
 	code *kerr.Error

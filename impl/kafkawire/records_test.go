@@ -101,6 +101,11 @@ func TestBatchRoundTripEveryCodec(t *testing.T) {
 			require.Equal(t, b.ProducerEpoch, pb.ProducerEpoch)
 			require.Equal(t, b.BaseSequence, pb.BaseSequence)
 			require.Equal(t, b.Records, pb.Records)
+
+			// The zero decompressor (Client's) has the default bound.
+			pb, err = decodeProduce(in, &decompressor{})
+			require.NoError(t, err)
+			require.Equal(t, b.Records, pb.Records)
 		})
 	}
 }
