@@ -23,7 +23,7 @@
 //   - Metadata v1-12, from the local broker's view. Brokers are the live
 //     brokers with an advertised address (one without is left out). There
 //     is no controller broker (the controller is its own node), so
-//     ControllerID is the lowest live broker id. The cluster id is
+//     ControllerID is the lowest live broker id listed. The cluster id is
 //     ClusterID. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION; topics are
 //     never auto-created; topic ids are all zero and lookups by id fail.
 //   - CreateTopics v0-7, forwarded to the controller. Partitions -1 means 1,

@@ -171,6 +171,17 @@ func TestFetchLongPoll(t *testing.T) {
 	var batch kmsg.RecordBatch
 	require.NoError(t, batch.ReadFrom(p.RecordBatches))
 	require.Equal(t, int32(1), batch.NumRecords)
+
+	// One record is less than MinBytes: the fetch is held for its max wait
+	// and then answered with what there is. Only a lower bound is checked,
+	// which a slow machine cannot break.
+	big := fetchRequest("longpoll", 0, 1500)
+	big.MinBytes = 1 << 20
+	start = time.Now()
+	resp, err = big.RequestWith(ctx, cl.Broker(int(testBrokerID)))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), time.Second)
+	require.NotEmpty(t, resp.Topics[0].Partitions[0].RecordBatches)
 }
 
 // TestFetchMinBytesOverTheWholeResponse checks that fetch.min.bytes counts

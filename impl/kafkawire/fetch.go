@@ -35,8 +35,9 @@ func (s *fetchSlot) bytes() int {
 // fetch.min.bytes and max wait apply to the whole response, while the broker
 // holds each partition on its own, so the server asks twice: every
 // partition without waiting, and, if that is not enough, every partition
-// again with MinBytes 1 and the remaining wait, answering as soon as the
-// response holds MinBytes or every partition answered. Fetch sessions
+// again with the remaining wait, held until it has more than the first
+// round found, answering as soon as the response holds MinBytes or every
+// partition answered. Fetch sessions
 // (KIP-227) are not kept: the answer's session id is 0, so clients send
 // full requests.
 func (h *handler) fetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -97,7 +98,9 @@ func (h *handler) fetchRound(ctx context.Context, slots []*fetchSlot, wait time.
 	for _, s := range slots {
 		r := s.req
 		if wait > 0 {
-			r.MinBytes, r.MaxWaitMs = 1, max(wait.Milliseconds(), 1)
+			// Hold each partition until it has more than round one
+			// found: only growth can bring the total to minBytes.
+			r.MinBytes, r.MaxWaitMs = s.bytes()+1, max(wait.Milliseconds(), 1)
 		}
 		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
 			r.Correlation = corr

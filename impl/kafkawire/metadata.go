@@ -36,8 +36,9 @@ func (h *handler) brokerMetadata(ctx context.Context) (broker.MetadataResponse, 
 
 // metadata answers Metadata from the local broker's view. There is no
 // controller broker in this cluster (the controller is a separate node), so
-// ControllerID names the lowest live broker, which is as good as any for
-// the admin requests clients send there. Topics are never auto-created.
+// ControllerID names the lowest live broker listed (one clients can reach),
+// which is as good as any for the admin requests clients send there. Topics
+// are never auto-created.
 func (h *handler) metadata(ctx context.Context, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	m, err := h.brokerMetadata(ctx)
 	if err != nil {
