@@ -34,9 +34,10 @@ $(STATICCHECK):
 build: $(TOOLEXEC)
 	$(FP_GO) build $(FP_FLAGS) -o bin/watermark ./tools/watermark
 
-## test: every test, with failpoints compiled in
-test: $(TOOLEXEC)
-	$(FP_GO) test $(FP_FLAGS) -count=1 -timeout 20m ./...
+## test: every test, with failpoints compiled in; tests that start real
+## processes run bin/watermark (WATERMARK_BIN), built with failpoints too
+test: build
+	WATERMARK_BIN=$(CURDIR)/bin/watermark $(FP_GO) test $(FP_FLAGS) -count=1 -timeout 20m ./...
 
 ## check: the main job, `watermark check` on the embedded simulated cluster
 check: build

@@ -102,8 +102,12 @@ func writeTimeline(w io.Writer, r *RunResult) error {
 	tl := buildTimeline(res.Notes)
 	var b strings.Builder
 	fmt.Fprintf(&b, "timeline of case %s, seed %d: %s\n", r.Case, r.Seed, r.Verdict)
-	fmt.Fprintf(&b, "times are simulated milliseconds; the workload runs until %d ms, the run ends at %d ms\n",
-		res.Config.DurationMs, res.Stats.EndMs)
+	clock := "simulated milliseconds"
+	if res.Live {
+		clock = "real milliseconds since the workload started; leaders and ISRs as the harness saw them in metadata every 500 ms"
+	}
+	fmt.Fprintf(&b, "times are %s; the workload runs until %d ms, the run ends at %d ms\n",
+		clock, res.Config.DurationMs, res.Stats.EndMs)
 	fmt.Fprintf(&b, "LEADER and ISR are as of that row; ? = not in the notes (the initial state, or the ISR right after a clean election)\n")
 
 	fmt.Fprintf(&b, "\nfaults, failpoints, heals and harness events:\n")

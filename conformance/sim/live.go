@@ -64,8 +64,8 @@ func LiveUnsupported(cfg Config) string {
 	if len(cfg.Failpoints) > 0 {
 		why = append(why, "it schedules failpoints across brokers, which the simulator does; on real processes switch failpoints on with GO_FAILPOINTS (failpoints/README.md)")
 	}
-	if cfg.Network.DropRate > 0 || cfg.Network.ResponseDropRate > 0 {
-		why = append(why, "it drops single messages, which a TCP proxy cannot do without breaking the connection")
+	if cfg.Network.DropRate > 0 {
+		why = append(why, "it drops single messages between brokers, which a TCP proxy cannot do without breaking the connection")
 	}
 	for _, f := range cfg.Faults {
 		if f.When.AfterAcks > 0 {
@@ -188,7 +188,7 @@ func RunLive(ctx context.Context, cfg Config, opts LiveOptions) (*Result, error)
 		}
 	}
 	l.stats.EndMs = l.now
-	return &Result{Config: cfg, History: l.history, Notes: l.notes, Stats: l.stats}, err
+	return &Result{Config: cfg, History: l.history, Notes: l.notes, Stats: l.stats, Live: true}, err
 }
 
 // awaitLeaders waits until every partition of the run has a leader.
@@ -245,14 +245,42 @@ func (l *live) learnLeaders(m broker.MetadataResponse) {
 		if p.Leader < 0 {
 			continue
 		}
-		if !seen || p.LeaderEpoch > old.LeaderEpoch {
-			if seen && l.start != (time.Time{}) {
-				l.stats.Elections++
+		if !seen {
+			l.leaders[tp] = p.Clone()
+			continue
+		}
+		if p.LeaderEpoch < old.LeaderEpoch {
+			continue // a broker behind the others
+		}
+		started := l.start != (time.Time{})
+		if p.LeaderEpoch > old.LeaderEpoch && started {
+			// Seen from outside, an election is unclean when the new
+			// leader was not in the last ISR we saw (we may miss ISR
+			// changes between polls, so this can only undercount).
+			l.stats.Elections++
+			if !slices.Contains(old.ISR, p.Leader) {
+				l.stats.UncleanElections++
+				l.note(fmt.Sprintf("%s: unclean election of broker %d in epoch %d", tp, p.Leader, p.LeaderEpoch))
+			} else {
 				l.note(fmt.Sprintf("%s: broker %d leads in epoch %d", tp, p.Leader, p.LeaderEpoch))
 			}
-			l.leaders[tp] = p.Clone()
 		}
+		if started && !slices.Equal(sorted(old.ISR), sorted(p.ISR)) {
+			if len(p.ISR) < len(old.ISR) {
+				l.stats.ISRShrinks++
+			} else if len(p.ISR) > len(old.ISR) {
+				l.stats.ISRExpands++
+			}
+			l.note(fmt.Sprintf("%s: ISR %v -> %v", tp, sorted(old.ISR), sorted(p.ISR)))
+		}
+		l.leaders[tp] = p.Clone()
 	}
+}
+
+func sorted(ids []int32) []int32 {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
 }
 
 func (l *live) at(t int64, do func()) {
@@ -325,14 +353,26 @@ func (l *live) watchMetadata() {
 
 // send implements host: one request, on its own goroutine; the answer
 // comes back through the loop. A lost answer is the client's timeout.
+//
+// Network.ResponseDropRate works as in the simulator: the produce reaches
+// the broker and takes effect, and its answer is thrown away on arrival,
+// so the producer cannot know (the at-least-once and exactly-once cases).
 func (l *live) send(env broker.Envelope) {
 	l.stats.Messages++
+	_, isProduce := env.Msg.(broker.ProduceRequest)
+	dropAnswer := isProduce && l.cfg.Network.ResponseDropRate > 0 && l.rng.Float64() < l.cfg.Network.ResponseDropRate
+	if dropAnswer {
+		l.stats.Dropped++
+	}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		ctx, cancel := context.WithTimeout(l.ctx, l.requestTimeout())
 		defer cancel()
 		resp, err := l.opts.Net.Exchange(ctx, env.To, env.Msg)
+		if dropAnswer {
+			return
+		}
 		if err != nil || resp == nil {
 			if env.From == metadataWatcher {
 				resp = broker.MetadataResponse{} // frees the watcher

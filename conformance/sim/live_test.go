@@ -79,6 +79,8 @@ func TestLiveUnsupportedNamesTheReason(t *testing.T) {
 	require.Contains(t, sim.LiveUnsupported(cfg), "power")
 	cfg = sim.DefaultConfig(1)
 	cfg.Network.ResponseDropRate = 0.1
+	require.Empty(t, sim.LiveUnsupported(cfg), "lost answers are the live runner's own doing")
+	cfg.Network.DropRate = 0.1
 	require.Contains(t, sim.LiveUnsupported(cfg), "drops single messages")
 	_, err := sim.RunLive(context.Background(), cfg, sim.LiveOptions{})
 	require.ErrorContains(t, err, "cannot run on real processes")

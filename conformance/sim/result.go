@@ -43,6 +43,9 @@ type Result struct {
 	Stats      Stats
 	// TraceHash is a hash of every step: equal configs give equal hashes.
 	TraceHash uint64
+	// Live marks a run on real processes (RunLive): real time, no
+	// invariants, and statistics seen from outside through metadata.
+	Live bool
 }
 
 func (s *Sim) result() *Result {

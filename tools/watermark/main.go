@@ -32,6 +32,7 @@ var commands = map[string]command{
 	"search":  {"random search for a violation on an unsafe variant (random faults and failpoints)", runSearch},
 	"serve":   {"run one node (broker or controller) of a real cluster in the foreground", runServe},
 	"cluster": {"run a local real cluster (controller and N brokers) until Ctrl-C", runCluster},
+	"version": {"print the version and whether failpoints are compiled in", runVersion},
 }
 
 func main() {
