@@ -96,10 +96,11 @@ func TestFailpointsCrashRealProcesses(t *testing.T) {
 	for follower == leaderOf(ctx, t, cl) {
 		follower++
 	}
+	before := len(ex.of(follower))
 	require.NoError(t, c.Env(follower, []string{"GO_FAILPOINTS=" + broker.FailpointPath(broker.FPFollowerAfterAppend) + `=1*return("crash")`}))
 	require.NoError(t, c.Restart(ctx, follower))
 	produce(10, 15)
-	require.Eventually(t, func() bool { return len(ex.of(follower)) > 0 }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return len(ex.of(follower)) > before }, 30*time.Second, 50*time.Millisecond)
 	crash = ex.of(follower)[len(ex.of(follower))-1]
 	require.Equal(t, 3, crash.Code, "a failpoint crash exits 3: %s", crash.LogTail)
 	require.Contains(t, crash.LogTail, broker.FPFollowerAfterAppend)
