@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,25 +173,50 @@ func consumeAll(t *testing.T, c *Cluster, n int) {
 	require.Equal(t, want, got, "every acknowledged record, once, in order")
 }
 
-// leader is the broker that leads partition 0 in a Metadata answer.
+// partition0 asks the cluster for partition 0's leader and ISR.
+func partition0(cl *kgo.Client) (leader int32, isr []int32, ok bool) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, nil, false
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.Leader, p.ISR, p.Leader > 0
+}
+
+// leader is the broker that leads partition 0.
 func leader(t *testing.T, cl *kgo.Client) int {
 	t.Helper()
-	var id int32 = -1
+	var id int32
 	require.Eventually(t, func() bool {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return false
-		}
-		id = resp.Topics[0].Partitions[0].Leader
-		return id > 0
+		var ok bool
+		id, _, ok = partition0(cl)
+		return ok
 	}, 30*time.Second, 50*time.Millisecond, "partition 0 has no leader")
 	return int(id)
+}
+
+// waitISR waits until partition 0's ISR holds exactly want (in any order).
+func waitISR(t *testing.T, cl *kgo.Client, want ...int32) {
+	t.Helper()
+	var isr []int32
+	require.Eventually(t, func() bool {
+		_, got, ok := partition0(cl)
+		isr = got
+		return ok && len(got) == len(want) && func() bool {
+			for _, w := range want {
+				if !slices.Contains(got, w) {
+					return false
+				}
+			}
+			return true
+		}()
+	}, 30*time.Second, 50*time.Millisecond, "ISR of partition 0 is %v, want %v", &isr, want)
 }
 
 // A broker killed with SIGKILL loses no acknowledged record: the producer
@@ -218,21 +244,31 @@ func TestKillLeaderProduceRestartConsume(t *testing.T) {
 }
 
 // With min ISR 2 of 3, isolating one follower (from its peers, the
-// controller and clients) does not stop acks=all produces: the leader
-// drops it from the ISR and goes on with two.
-func TestIsolatedFollowerDoesNotStopProduce(t *testing.T) {
+// controller and clients) does not stop acks=all produces: it leaves the
+// ISR and the other two go on. Healing brings it back into the ISR; cutting
+// only the link between the leader and one follower drops just that one.
+func TestNetworkFaultsShrinkTheISRAndHealingRestoresIt(t *testing.T) {
 	c := startCluster(t, true)
 	cl := newClient(t, c)
 	createTopic(t, cl)
 	produce(t, cl, 0, 20)
 
 	lead := leader(t, cl)
-	follower := lead%3 + 1
-	require.NoError(t, c.Isolate(follower))
+	f1, f2 := lead%3+1, (lead+1)%3+1
+	require.NoError(t, c.Isolate(f1))
 	produce(t, cl, 20, 60)
+	waitISR(t, cl, int32(lead), int32(f2))
+
 	require.NoError(t, c.Heal())
+	waitISR(t, cl, 1, 2, 3)
 	produce(t, cl, 60, 80)
-	consumeAll(t, c, 80)
+
+	require.NoError(t, c.Cut(lead, f2))
+	waitISR(t, cl, int32(lead), int32(f1))
+	produce(t, cl, 80, 100)
+	require.NoError(t, c.Heal())
+	waitISR(t, cl, 1, 2, 3)
+	consumeAll(t, c, 100)
 }
 
 // A leader paused with SIGSTOP is replaced once its session times out; when

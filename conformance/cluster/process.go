@@ -254,7 +254,17 @@ const tailLines = 30
 
 // tail is the end of the node's log file.
 func (p *process) tail() string {
-	data, err := os.ReadFile(p.logPath)
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)
+	}
+	defer f.Close()
+	// Only the end matters, and a verbose log can be long.
+	const window = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		_, _ = f.Seek(fi.Size()-window, io.SeekStart)
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)
 	}
