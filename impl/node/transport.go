@@ -155,7 +155,7 @@ func (t *transport) accept(c net.Conn, r *bufio.Reader) {
 	t.mu.Unlock()
 	w := bufio.NewWriter(c)
 	go l.write(gob.NewEncoder(w), w, c)
-	l.read(dec)
+	l.read(dec, r)
 }
 
 func (t *transport) learn(from broker.NodeID, l *link) {
@@ -238,7 +238,8 @@ func (l *link) dialAndWrite() {
 		l.close()
 		return
 	}
-	go l.read(gob.NewDecoder(bufio.NewReader(c)))
+	r := bufio.NewReader(c)
+	go l.read(gob.NewDecoder(r), r)
 	l.write(enc, w, c)
 }
 
@@ -251,7 +252,7 @@ func (l *link) write(enc *gob.Encoder, w *bufio.Writer, c net.Conn) {
 			return
 		case f := <-l.queue:
 			_ = c.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if err := enc.Encode(&f); err != nil {
+			if err := writeFrame(enc, w, &f); err != nil {
 				return
 			}
 			if len(l.queue) == 0 {
@@ -263,11 +264,12 @@ func (l *link) write(enc *gob.Encoder, w *bufio.Writer, c net.Conn) {
 	}
 }
 
-func (l *link) read(dec *gob.Decoder) {
+// read delivers what arrives; dec decodes from r (see readFrame).
+func (l *link) read(dec *gob.Decoder, r *bufio.Reader) {
 	defer l.close()
 	for {
-		var f frame
-		if err := dec.Decode(&f); err != nil {
+		f, err := readFrame(dec, r)
+		if err != nil {
 			if err != io.EOF && !l.isDone() {
 				l.t.logf("internal connection %s: %v", l.describe(), err)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -14,8 +15,11 @@ import (
 
 // Magic opens an internal (node-to-node) connection. A Kafka connection
 // starts with a request size instead, and this one, read as a size, is far
-// above any request limit, so one listener serves both.
-const Magic = "WMK1"
+// above any request limit, so one listener serves both. The digit is the
+// framing's version (2: batches travel raw after their frame, see
+// writeFrame), so that nodes of different builds refuse each other instead
+// of misreading each other.
+const Magic = "WMK2"
 
 // hello is the first message on an internal connection: who dialled.
 type hello struct {
@@ -32,9 +36,53 @@ type frame struct {
 	Msg      any
 	Err      string
 	Sentinel int // 1 + index in sentinels; 0 when the error wraps none
-	// Batches holds a FetchResponse's batches in the log's framing (gob
-	// would turn empty values into nil ones).
-	Batches []byte
+	// BatchesLen is len(batches): the raw bytes that follow the frame's
+	// gob encoding on the connection.
+	BatchesLen int
+	// batches holds a FetchResponse's batches in the log's framing (gob
+	// would turn empty values into nil ones). They travel outside gob, by
+	// writeFrame, because gob copies a byte slice twice on each side, and
+	// replication traffic is almost all batches.
+	batches []byte
+}
+
+// maxFrameBatches bounds BatchesLen, so that a corrupt length cannot make
+// a node allocate without limit. Replica fetches are bounded far below it
+// (FetchMaxBytes, storage's frame limit).
+const maxFrameBatches = 1 << 30
+
+// writeFrame writes f to w: its gob encoding through enc (which writes to
+// w), then its batches raw.
+func writeFrame(enc *gob.Encoder, w io.Writer, f *frame) error {
+	f.BatchesLen = len(f.batches)
+	if err := enc.Encode(f); err != nil {
+		return err
+	}
+	if len(f.batches) == 0 {
+		return nil
+	}
+	_, err := w.Write(f.batches)
+	return err
+}
+
+// readFrame reads what writeFrame wrote. dec must read from r without
+// buffering ahead of it: a gob.Decoder on a reader that is an
+// io.ByteReader (a *bufio.Reader) reads exactly one message per Decode.
+func readFrame(dec *gob.Decoder, r io.Reader) (frame, error) {
+	var f frame
+	if err := dec.Decode(&f); err != nil {
+		return f, err
+	}
+	if f.BatchesLen < 0 || f.BatchesLen > maxFrameBatches {
+		return f, fmt.Errorf("frame from %d: %d bytes of batches: want 0..%d", f.From, f.BatchesLen, maxFrameBatches)
+	}
+	if f.BatchesLen > 0 {
+		f.batches = make([]byte, f.BatchesLen)
+		if _, err := io.ReadFull(r, f.batches); err != nil {
+			return f, fmt.Errorf("frame from %d: batches: %w", f.From, err)
+		}
+	}
+	return f, nil
 }
 
 // sentinels are the errors a message can carry that the receiver branches
@@ -98,7 +146,7 @@ func toFrame(env broker.Envelope) (frame, error) {
 	if fr, ok := env.Msg.(partition.FetchResponse); ok && len(fr.Batches) > 0 {
 		for i := range fr.Batches {
 			var err error
-			if f.Batches, err = storage.EncodeBatch(f.Batches, &fr.Batches[i]); err != nil {
+			if f.batches, err = storage.EncodeBatch(f.batches, &fr.Batches[i]); err != nil {
 				return f, fmt.Errorf("encode fetch response for %s: %w", fr.TopicPartition, err)
 			}
 		}
@@ -134,12 +182,12 @@ func fromFrame(f frame) (broker.Envelope, error) {
 	if f.Msg == nil {
 		return env, fmt.Errorf("frame from %d without a message", f.From)
 	}
-	if len(f.Batches) > 0 {
+	if len(f.batches) > 0 {
 		fr, ok := f.Msg.(partition.FetchResponse)
 		if !ok {
 			return env, fmt.Errorf("frame from %d: batches on a %T", f.From, f.Msg)
 		}
-		for buf := f.Batches; len(buf) > 0; {
+		for buf := f.batches; len(buf) > 0; {
 			b, n, err := storage.DecodeBatch(buf)
 			if err != nil {
 				return env, fmt.Errorf("frame from %d: %w", f.From, err)

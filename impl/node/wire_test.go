@@ -1,10 +1,12 @@
 package node
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,9 +20,18 @@ func roundTrip(t *testing.T, env broker.Envelope) broker.Envelope {
 	var buf bytes.Buffer
 	f, err := toFrame(env)
 	require.NoError(t, err)
-	require.NoError(t, gob.NewEncoder(&buf).Encode(f))
-	var g frame
-	require.NoError(t, gob.NewDecoder(&buf).Decode(&g))
+	// Two frames back to back: the first must not read into the second.
+	enc := gob.NewEncoder(&buf)
+	require.NoError(t, writeFrame(enc, &buf, &f))
+	require.NoError(t, writeFrame(enc, &buf, &f))
+	r := bufio.NewReader(&buf)
+	dec := gob.NewDecoder(r)
+	g, err := readFrame(dec, r)
+	require.NoError(t, err)
+	again, err := readFrame(dec, r)
+	require.NoError(t, err)
+	require.Equal(t, g, again)
+	require.Zero(t, buf.Len()+r.Buffered(), "bytes left after the frames")
 	got, err := fromFrame(g)
 	require.NoError(t, err)
 	return got
@@ -61,4 +72,21 @@ func TestEveryWireMessageRoundTrips(t *testing.T) {
 		got := roundTrip(t, broker.Envelope{From: 1, To: 0, Msg: m})
 		require.IsType(t, m, got.Msg)
 	}
+}
+
+func TestReadFrameRejectsBadBatchLengths(t *testing.T) {
+	for _, n := range []int{-1, maxFrameBatches + 1} {
+		var buf bytes.Buffer
+		require.NoError(t, gob.NewEncoder(&buf).Encode(frame{From: 2, Msg: broker.Heartbeat{}, BatchesLen: n}))
+		r := bufio.NewReader(&buf)
+		_, err := readFrame(gob.NewDecoder(r), r)
+		require.ErrorContains(t, err, "bytes of batches", "length %d", n)
+	}
+	// A frame cut inside its batches is an error, not a short message.
+	var buf bytes.Buffer
+	require.NoError(t, gob.NewEncoder(&buf).Encode(frame{From: 2, Msg: broker.Heartbeat{}, BatchesLen: 10}))
+	buf.WriteString("short")
+	r := bufio.NewReader(&buf)
+	_, err := readFrame(gob.NewDecoder(r), r)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }

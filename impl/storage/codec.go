@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -77,9 +78,28 @@ func validateBatch(b *record.Batch) error {
 	return nil
 }
 
+// frameSize is the encoded size of b's frame, header included.
+func frameSize(b *record.Batch) int {
+	n := frameHeaderSize + batchHeaderSize
+	for i := range b.Records {
+		r := &b.Records[i]
+		n += 8 + 4 + len(r.Key) + 4 + len(r.Value) + 4
+		for _, h := range r.Headers {
+			n += 4 + len(h.Key) + 4 + len(h.Value)
+		}
+	}
+	return n
+}
+
 // appendFrame appends the frame of b to dst.
 func appendFrame(dst []byte, b *record.Batch) ([]byte, error) {
 	start := len(dst)
+	// Grow once: appending record by record to a large batch would
+	// reallocate and copy the frame again at every doubling. A batch over
+	// the frame limit is not sized up front; it fails as it is encoded.
+	if n := frameSize(b); n-frameHeaderSize <= maxFrameSize {
+		dst = slices.Grow(dst, n)
+	}
 	dst = append(dst, make([]byte, frameHeaderSize)...)
 	dst = append(dst, batchVersion)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(b.BaseOffset))

@@ -21,6 +21,9 @@ func TestFrameRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, len(frame), n)
 		assert.Equal(t, b, got)
+		// appendFrame sizes its buffer with frameSize: an estimate off by
+		// a byte would cost a reallocation of the whole frame.
+		assert.Equal(t, len(frame), frameSize(&b))
 	}
 }
 

@@ -1,0 +1,120 @@
+package clients
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/node"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// Settings of every reference cluster here: the simulator's live defaults
+// (conformance/sim), so that a failover completes within a few seconds.
+const (
+	brokers           = 3
+	replicationFactor = 3
+	minInsyncReplicas = 2
+	sessionTimeoutMs  = 1500
+)
+
+// startCluster starts a fresh reference cluster of three brokers and a
+// controller in this process and stops it when the test ends.
+func startCluster(tb testing.TB) *node.LocalCluster {
+	tb.Helper()
+	lc, err := node.StartLocalCluster(node.LocalOptions{
+		Brokers: brokers,
+		Dir:     tb.TempDir(),
+		Broker: func(id int) broker.Config {
+			p := partition.DefaultConfig(int32(id))
+			p.MinInsyncReplicas = minInsyncReplicas
+			p.ReplicaLagTimeMaxMs = 3000
+			p.ReplicaFetchWaitMaxMs = 200
+			p.RequestTimeoutMs = 2000
+			return broker.Config{Partition: p, HeartbeatIntervalMs: 200, HWCheckpointIntervalMs: 1000}
+		},
+		Controller: controller.Config{SessionTimeoutMs: sessionTimeoutMs},
+		Logf:       func(string, ...any) {},
+	})
+	require.NoError(tb, err)
+	tb.Cleanup(lc.Close)
+	return lc
+}
+
+// createTopic creates topic through cl with a raw CreateTopics request
+// (kadm is a module of its own) and waits until every partition has a
+// leader and a full ISR.
+func createTopic(tb testing.TB, cl *kgo.Client, topic string, partitions int32) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, replicationFactor
+	// Ignored by the reference (its partition settings are broker-wide),
+	// honoured by kfake and Kafka.
+	c := kmsg.NewCreateTopicsRequestTopicConfig()
+	c.Name, c.Value = "min.insync.replicas", kmsg.StringPtr(fmt.Sprint(minInsyncReplicas))
+	rt.Configs = append(rt.Configs, c)
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10_000
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(tb, err)
+	require.Len(tb, resp.Topics, 1)
+	require.Zero(tb, resp.Topics[0].ErrorCode, "create %s: %v", topic, resp.Topics[0].ErrorMessage)
+	require.Eventually(tb, func() bool {
+		m, err := topicMetadata(ctx, cl, topic)
+		if err != nil || len(m.Partitions) != int(partitions) {
+			return false
+		}
+		for _, p := range m.Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 || len(p.ISR) != replicationFactor {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 20*time.Millisecond, "topic %s never got leaders and full ISRs", topic)
+}
+
+// topicMetadata asks any broker for topic's metadata.
+func topicMetadata(ctx context.Context, cl *kgo.Client, topic string) (kmsg.MetadataResponseTopic, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, mt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return kmsg.MetadataResponseTopic{}, err
+	}
+	if len(resp.Topics) != 1 {
+		return kmsg.MetadataResponseTopic{}, fmt.Errorf("metadata for %s: %d topics", topic, len(resp.Topics))
+	}
+	if ec := resp.Topics[0].ErrorCode; ec != 0 {
+		return kmsg.MetadataResponseTopic{}, fmt.Errorf("metadata for %s: error code %d", topic, ec)
+	}
+	return resp.Topics[0], nil
+}
+
+// leaderOf is the broker leading topic's partition p.
+func leaderOf(tb testing.TB, cl *kgo.Client, topic string, p int32) int {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := topicMetadata(ctx, cl, topic)
+	require.NoError(tb, err)
+	for _, mp := range m.Partitions {
+		if mp.Partition == p {
+			require.Zero(tb, mp.ErrorCode)
+			require.Positive(tb, mp.Leader)
+			return int(mp.Leader)
+		}
+	}
+	require.FailNow(tb, "no such partition", "%s/%d", topic, p)
+	return 0
+}
