@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,47 +28,13 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	if binary = os.Getenv("WATERMARK_BIN"); binary != "" {
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "watermark-bin-")
+	bin, cleanup, err := TestBinary()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go env GOMOD: %v\n", err)
-		return 1
-	}
-	binary = filepath.Join(dir, "watermark")
-	args := []string{"build", "-o", binary}
-	if broker.FailpointsCompiled() {
-		// This test was built with failpoints (make test): so are the
-		// nodes, with the same tool.
-		gopath, err := exec.Command("go", "env", "GOPATH").Output()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "go env GOPATH: %v\n", err)
-			return 1
-		}
-		args = append(args, "-toolexec="+filepath.Join(strings.TrimSpace(string(gopath)), "bin", "failpoint-toolexec"))
-	}
-	build := exec.Command("go", append(args, "./tools/watermark")...)
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	// failpoint-toolexec rewrites sources under $TMPDIR/failpoint-toolexec:
-	// a private TMPDIR keeps this build from colliding with the go test
-	// that compiles the same packages at the same time.
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	build.Env = append(os.Environ(), "TMPDIR="+tmp)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the watermark binary for the cluster tests (or set WATERMARK_BIN): %v\n%s", err, out)
-		return 1
-	}
+	defer cleanup()
+	binary = bin
 	return m.Run()
 }
 
