@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // transport carries envelopes between processes over TCP, one internal
@@ -35,7 +36,17 @@ type transport struct {
 	dialed map[broker.NodeID]*link
 	routes map[broker.NodeID]*link // learned from what arrived
 	all    map[*link]bool
+
+	// bufs recycles the buffers fetch responses are encoded into, from
+	// send to the link writer that has written them: replication sends one
+	// per follower fetch, up to FetchMaxBytes, and a fresh one costs its
+	// zeroing as well as its garbage.
+	bufs sync.Pool // of *[]byte
 }
+
+// maxPooledBuf: a buffer grown past this by one huge response is dropped
+// instead of being kept for the next.
+const maxPooledBuf = 4 << 20
 
 // link is one internal connection.
 type link struct {
@@ -83,7 +94,13 @@ func (t *transport) setAddr(id broker.NodeID, addr string) {
 
 // send queues env for delivery; it never blocks.
 func (t *transport) send(env broker.Envelope) {
-	f, err := toFrame(env)
+	var buf []byte
+	if _, ok := env.Msg.(partition.FetchResponse); ok {
+		if p, _ := t.bufs.Get().(*[]byte); p != nil {
+			buf = *p
+		}
+	}
+	f, err := toFrame(env, buf)
 	if err != nil {
 		t.logf("drop message to %d: %v", env.To, err)
 		return
@@ -97,6 +114,16 @@ func (t *transport) send(env broker.Envelope) {
 	default:
 		t.logf("drop message to %d: connection queue full", env.To)
 	}
+}
+
+// recycle returns a frame's batch buffer to the pool once nothing refers
+// to it.
+func (t *transport) recycle(buf []byte) {
+	if buf == nil || cap(buf) > maxPooledBuf {
+		return
+	}
+	buf = buf[:0]
+	t.bufs.Put(&buf)
 }
 
 func (t *transport) linkTo(to broker.NodeID) *link {
@@ -255,6 +282,8 @@ func (l *link) write(enc *gob.Encoder, w *bufio.Writer, c net.Conn) {
 			if err := writeFrame(enc, w, &f); err != nil {
 				return
 			}
+			// The writer has copied the batches or written them out.
+			l.t.recycle(f.batches)
 			if len(l.queue) == 0 {
 				if err := w.Flush(); err != nil {
 					return

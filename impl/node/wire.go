@@ -140,10 +140,13 @@ func errField(v reflect.Value) (reflect.Value, bool) {
 	return f, true
 }
 
-// toFrame prepares env for gob: the message is copied with its error taken out.
-func toFrame(env broker.Envelope) (frame, error) {
+// toFrame prepares env for gob: the message is copied with its error taken
+// out. A FetchResponse's batches are encoded into buf[:0], which the frame
+// then owns.
+func toFrame(env broker.Envelope, buf []byte) (frame, error) {
 	f := frame{From: env.From, To: env.To, Msg: env.Msg}
 	if fr, ok := env.Msg.(partition.FetchResponse); ok && len(fr.Batches) > 0 {
+		f.batches = buf[:0]
 		for i := range fr.Batches {
 			var err error
 			if f.batches, err = storage.EncodeBatch(f.batches, &fr.Batches[i]); err != nil {

@@ -18,7 +18,7 @@ import (
 func roundTrip(t *testing.T, env broker.Envelope) broker.Envelope {
 	t.Helper()
 	var buf bytes.Buffer
-	f, err := toFrame(env)
+	f, err := toFrame(env, nil)
 	require.NoError(t, err)
 	// Two frames back to back: the first must not read into the second.
 	enc := gob.NewEncoder(&buf)

@@ -197,6 +197,12 @@ func (l *Log) fail(op string, err error) error {
 	return l.failed
 }
 
+// maxRetainedBuf bounds the encode buffer a Log keeps between appends. It
+// is above a default-sized producer batch (Kafka's 1 MB) in this framing
+// with the slack append's growth adds: below it, every such batch paid for a
+// fresh buffer and its zeroing.
+const maxRetainedBuf = 2 << 20
+
 // Append writes b at the end of the log. b.BaseOffset must equal LEO(). The
 // write reaches the page cache only; call Sync to make it durable.
 //
@@ -221,7 +227,7 @@ func (l *Log) Append(b record.Batch) error {
 	}
 	// Keep the encode buffer for the next append unless one huge batch
 	// grew it.
-	if cap(frame) <= 1<<20 {
+	if cap(frame) <= maxRetainedBuf {
 		l.buf = frame
 	}
 	if err := l.disk.Append(l.name, frame); err != nil {
