@@ -56,6 +56,7 @@ bench: $(TOOLEXEC)
 ## fuzz: a short run of every fuzz target
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzRecover -fuzztime=30s ./impl/storage
+	$(GO) test -run='^$$' -fuzz=FuzzParseRequest -fuzztime=30s ./impl/kafkawire
 
 clean:
 	rm -rf bin
