@@ -27,13 +27,21 @@ type consumed struct {
 	hw      int64
 }
 
+// position is where the producer was told a record went.
+type position struct {
+	partition int32
+	offset    int64
+}
+
 // requireExactlyOnce checks that the partitions hold every value in
 // 0..total-1 exactly once, that offsets are contiguous from 0 up to the
 // high watermark (so nothing was read twice and nothing lies unread past
-// the last record), and that values grow within each partition: the
-// producer's per-partition order survived its retries.
-func requireExactlyOnce(t *testing.T, parts map[int32]*consumed, total int) {
+// the last record), that values grow within each partition (the
+// producer's per-partition order survived its retries), and that each
+// value sits where its acknowledgement said (acked[value]).
+func requireExactlyOnce(t *testing.T, parts map[int32]*consumed, acked []position) {
 	t.Helper()
+	total := len(acked)
 	seen := make(map[int]int32, total)
 	for p, c := range parts {
 		require.Equal(t, int64(len(c.values)), c.hw, "partition %d: records read vs high watermark", p)
@@ -43,6 +51,8 @@ func requireExactlyOnce(t *testing.T, parts map[int32]*consumed, total int) {
 				require.Failf(t, "duplicate", "value %d is in partition %d and again in partition %d at offset %d", v, prev, p, c.offsets[i])
 			}
 			seen[v] = p
+			require.Less(t, v, total, "partition %d offset %d: value %d was never produced", p, i, v)
+			require.Equal(t, acked[v], position{p, c.offsets[i]}, "value %d is not where its acknowledgement put it", v)
 			if i > 0 {
 				require.Greater(t, v, c.values[i-1], "partition %d: value %d at offset %d after %d: out of order", p, v, i, c.values[i-1])
 			}
@@ -82,12 +92,17 @@ func TestKgoIdempotentProduceAcrossLeaderCrash(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
+	acked := make([]position, 2*perHalf)
 	produceHalf := func(from int) {
 		recs := make([]*kgo.Record, 0, perHalf)
 		for i := from; i < from+perHalf; i++ {
 			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte(strconv.Itoa(i))})
 		}
-		require.NoError(t, prod.ProduceSync(ctx, recs...).FirstErr(), "records %d..%d", from, from+perHalf-1)
+		res := prod.ProduceSync(ctx, recs...)
+		require.NoError(t, res.FirstErr(), "records %d..%d", from, from+perHalf-1)
+		for _, r := range res {
+			acked[recordValue(t, r.Record.Value)] = position{r.Record.Partition, r.Record.Offset}
+		}
 	}
 	produceHalf(0)
 	leader := leaderOf(t, prod, topic, 0)
@@ -127,7 +142,7 @@ func TestKgoIdempotentProduceAcrossLeaderCrash(t *testing.T) {
 			}
 		})
 	}
-	requireExactlyOnce(t, parts, 2*perHalf)
+	requireExactlyOnce(t, parts, acked)
 }
 
 // saramaConfig is an idempotent acks=all producer and a consumer at a
@@ -192,12 +207,16 @@ func TestSaramaIdempotentProduceAcrossLeaderCrash(t *testing.T) {
 	prod, err := sarama.NewSyncProducerFromClient(client)
 	require.NoError(t, err)
 	defer func() { _ = prod.Close() }()
+	acked := make([]position, 2*perHalf)
 	produceHalf := func(from int) {
 		msgs := make([]*sarama.ProducerMessage, 0, perHalf)
 		for i := from; i < from+perHalf; i++ {
 			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprint("k", i)), Value: sarama.StringEncoder(strconv.Itoa(i))})
 		}
 		require.NoError(t, prod.SendMessages(msgs), "records %d..%d", from, from+perHalf-1)
+		for i, m := range msgs {
+			acked[from+i] = position{m.Partition, m.Offset}
+		}
 	}
 	produceHalf(0)
 	leader, err := client.Leader(topic, 0)
@@ -246,5 +265,5 @@ func TestSaramaIdempotentProduceAcrossLeaderCrash(t *testing.T) {
 	for p, pc := range pcs {
 		parts[int32(p)].hw = pc.HighWaterMarkOffset()
 	}
-	requireExactlyOnce(t, parts, 2*perHalf)
+	requireExactlyOnce(t, parts, acked)
 }
