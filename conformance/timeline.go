@@ -104,7 +104,7 @@ func writeTimeline(w io.Writer, r *RunResult) error {
 	fmt.Fprintf(&b, "timeline of case %s, seed %d: %s\n", r.Case, r.Seed, r.Verdict)
 	clock := "simulated milliseconds"
 	if res.Live {
-		clock = "real milliseconds since the workload started; leaders and ISRs as the harness saw them in metadata every 500 ms"
+		clock = "real milliseconds since the workload started; leaders and ISRs as the harness saw them in metadata every 100 ms"
 	}
 	fmt.Fprintf(&b, "times are %s; the workload runs until %d ms, the run ends at %d ms\n",
 		clock, res.Config.DurationMs, res.Stats.EndMs)

@@ -328,7 +328,7 @@ func (l *live) loop() error {
 			}
 		}
 		if l.now >= l.metaDue && !l.metaOut {
-			l.metaDue = l.now + 500
+			l.metaDue = l.now + metadataPollMs
 			l.watchMetadata()
 		}
 		if l.opts.Progress != nil && l.now-lastProgress >= 1000 {
@@ -340,6 +340,11 @@ func (l *live) loop() error {
 
 // metadataWatcher is the node id the runner's own metadata polls answer to.
 const metadataWatcher = broker.ClientIDBase - 1
+
+// metadataPollMs is how often the runner asks for metadata to see
+// elections and ISR changes from outside: often enough that an ISR shrink
+// and the election after it are rarely seen as one step.
+const metadataPollMs = 100
 
 func (l *live) watchMetadata() {
 	for id := 1; id <= l.cfg.Brokers; id++ {
