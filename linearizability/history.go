@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/watermarkhq/watermark/spec"
 )
 
 // Kind is the operation a client performed.
@@ -33,10 +35,35 @@ const (
 	// fetch of that client on that partition is not compared with the ones
 	// before it.
 	KindAssign Kind = "assign"
+	// KindJoin says member Member learnt it belongs to Group in generation
+	// Generation (a JoinGroup answer). It names no partition.
+	KindJoin Kind = "join"
+	// KindAssignment says member Member of Group in Generation was given
+	// the partition (its SyncGroup answer; one op per assigned partition).
+	// Like KindAssign, it ends the client's run of reads of the partition:
+	// the next fetch is not compared with the ones before.
+	KindAssignment Kind = "assignment"
+	// KindCommit commits Offset for the partition in Group, as member Member
+	// of Generation (NoGeneration and no member for a simple commit).
+	KindCommit Kind = "commit"
+	// KindOffsetFetch reads the partition's committed Offset in Group (-1
+	// for none).
+	KindOffsetFetch Kind = "offset-fetch"
 )
 
+// NoGeneration is the generation of a simple commit, made outside group
+// membership.
+const NoGeneration = spec.NoGeneration
+
 // Kinds lists the kinds a history may hold.
-var Kinds = []Kind{KindProduce, KindFetch, KindListOffsets, KindAssign}
+var Kinds = []Kind{KindProduce, KindFetch, KindListOffsets, KindAssign,
+	KindJoin, KindAssignment, KindCommit, KindOffsetFetch}
+
+// groupKind reports whether k is one of the consumer-group kinds, which
+// name a Group.
+func groupKind(k Kind) bool {
+	return k == KindJoin || k == KindAssignment || k == KindCommit || k == KindOffsetFetch
+}
 
 // Outcome is how an operation ended, as far as the client could tell.
 type Outcome string
@@ -65,6 +92,11 @@ type Record struct {
 //  3. Produce with outcome ok and acks != 0: Offset >= 0 is where it landed.
 //  4. Fetch with outcome ok: Records have strictly increasing offsets, all
 //     >= Offset.
+//  5. Join, assignment, commit and offset-fetch name a Group; join and
+//     assignment a Member and a Generation >= 0.
+//  6. Commit: Offset >= 0; Generation is NoGeneration exactly when Member is
+//     empty (a simple commit).
+//  7. Offset-fetch with outcome ok: Offset >= -1.
 type Op struct {
 	ID        int     `json:"id"`
 	Client    int     `json:"client"`
@@ -80,7 +112,8 @@ type Op struct {
 	Value string `json:"value,omitempty"`
 	Acks  int    `json:"acks,omitempty"`
 	// Offset is the produce's assigned offset (-1 when unknown), the fetch's
-	// or assign's start offset, or the list-offsets answer.
+	// or assign's start offset, the list-offsets answer, the offset a
+	// commit commits or the one an offset-fetch returned (-1 for none).
 	Offset int64 `json:"offset"`
 	// Produce by an idempotent producer: its producer id (> 0), epoch, and
 	// the record's sequence number. Every retry of the write carried them.
@@ -99,6 +132,12 @@ type Op struct {
 	// Final marks the reads done after every fault healed; they read each
 	// partition to its end, which makes "unseen" meaningful.
 	Final bool `json:"final,omitempty"`
+
+	// Consumer groups: the group, and the generation and member id the
+	// member learnt (join, assignment) or sent (commit).
+	Group      string `json:"group,omitempty"`
+	Generation int32  `json:"generation,omitempty"`
+	Member     string `json:"member,omitempty"`
 }
 
 // TopicPartition names a partition in a history.
@@ -162,8 +201,44 @@ func Validate(h []Op) error {
 				prev = r.Offset
 			}
 		}
+		if groupKind(op.Kind) {
+			if err := validateGroupOp(op); err != "" {
+				return bad("%s", err)
+			}
+		}
 	}
 	return nil
+}
+
+// validateGroupOp checks invariants 5 to 7 and says what is wrong, or "".
+func validateGroupOp(op *Op) string {
+	if op.Group == "" {
+		return fmt.Sprintf("%s without a group", op.Kind)
+	}
+	switch op.Kind {
+	case KindJoin, KindAssignment:
+		if op.Member == "" {
+			return fmt.Sprintf("%s without a member", op.Kind)
+		}
+		if op.Generation < 0 {
+			return fmt.Sprintf("%s in generation %d: want >= 0", op.Kind, op.Generation)
+		}
+	case KindCommit:
+		if op.Offset < 0 {
+			return fmt.Sprintf("commit of offset %d: want >= 0", op.Offset)
+		}
+		if op.Generation < NoGeneration {
+			return fmt.Sprintf("commit in generation %d: want >= 0, or -1 for a simple commit", op.Generation)
+		}
+		if (op.Generation == NoGeneration) != (op.Member == "") {
+			return "commit: a simple commit has generation -1 and no member, a member's commit both"
+		}
+	case KindOffsetFetch:
+		if op.Outcome == OutcomeOK && op.Offset < -1 {
+			return fmt.Sprintf("offset-fetch returned offset %d: want >= -1", op.Offset)
+		}
+	}
+	return ""
 }
 
 // WriteHistory writes h as JSON lines.

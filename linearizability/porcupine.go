@@ -32,6 +32,9 @@ const (
 
 // PartitionVerdict is the verdict on one topic-partition.
 type PartitionVerdict struct {
+	// Group is the consumer group whose committed offsets of TP were
+	// checked, "" for TP's log.
+	Group   string
 	TP      TopicPartition
 	Ops     int // operations checked (assigns and failed reads are left out)
 	Verdict Verdict
@@ -42,7 +45,9 @@ type PartitionVerdict struct {
 type LinearizabilityResult struct {
 	Verdict Verdict
 	// Partitions holds one verdict per topic-partition, sorted by topic then
-	// partition; it is the order of porcupine's partitions in Info.
+	// partition, then one per (group, topic-partition) whose committed
+	// offsets were checked, sorted by group, topic and partition; it is the
+	// order of porcupine's partitions in Info.
 	Partitions []PartitionVerdict
 	Elapsed    time.Duration
 	// Info is porcupine's record of the search: the (partial)
@@ -53,17 +58,22 @@ type LinearizabilityResult struct {
 }
 
 // CheckLinearizability checks each topic-partition of h against the spec's
-// partition log. A timeout of 0 means no limit; when the timeout runs out
+// partition log, and each (group, topic-partition) against the spec's
+// committed offsets (spec.CommitOffset; see toGroupOperations). A timeout of 0 means no limit; when the timeout runs out
 // before every partition is decided the verdict is VerdictUnknown (or
 // VerdictIllegal if a violation was already found), never VerdictOK.
 //
 // h should satisfy Validate: above all, produced values must be unique.
 // What is checked: produces (a definite failure as a no-op, so that it shows
-// in the picture), fetches and list-offsets that succeeded. Assigns, and
-// reads that failed or timed out, observed nothing and are left out.
+// in the picture), fetches and list-offsets that succeeded; commits (a
+// definite failure as a no-op), and joins, assignments and offset-fetches
+// that succeeded. Assigns, and reads that failed or timed out, observed
+// nothing and are left out.
 func CheckLinearizability(h []Op, timeout time.Duration) LinearizabilityResult {
 	ops, parts, unread := toOperations(h)
-	model := logModel(len(parts), unread)
+	gops, gparts := toGroupOperations(h, len(parts))
+	ops, parts = append(ops, gops...), append(parts, gparts...)
+	model := historyModel(len(parts), unread)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
 	elapsed := time.Since(start)
@@ -86,7 +96,7 @@ func CheckLinearizability(h []Op, timeout time.Duration) LinearizabilityResult {
 	partials := info.PartialLinearizations()
 	var undecided []int
 	for i, p := range parts {
-		pv := PartitionVerdict{TP: p.tp, Ops: p.ops, Verdict: VerdictOK}
+		pv := PartitionVerdict{Group: p.group, TP: p.tp, Ops: p.ops, Verdict: VerdictOK}
 		if out.Verdict != VerdictOK && !completeLinearization(partials, i, p.ops) {
 			pv.Verdict = VerdictUnknown
 			if out.Verdict == VerdictIllegal && !timedOut {
@@ -142,11 +152,13 @@ type logReturn struct {
 type logMeta struct {
 	id, client int
 	tp         TopicPartition
+	group      string // "" for a log operation
 }
 
 type partInfo struct {
-	tp  TopicPartition
-	ops int
+	group string // "" for a log partition
+	tp    TopicPartition
+	ops   int
 }
 
 // unreadValue stands for the value of any produce no fetch of its
