@@ -42,6 +42,16 @@ const (
 	// AnomalyDedupFailure: an idempotent write (one PID, epoch and
 	// sequence, however often retried) was appended at two offsets.
 	AnomalyDedupFailure = "dedup-failure"
+	// AnomalyStaleGenerationCommit: a group accepted a member's commit from
+	// a generation older than one a member of the group had already
+	// learnt.
+	AnomalyStaleGenerationCommit = "stale-generation-commit"
+	// AnomalyDoubleAssignment: one partition was assigned to two members of
+	// a group in one generation.
+	AnomalyDoubleAssignment = "double-assignment"
+	// AnomalyLostCommit: an offset-fetch returned less than an accepted
+	// commit before it, and no later commit can have lowered it.
+	AnomalyLostCommit = "lost-commit"
 )
 
 // AnomalyNames lists the names CheckAnomalies reports, in the order it
@@ -57,12 +67,17 @@ var AnomalyNames = []string{
 	AnomalyNonmonotonicPoll,
 	AnomalyNonmonotonicSend,
 	AnomalyDedupFailure,
+	AnomalyStaleGenerationCommit,
+	AnomalyDoubleAssignment,
+	AnomalyLostCommit,
 }
 
 // Anomaly is one violation of the offset rules, with the operations that
 // prove it.
 type Anomaly struct {
-	Name      string `json:"name"`
+	Name string `json:"name"`
+	// Group is the consumer group concerned, "" for the log anomalies.
+	Group     string `json:"group,omitempty"`
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	// Offset is the offset concerned, -1 if none.
@@ -126,8 +141,11 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 //   - read-of-failed-write: a fetch returned a value whose produce has
 //     outcome fail. Offset is where it was first read. Ops: produce, fetch.
 //   - poll-skip and nonmonotonic-poll: per client and partition, each ok
-//     fetch is compared with the ok fetch before it, unless an assign op of
-//     that client on that partition stands between them, or it is the
+//     fetch is compared with the ok fetch before it, unless an assign or
+//     assignment op of that client on that partition, or a join op of that
+//     client (a rebalance, which may move it anywhere), stands between them
+//     (called after the earlier fetch was called, before the later one
+//     was), or it is the
 //     client's first Final fetch (final reads start wherever the harness
 //     chose, usually 0). The previous fetch leaves the consumer at next =
 //     its last record + 1 (its Offset if it returned nothing). The new fetch
@@ -135,12 +153,36 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 //     (next if it returned nothing): a start past next is a poll-skip
 //     (Offset = next, the first offset skipped), a start before next is a
 //     nonmonotonic-poll (Offset = the start). Ops: the two fetches.
+//     Fetches of different clients are never compared: a partition that
+//     moves from one member to another starts afresh at the new one.
 //   - nonmonotonic-send: per client and partition, consecutive produces
 //     with outcome ok and Offset >= 0, in call order: the later one at an
 //     offset <= the earlier one's. Offset is the later one's. Ops: both.
 //
+// The group rules, with Group set on what they report. Only join and
+// assignment ops with outcome ok that returned count; "learnt generation
+// G" means such an op of generation G.
+//
+//   - double-assignment: per group, generation and partition, assignment
+//     ops naming two or more different members. Offset -1. Ops: the first
+//     assignment to each member, in ID order.
+//   - stale-generation-commit: a commit with outcome ok, generation G >= 0,
+//     called after some member of its group had learnt a generation newer
+//     than G (the op returned before the commit was called). Offset is the
+//     commit's. Ops: the op that showed the highest such generation (the
+//     first to return), the commit.
+//   - lost-commit: per group and partition, an ok offset-fetch F that
+//     returned an offset (or -1, none) lower than that of C, the ok commit
+//     called latest among those that returned before F was called, when no
+//     commit that may have taken effect (outcome ok or unknown) wrote what F
+//     returned, was called before F returned, and may have taken effect
+//     after C (it returned at or after C's call, or its outcome is
+//     unknown). Committed offsets go back only by a later commit. Offset is
+//     C's. Ops: C, F.
+//
 // Where a rule needs one witness among several, it cites the fetch called
-// latest. It runs in O(n log n) time for n operations and records (the log
+// latest. The group anomalies are ordered with the others: by the
+// partition their ops name, then by name. It runs in O(n log n) time for n operations and records (the log
 // is from sorting each partition's observed offsets, nearly sorted in
 // practice, and operations when a client's are out of call order) and,
 // besides an index of the operations by partition, holds memory for the
@@ -149,6 +191,7 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 // that fails Validate gets unspecified anomalies, but no panic.
 func CheckAnomalies(h []Op) []Anomaly {
 	groups := groupByPartition(h)
+	joins := clientJoins(h)
 	// Partitions are independent: judge them on all CPUs, each worker
 	// reusing its buffers, and concatenate in partition order.
 	found := make([][]Anomaly, len(groups))
@@ -156,14 +199,19 @@ func CheckAnomalies(h []Op) []Anomaly {
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(groups)) {
 		wg.Go(func() {
-			c := newPartitionCheck(h)
+			c := newPartitionCheck(h, joins)
 			for g := int(next.Add(1) - 1); g < len(groups); g = int(next.Add(1) - 1) {
 				found[g] = c.run(groups[g].tp, groups[g].ops)
 			}
 		})
 	}
 	wg.Wait()
-	return slices.Concat(found...)
+	out := slices.Concat(found...)
+	if more := checkGroups(h); len(more) > 0 {
+		out = append(out, more...)
+		slices.SortStableFunc(out, compareGroupAnomalies)
+	}
+	return out
 }
 
 // partitionOps is one partition's operations, as indexes into the history.
@@ -172,8 +220,8 @@ type partitionOps struct {
 	ops []int32
 }
 
-// groupByPartition returns the produces, fetches and assigns of each
-// partition, partitions in order, operations in history order.
+// groupByPartition returns the produces, fetches, assigns and assignments
+// of each partition, partitions in order, operations in history order.
 func groupByPartition(h []Op) []partitionOps {
 	// Topics are few and usually repeat, so they are interned once and the
 	// per-operation lookup hashes two integers instead of a string.
@@ -185,7 +233,7 @@ func groupByPartition(h []Op) []partitionOps {
 	for i := range h {
 		op := &h[i]
 		switch op.Kind {
-		case KindProduce, KindFetch, KindAssign:
+		case KindProduce, KindFetch, KindAssign, KindAssignment:
 		default:
 			continue
 		}

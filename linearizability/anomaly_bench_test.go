@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // genConfig shapes a generated history.
@@ -135,4 +137,65 @@ func BenchmarkCheckAnomalies(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(h))*float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 	b.ReportMetric(float64(records), "records")
+}
+
+// genGroupOps appends to h, after everything in it, rounds of a consumer
+// group's life that break no group rule: every member of each of cfg.Groups
+// groups joins the next generation, each partition is assigned to one
+// member, which commits a higher offset, and an offset-fetch reads it back.
+// Its members are the consumers of genHistory, so their joins are looked up
+// by every poll comparison.
+func genGroupOps(h []Op, cfg genConfig, rounds int) []Op {
+	at := int64(0)
+	for i := range h {
+		at = max(at, h[i].Call, h[i].Return)
+	}
+	add := func(op Op) {
+		at += 2
+		op.ID, op.Call, op.Return, op.Outcome = len(h), at, at+1, OutcomeOK
+		h = append(h, op)
+	}
+	for r := range rounds {
+		gen := int32(r + 1)
+		for g := range cfg.Groups {
+			group := "g" + strconv.Itoa(g)
+			client := func(p int) int { return cfg.Producers + g*cfg.Members + p%cfg.Members }
+			for m := range cfg.Members {
+				add(Op{Client: client(m), Kind: KindJoin, Group: group, Generation: gen, Member: "m" + strconv.Itoa(m)})
+			}
+			for p := range cfg.Partitions {
+				member := "m" + strconv.Itoa(p%cfg.Members)
+				tp := Op{Topic: "t", Partition: int32(p), Group: group}
+				a := tp
+				a.Client, a.Kind, a.Generation, a.Member = client(p), KindAssignment, gen, member
+				add(a)
+				c := tp
+				c.Client, c.Kind, c.Generation, c.Member, c.Offset = client(p), KindCommit, gen, member, int64(r)
+				add(c)
+				f := tp
+				f.Client, f.Kind, f.Offset = client(p), KindOffsetFetch, int64(r)
+				add(f)
+			}
+		}
+	}
+	return h
+}
+
+// BenchmarkCheckAnomaliesGroups is BenchmarkCheckAnomalies' history with
+// 100,000 group operations more: what the group rules add.
+func BenchmarkCheckAnomaliesGroups(b *testing.B) {
+	const partitions = 100
+	cfg := genConfig{
+		Ops: 1_000_000 - partitions, Partitions: partitions,
+		Producers: 10, Groups: 2, Members: 10, MaxRecords: 10, Final: true,
+	}
+	h := genGroupOps(genHistory(1, cfg), cfg, 165)
+	require.NoError(b, Validate(h))
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := CheckAnomalies(h); len(got) != 0 {
+			b.Fatalf("clean history has %d anomalies, first: %v", len(got), got[0])
+		}
+	}
+	b.ReportMetric(float64(len(h))*float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }

@@ -20,7 +20,8 @@ type clientState struct {
 	// last orders the client's operations: call, then ID.
 	lastCall int64
 	lastID   int
-	// poll is the client's previous ok fetch (since its last assign) and
+	// poll is the client's previous ok fetch (since its last assign or
+	// assignment) and
 	// next the offset that fetch left it at; send is its previous ok
 	// produce. -1 when there is none.
 	poll, send int32
@@ -69,7 +70,7 @@ func (c *partitionCheck) walkClients(ops []int32) bool {
 		}
 		st.lastCall, st.lastID = op.Call, op.ID
 		switch {
-		case op.Kind == KindAssign:
+		case op.Kind == KindAssign || op.Kind == KindAssignment:
 			st.poll = -1
 		case op.Kind == KindFetch && op.Outcome == OutcomeOK:
 			if op.Offset < 0 && len(op.Records) == 0 {
@@ -77,7 +78,7 @@ func (c *partitionCheck) walkClients(ops []int32) bool {
 			}
 			// The final reads start afresh, wherever the client was; only
 			// their own consecutive fetches are compared.
-			if st.poll >= 0 && (!op.Final || c.h[st.poll].Final) {
+			if st.poll >= 0 && (!op.Final || c.h[st.poll].Final) && !rejoined(c.joins, op.Client, &c.h[st.poll], op) {
 				c.comparePolls(st.poll, i, st.next)
 			}
 			st.poll = i

@@ -83,12 +83,14 @@ type partitionCheck struct {
 
 	committed []int32
 	clients   map[int]*clientState
+	// joins holds each client's join ops (clientJoins), shared read-only.
+	joins     map[int][]opKey
 	clientOps []clientOp
 	out       []Anomaly
 }
 
-func newPartitionCheck(h []Op) *partitionCheck {
-	return &partitionCheck{h: h, values: map[string]int32{}, clients: map[int]*clientState{}}
+func newPartitionCheck(h []Op, joins map[int][]opKey) *partitionCheck {
+	return &partitionCheck{h: h, values: map[string]int32{}, clients: map[int]*clientState{}, joins: joins}
 }
 
 // run judges one partition and returns its anomalies in order.
