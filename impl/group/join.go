@@ -1,0 +1,534 @@
+package group
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// serving returns the error every request gets while the coordinator does
+// not serve: before Load, and after Unload.
+func (c *Coordinator) serving() Error {
+	switch c.state {
+	case notLoaded:
+		return CoordinatorLoadInProgress
+	case unloaded:
+		return NotCoordinator
+	}
+	return None
+}
+
+// validGroupID reports whether name can be a group id here. Kafka accepts
+// any non-empty string; NUL is refused too because it separates the fields
+// of an offset record's key.
+func validGroupID(name string) bool { return name != "" && !strings.ContainsRune(name, 0) }
+
+// JoinGroup handles a JoinGroup. The answer arrives in a later Ready when
+// the member must wait for the others (PreparingRebalance).
+//
+// Rules, after Kafka's classic GroupCoordinator with KIP-394:
+//   - MemberID "": the member gets MEMBER_ID_REQUIRED and a fresh id that
+//     becomes a member only when it rejoins with it;
+//   - a pending id joins the group: the group rebalances;
+//   - a known member rejoining in CompletingRebalance with unchanged
+//     protocols, or in Stable when not the leader and unchanged, gets the
+//     current generation back; otherwise the group rebalances;
+//   - the join completes once every member and no pending id is waiting, or
+//     at the rebalance timeout (Tick).
+func (c *Coordinator) JoinGroup(id uint64, req JoinRequest, now int64) {
+	fail := func(e Error) { c.answer(id, JoinResponse{Err: e, MemberID: req.MemberID}) }
+	if e := c.serving(); e != None {
+		fail(e)
+		return
+	}
+	if !validGroupID(req.Group) {
+		fail(InvalidGroupID)
+		return
+	}
+	if req.SessionTimeoutMs < c.cfg.MinSessionTimeoutMs || req.SessionTimeoutMs > c.cfg.MaxSessionTimeoutMs {
+		fail(InvalidSessionTimeout)
+		return
+	}
+	g := c.groups[req.Group]
+	if g == nil && req.MemberID != "" {
+		fail(UnknownMemberID)
+		return
+	}
+	if !supports(g, req.ProtocolType, req.Protocols, req.MemberID) {
+		fail(InconsistentGroupProtocol)
+		return
+	}
+	if g == nil {
+		g = &group{name: req.Group, members: make(map[string]*member), pending: make(map[string]int64)}
+		c.groups[req.Group] = g
+	}
+	if req.MemberID == "" {
+		mid := c.newMemberID(g, req.ClientID)
+		g.pending[mid] = now + req.SessionTimeoutMs
+		c.answer(id, JoinResponse{Err: MemberIDRequired, MemberID: mid})
+		return
+	}
+	m := g.members[req.MemberID]
+	if m == nil {
+		if _, ok := g.pending[req.MemberID]; !ok {
+			fail(UnknownMemberID)
+			return
+		}
+		delete(g.pending, req.MemberID)
+		c.nextJoin++
+		m = &member{id: req.MemberID, clientID: req.ClientID, joinSeq: c.nextJoin}
+		if len(g.members) == 0 {
+			g.protocolType = req.ProtocolType
+			g.leader = m.id
+		}
+		g.members[m.id] = m
+		c.emit(Event{Kind: MemberAdded, Now: now, Group: g.name, Generation: g.generation, Member: m.id})
+		c.updateAndRebalance(g, m, id, req, now, "member-joined")
+		return
+	}
+	m.lastHeard = now
+	unchanged := sameProtocols(m.protocols, req.Protocols)
+	switch {
+	case g.state == CompletingRebalance && unchanged,
+		g.state == Stable && unchanged && m.id != g.leader:
+		c.answer(id, c.joinResponse(g, m))
+	default:
+		c.updateAndRebalance(g, m, id, req, now, "member-rejoined")
+	}
+}
+
+// updateAndRebalance takes req's settings into m, parks its JoinGroup, and
+// moves the group to PreparingRebalance (or keeps it there).
+func (c *Coordinator) updateAndRebalance(g *group, m *member, id uint64, req JoinRequest, now int64, reason string) {
+	m.sessionTimeoutMs = req.SessionTimeoutMs
+	m.rebalanceTimeoutMs = req.RebalanceTimeoutMs
+	if m.rebalanceTimeoutMs <= 0 {
+		m.rebalanceTimeoutMs = req.SessionTimeoutMs
+	}
+	m.protocols = cloneProtocols(req.Protocols)
+	m.lastHeard = now
+	if g.state != PreparingRebalance {
+		c.prepareRebalance(g, now, reason)
+	}
+	if m.join != 0 {
+		// A retried JoinGroup supersedes the one parked: the client gave up
+		// on that one, so any answer will do.
+		c.answer(m.join, JoinResponse{Err: RebalanceInProgress, MemberID: m.id})
+	}
+	m.join = id
+	c.maybeCompleteJoin(g, now)
+}
+
+// newMemberID returns "<clientID or member>-<epoch>-<n>": deterministic, and
+// unique across leadership terms as long as each Load gets a new leader
+// epoch. Kafka uses clientID-UUID.
+func (c *Coordinator) newMemberID(g *group, clientID string) string {
+	if clientID == "" {
+		clientID = "member"
+	}
+	for {
+		c.nextMember++
+		mid := fmt.Sprintf("%s-%d-%d", clientID, c.epoch, c.nextMember)
+		_, known := g.members[mid]
+		_, pending := g.pending[mid]
+		if !known && !pending {
+			return mid
+		}
+	}
+}
+
+// supports reports whether a member with these protocols may be in g: the
+// protocol type must match and one of its protocols must be supported by
+// every other member (Kafka's supportsProtocols). self is left out, so that
+// a member may change its own protocols.
+func supports(g *group, protocolType string, protocols []Protocol, self string) bool {
+	if protocolType == "" || len(protocols) == 0 {
+		return false
+	}
+	if g == nil {
+		return true
+	}
+	others := 0
+	for _, m := range g.members {
+		if m.id != self {
+			others++
+		}
+	}
+	if others == 0 {
+		return true
+	}
+	if protocolType != g.protocolType {
+		return false
+	}
+	for _, p := range protocols {
+		if supportedByAll(g, p.Name, self) {
+			return true
+		}
+	}
+	return false
+}
+
+func supportedByAll(g *group, name, self string) bool {
+	for _, m := range g.members {
+		if m.id != self && !hasProtocol(m.protocols, name) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasProtocol(ps []Protocol, name string) bool {
+	return slices.ContainsFunc(ps, func(p Protocol) bool { return p.Name == name })
+}
+
+func sameProtocols(a, b []Protocol) bool {
+	return slices.EqualFunc(a, b, func(x, y Protocol) bool {
+		return x.Name == y.Name && string(x.Metadata) == string(y.Metadata)
+	})
+}
+
+func cloneProtocols(ps []Protocol) []Protocol {
+	out := make([]Protocol, len(ps))
+	for i, p := range ps {
+		out[i] = Protocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)}
+	}
+	return out
+}
+
+// prepareRebalance moves g to PreparingRebalance. Parked SyncGroups of the
+// generation being abandoned are answered REBALANCE_IN_PROGRESS, and a
+// metadata append in flight will no longer make the group Stable.
+func (c *Coordinator) prepareRebalance(g *group, now int64, reason string) {
+	if g.state == CompletingRebalance {
+		c.answerSyncs(g, RebalanceInProgress)
+	}
+	g.storing, g.proposal = 0, nil
+	g.joinDeadline = now + maxRebalanceTimeout(g)
+	g.joinEarliest = now
+	if g.state == Empty {
+		// Kafka caps the initial delay at the rebalance timeout too.
+		g.joinEarliest = min(now+c.cfg.InitialRebalanceDelayMs, g.joinDeadline)
+	}
+	g.state = PreparingRebalance
+	c.emit(Event{Kind: RebalanceStarted, Now: now, Group: g.name, Generation: g.generation, Reason: reason})
+}
+
+func maxRebalanceTimeout(g *group) int64 {
+	var most int64
+	for _, m := range g.members {
+		most = max(most, m.rebalanceTimeoutMs)
+	}
+	return most
+}
+
+// answerSyncs answers every parked SyncGroup of g with e.
+func (c *Coordinator) answerSyncs(g *group, e Error) {
+	for _, id := range g.memberIDs() {
+		if m := g.members[id]; m.sync != 0 {
+			c.answer(m.sync, SyncResponse{Err: e})
+			m.sync = 0
+		}
+	}
+}
+
+// maybeCompleteJoin completes the join once every member has rejoined and
+// no KIP-394 id is outstanding, and the initial delay has passed.
+func (c *Coordinator) maybeCompleteJoin(g *group, now int64) {
+	if g.state != PreparingRebalance || now < g.joinEarliest || len(g.pending) > 0 {
+		return
+	}
+	for _, m := range g.members {
+		if m.join == 0 {
+			return
+		}
+	}
+	c.completeJoin(g, now)
+}
+
+// completeJoin ends PreparingRebalance: members that did not rejoin are
+// removed, the generation is bumped, the leader and protocol are chosen and
+// every parked JoinGroup is answered. A group left without members becomes
+// Empty, and that is persisted so that the generation survives failover.
+func (c *Coordinator) completeJoin(g *group, now int64) {
+	for _, id := range g.memberIDs() {
+		if g.members[id].join == 0 {
+			c.dropMember(g, g.members[id], now, "rebalance-timeout")
+		}
+	}
+	g.generation++
+	if len(g.members) == 0 {
+		g.state, g.protocol, g.leader = Empty, "", ""
+		c.emit(Event{Kind: RebalanceCompleted, Now: now, Group: g.name, Generation: g.generation, Members: []string{}})
+		c.appendRecords(&pendingAppend{group: g.name, generation: g.generation},
+			[]Record{EncodeGroup(g.name, g.metadata(nil))})
+		return
+	}
+	g.protocol = chooseProtocol(g)
+	g.state = CompletingRebalance
+	g.syncDeadline = now + maxRebalanceTimeout(g)
+	ids := g.memberIDs()
+	for _, id := range ids {
+		m := g.members[id]
+		m.assignment, m.synced = nil, false
+		c.answer(m.join, c.joinResponse(g, m))
+		m.join = 0
+		m.lastHeard = now
+	}
+	c.emit(Event{Kind: RebalanceCompleted, Now: now, Group: g.name, Generation: g.generation, Members: ids})
+}
+
+// chooseProtocol returns the first protocol, in the leader's order of
+// preference, that every member supports. Kafka instead lets every member
+// vote for its most preferred candidate; the two agree when members list
+// protocols in the same order. supports guarantees a candidate exists.
+func chooseProtocol(g *group) string {
+	leader := g.members[g.leader]
+	for _, p := range leader.protocols {
+		if supportedByAll(g, p.Name, "") {
+			return p.Name
+		}
+	}
+	return leader.protocols[0].Name
+}
+
+func (c *Coordinator) joinResponse(g *group, m *member) JoinResponse {
+	r := JoinResponse{Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol,
+		LeaderID: g.leader, MemberID: m.id}
+	if m.id == g.leader {
+		r.Members = []JoinMember{}
+		for _, id := range g.memberIDs() {
+			r.Members = append(r.Members, JoinMember{MemberID: id,
+				Metadata: slices.Clone(g.members[id].metadataFor(g.protocol))})
+		}
+	}
+	return r
+}
+
+// firstJoined returns the member that joined g first, or "".
+func (c *Coordinator) firstJoined(g *group) string {
+	var first *member
+	for _, m := range g.members {
+		if first == nil || m.joinSeq < first.joinSeq {
+			first = m
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	return first.id
+}
+
+// dropMember removes m from g, answers its parked requests
+// UNKNOWN_MEMBER_ID and passes leadership on; the caller then calls
+// membersGone.
+func (c *Coordinator) dropMember(g *group, m *member, now int64, reason string) {
+	if m.join != 0 {
+		c.answer(m.join, JoinResponse{Err: UnknownMemberID, MemberID: m.id})
+	}
+	if m.sync != 0 {
+		c.answer(m.sync, SyncResponse{Err: UnknownMemberID})
+	}
+	delete(g.members, m.id)
+	if g.leader == m.id {
+		g.leader = c.firstJoined(g)
+	}
+	c.emit(Event{Kind: MemberRemoved, Now: now, Group: g.name, Generation: g.generation, Member: m.id, Reason: reason})
+}
+
+// membersGone rebalances g after members were removed.
+func (c *Coordinator) membersGone(g *group, now int64, reason string) {
+	switch g.state {
+	case Stable, CompletingRebalance:
+		c.prepareRebalance(g, now, reason)
+	case Empty:
+		return
+	}
+	c.maybeCompleteJoin(g, now)
+}
+
+// SyncGroup handles a SyncGroup. In CompletingRebalance it is parked; the
+// leader's carries the assignment, which is persisted (Ready.Appends)
+// before any member is answered.
+func (c *Coordinator) SyncGroup(id uint64, req SyncRequest, now int64) {
+	fail := func(e Error) { c.answer(id, SyncResponse{Err: e}) }
+	if e := c.serving(); e != None {
+		fail(e)
+		return
+	}
+	if !validGroupID(req.Group) {
+		fail(InvalidGroupID)
+		return
+	}
+	g := c.groups[req.Group]
+	if g == nil || g.members[req.MemberID] == nil {
+		fail(UnknownMemberID)
+		return
+	}
+	m := g.members[req.MemberID]
+	if req.Generation != g.generation {
+		fail(IllegalGeneration)
+		return
+	}
+	if (req.ProtocolType != "" && req.ProtocolType != g.protocolType) || (req.Protocol != "" && req.Protocol != g.protocol) {
+		fail(InconsistentGroupProtocol)
+		return
+	}
+	m.lastHeard = now
+	switch g.state {
+	case PreparingRebalance:
+		fail(RebalanceInProgress)
+	case Stable:
+		m.synced = true
+		c.answer(id, SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: slices.Clone(m.assignment)})
+	case CompletingRebalance:
+		m.synced = true
+		if m.sync != 0 {
+			c.answer(m.sync, SyncResponse{Err: RebalanceInProgress})
+		}
+		m.sync = id
+		if m.id == g.leader && g.storing == 0 {
+			g.proposal = make(map[string][]byte, len(g.members))
+			for mid := range g.members {
+				g.proposal[mid] = slices.Clone(req.Assignments[mid])
+				if g.proposal[mid] == nil {
+					g.proposal[mid] = []byte{}
+				}
+			}
+			g.storing = c.appendRecords(&pendingAppend{group: g.name, generation: g.generation},
+				[]Record{EncodeGroup(g.name, g.metadata(g.proposal))})
+		}
+	}
+}
+
+// groupStored completes the leader's SyncGroup once its append's fate is
+// known.
+func (c *Coordinator) groupStored(g *group, err error, now int64) {
+	proposal := g.proposal
+	g.storing, g.proposal = 0, nil
+	if err != nil {
+		c.answerSyncs(g, NotCoordinator)
+		c.prepareRebalance(g, now, "store-failed")
+		return
+	}
+	g.state = Stable
+	for _, id := range g.memberIDs() {
+		m := g.members[id]
+		m.assignment = proposal[id]
+		if m.sync != 0 {
+			c.answer(m.sync, SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: slices.Clone(m.assignment)})
+			m.sync = 0
+		}
+	}
+	c.emit(Event{Kind: GroupStable, Now: now, Group: g.name, Generation: g.generation, Members: g.memberIDs()})
+}
+
+// metadata returns what EncodeGroup persists for g, with the assignments
+// given (nil for an Empty group).
+func (g *group) metadata(assignments map[string][]byte) *GroupMetadata {
+	gm := &GroupMetadata{ProtocolType: g.protocolType, Generation: g.generation, Protocol: g.protocol, Leader: g.leader}
+	if assignments == nil {
+		return gm
+	}
+	for _, id := range g.memberIDs() {
+		m := g.members[id]
+		gm.Members = append(gm.Members, MemberMetadata{MemberID: id, ClientID: m.clientID,
+			SessionTimeoutMs: m.sessionTimeoutMs, RebalanceTimeoutMs: m.rebalanceTimeoutMs,
+			Metadata: m.metadataFor(g.protocol), Assignment: assignments[id]})
+	}
+	return gm
+}
+
+// Heartbeat handles a Heartbeat: it keeps the member's session alive, and
+// tells it to rejoin (REBALANCE_IN_PROGRESS) while the group prepares a
+// rebalance.
+func (c *Coordinator) Heartbeat(id uint64, req HeartbeatRequest, now int64) {
+	c.answer(id, HeartbeatResponse{Err: c.heartbeat(req, now)})
+}
+
+func (c *Coordinator) heartbeat(req HeartbeatRequest, now int64) Error {
+	if e := c.serving(); e != None {
+		return e
+	}
+	if !validGroupID(req.Group) {
+		return InvalidGroupID
+	}
+	g := c.groups[req.Group]
+	if g == nil || g.members[req.MemberID] == nil {
+		return UnknownMemberID
+	}
+	if req.Generation != g.generation {
+		return IllegalGeneration
+	}
+	g.members[req.MemberID].lastHeard = now
+	if g.state == PreparingRebalance {
+		return RebalanceInProgress
+	}
+	return None
+}
+
+// LeaveGroup removes the members named (or KIP-394 ids not yet used) and
+// rebalances the group.
+func (c *Coordinator) LeaveGroup(id uint64, req LeaveRequest, now int64) {
+	if e := c.serving(); e != None {
+		c.answer(id, LeaveResponse{Err: e})
+		return
+	}
+	if !validGroupID(req.Group) {
+		c.answer(id, LeaveResponse{Err: InvalidGroupID})
+		return
+	}
+	g := c.groups[req.Group]
+	resp := LeaveResponse{Members: make([]LeaveMember, 0, len(req.Members))}
+	gone := false
+	for _, mid := range req.Members {
+		e := UnknownMemberID
+		if g != nil {
+			if m := g.members[mid]; m != nil {
+				c.dropMember(g, m, now, "leave")
+				e, gone = None, true
+			} else if _, ok := g.pending[mid]; ok {
+				delete(g.pending, mid)
+				e = None
+			}
+		}
+		resp.Members = append(resp.Members, LeaveMember{MemberID: mid, Err: e})
+	}
+	c.answer(id, resp)
+	if g == nil {
+		return
+	}
+	if gone {
+		c.membersGone(g, now, "leave")
+	} else {
+		c.maybeCompleteJoin(g, now)
+	}
+}
+
+// tickGroup expires what timed out in g.
+func (c *Coordinator) tickGroup(g *group, now int64) {
+	for _, mid := range sortedKeys(g.pending) {
+		if now >= g.pending[mid] {
+			delete(g.pending, mid)
+		}
+	}
+	gone := ""
+	for _, id := range g.memberIDs() {
+		m := g.members[id]
+		switch {
+		case m.join == 0 && m.sync == 0 && now-m.lastHeard >= m.sessionTimeoutMs:
+			c.dropMember(g, m, now, "session-timeout")
+			gone = "session-timeout"
+		case (g.state == CompletingRebalance || g.state == Stable) && !m.synced && now >= g.syncDeadline:
+			c.dropMember(g, m, now, "sync-timeout")
+			gone = "sync-timeout"
+		}
+	}
+	if gone != "" {
+		c.membersGone(g, now, gone)
+	}
+	if g.state == PreparingRebalance && now >= g.joinDeadline {
+		c.completeJoin(g, now)
+		return
+	}
+	c.maybeCompleteJoin(g, now)
+}

@@ -1,0 +1,108 @@
+package group
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// OffsetCommit handles an OffsetCommit. An accepted commit becomes an
+// Append; it is answered, and its offsets become visible to OffsetFetch,
+// only when AppendDone reports the append committed.
+//
+// Rules, in Kafka's order (classic GroupCoordinator.handleCommitOffsets):
+//  1. no such group: accepted if Generation < 0 (a "simple" consumer),
+//     else ILLEGAL_GENERATION;
+//  2. Generation < 0 and the group is Empty: accepted;
+//  3. the group is CompletingRebalance: REBALANCE_IN_PROGRESS;
+//  4. MemberID is not a member: UNKNOWN_MEMBER_ID;
+//  5. Generation is not the group's: ILLEGAL_GENERATION;
+//  6. otherwise accepted, also in PreparingRebalance: members of the
+//     current generation still own their partitions until the join
+//     completes, and the eager protocol commits on revocation just then.
+func (c *Coordinator) OffsetCommit(id uint64, req CommitRequest, now int64) {
+	e := c.checkCommit(req, now)
+	if e != None || len(req.Offsets) == 0 {
+		c.answer(id, commitAnswer(req.Offsets, e))
+		return
+	}
+	records := make([]Record, 0, len(req.Offsets))
+	offsets := slices.Clone(req.Offsets)
+	for _, o := range offsets {
+		records = append(records, EncodeOffset(req.Group, o.TopicPartition, &OffsetValue{Offset: o.Offset, Metadata: o.Metadata}))
+	}
+	c.appendRecords(&pendingAppend{group: req.Group, commit: true, request: id, offsets: offsets}, records)
+}
+
+func (c *Coordinator) checkCommit(req CommitRequest, now int64) Error {
+	if e := c.serving(); e != None {
+		return e
+	}
+	if !validGroupID(req.Group) {
+		return InvalidGroupID
+	}
+	g := c.groups[req.Group]
+	switch {
+	case g == nil && req.Generation < 0:
+		return None
+	case g == nil:
+		return IllegalGeneration
+	case req.Generation < 0 && g.state == Empty:
+		return None
+	case g.state == CompletingRebalance:
+		return RebalanceInProgress
+	case g.members[req.MemberID] == nil:
+		return UnknownMemberID
+	case req.Generation != g.generation:
+		return IllegalGeneration
+	}
+	g.members[req.MemberID].lastHeard = now
+	return None
+}
+
+func commitAnswer(offsets []OffsetToCommit, e Error) CommitResponse {
+	r := CommitResponse{Partitions: make([]PartitionError, len(offsets))}
+	for i, o := range offsets {
+		r.Partitions[i] = PartitionError{TopicPartition: o.TopicPartition, Err: e}
+	}
+	return r
+}
+
+// OffsetFetch answers at once with the committed offsets: -1 for a
+// partition without one, and every partition with one when Partitions is
+// nil. Commits still waiting on their append are not visible.
+func (c *Coordinator) OffsetFetch(id uint64, req FetchOffsetsRequest, _ int64) {
+	if e := c.serving(); e != None {
+		c.answer(id, FetchOffsetsResponse{Err: e})
+		return
+	}
+	if !validGroupID(req.Group) {
+		c.answer(id, FetchOffsetsResponse{Err: InvalidGroupID})
+		return
+	}
+	committed := c.offsets[req.Group]
+	tps := req.Partitions
+	if tps == nil {
+		tps = slices.SortedFunc(maps.Keys(committed), compareTP)
+	}
+	r := FetchOffsetsResponse{Partitions: make([]FetchedOffset, 0, len(tps))}
+	for _, tp := range tps {
+		f := FetchedOffset{TopicPartition: tp, Offset: -1}
+		if v, ok := committed[tp]; ok {
+			f.Offset, f.Metadata = v.Offset, v.Metadata
+		}
+		r.Partitions = append(r.Partitions, f)
+	}
+	c.answer(id, r)
+}
+
+// compareTP orders partitions by topic, then partition.
+func compareTP(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

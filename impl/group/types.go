@@ -1,0 +1,356 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors; callers branch on them with errors.Is.
+var (
+	ErrInvalidConfig = errors.New("invalid group coordinator config")
+	ErrBadRecord     = errors.New("malformed offsets-topic record")
+)
+
+// Config holds the coordinator's settings, named after Kafka's broker configs.
+type Config struct {
+	// MinSessionTimeoutMs and MaxSessionTimeoutMs bound a member's
+	// session.timeout.ms (group.min.session.timeout.ms,
+	// group.max.session.timeout.ms); a JoinGroup outside them gets
+	// INVALID_SESSION_TIMEOUT.
+	MinSessionTimeoutMs int64
+	MaxSessionTimeoutMs int64
+	// InitialRebalanceDelayMs (group.initial.rebalance.delay.ms) holds the
+	// first rebalance of an Empty group open at least this long so that
+	// more members can join it. Kafka defaults to 3000; the reference
+	// defaults to 0 so that scenarios complete without ticking.
+	InitialRebalanceDelayMs int64
+}
+
+// DefaultConfig returns Kafka's session bounds (6 s, 30 min) and no initial
+// rebalance delay.
+func DefaultConfig() Config {
+	return Config{MinSessionTimeoutMs: 6000, MaxSessionTimeoutMs: 1800000}
+}
+
+// Validate reports whether cfg can run a coordinator.
+func (cfg Config) Validate() error {
+	switch {
+	case cfg.MinSessionTimeoutMs <= 0:
+		return fmt.Errorf("%w: MinSessionTimeoutMs %d must be positive", ErrInvalidConfig, cfg.MinSessionTimeoutMs)
+	case cfg.MaxSessionTimeoutMs < cfg.MinSessionTimeoutMs:
+		return fmt.Errorf("%w: MaxSessionTimeoutMs %d below MinSessionTimeoutMs %d",
+			ErrInvalidConfig, cfg.MaxSessionTimeoutMs, cfg.MinSessionTimeoutMs)
+	case cfg.InitialRebalanceDelayMs < 0:
+		return fmt.Errorf("%w: InitialRebalanceDelayMs %d is negative", ErrInvalidConfig, cfg.InitialRebalanceDelayMs)
+	}
+	return nil
+}
+
+// Error is the outcome of a request. Its value is the Kafka error code, so
+// the wire layer sends int16(e) as it is. It is not a Go error: None is
+// success.
+type Error int16
+
+// The outcomes a coordinator answers with.
+const (
+	None                      Error = 0
+	CoordinatorLoadInProgress Error = 14 // Load has not been called yet
+	NotCoordinator            Error = 16 // Unload was called, or the append failed
+	IllegalGeneration         Error = 22 // the request's generation is not the group's
+	InconsistentGroupProtocol Error = 23 // protocol type or names do not match the group's
+	InvalidGroupID            Error = 24 // empty group id, or one holding a NUL byte
+	UnknownMemberID           Error = 25 // no such member in the group
+	InvalidSessionTimeout     Error = 26 // outside [MinSessionTimeoutMs, MaxSessionTimeoutMs]
+	RebalanceInProgress       Error = 27 // the group is rebalancing: rejoin
+	GroupIDNotFound           Error = 69 // reserved for DescribeGroups/DeleteGroups; unused here
+	MemberIDRequired          Error = 79 // KIP-394: rejoin with the member id in the answer
+)
+
+var errorNames = map[Error]string{
+	None:                      "NONE",
+	CoordinatorLoadInProgress: "COORDINATOR_LOAD_IN_PROGRESS",
+	NotCoordinator:            "NOT_COORDINATOR",
+	IllegalGeneration:         "ILLEGAL_GENERATION",
+	InconsistentGroupProtocol: "INCONSISTENT_GROUP_PROTOCOL",
+	InvalidGroupID:            "INVALID_GROUP_ID",
+	UnknownMemberID:           "UNKNOWN_MEMBER_ID",
+	InvalidSessionTimeout:     "INVALID_SESSION_TIMEOUT",
+	RebalanceInProgress:       "REBALANCE_IN_PROGRESS",
+	GroupIDNotFound:           "GROUP_ID_NOT_FOUND",
+	MemberIDRequired:          "MEMBER_ID_REQUIRED",
+}
+
+// String returns the Kafka name of the error code.
+func (e Error) String() string {
+	if s, ok := errorNames[e]; ok {
+		return s
+	}
+	return fmt.Sprintf("Error(%d)", int16(e))
+}
+
+// State is a group's state, as Kafka's classic GroupCoordinator names it.
+// Kafka's Dead state is a group that is gone: here it is absent from the map.
+type State int8
+
+// The group states.
+const (
+	Empty               State = iota // no members; may hold offsets
+	PreparingRebalance               // waiting for members to (re)join
+	CompletingRebalance              // generation chosen, waiting for the leader's assignment to persist
+	Stable                           // every member has its assignment
+)
+
+var stateNames = [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable"}
+
+// String returns Kafka's name of the state.
+func (s State) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", int8(s))
+}
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String renders tp as Kafka's logs do, "topic-partition".
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// Protocol is one assignment strategy a member supports, with the metadata
+// (for "consumer", the subscription) it sends for it.
+type Protocol struct {
+	Name     string
+	Metadata []byte
+}
+
+// JoinRequest is JoinGroup (v4+).
+type JoinRequest struct {
+	Group string
+	// MemberID is "" for a member that has none yet; it then gets
+	// MEMBER_ID_REQUIRED with an id to rejoin with (KIP-394).
+	MemberID string
+	// ClientID prefixes the member id the coordinator assigns.
+	ClientID           string
+	SessionTimeoutMs   int64
+	RebalanceTimeoutMs int64 // 0 means SessionTimeoutMs, as JoinGroup v0
+	ProtocolType       string
+	Protocols          []Protocol // in the member's order of preference
+}
+
+// JoinMember is one member as the leader sees it in its JoinResponse.
+type JoinMember struct {
+	MemberID string
+	Metadata []byte // the member's metadata for the chosen protocol
+}
+
+// JoinResponse answers a JoinGroup.
+type JoinResponse struct {
+	Err          Error
+	Generation   int32
+	ProtocolType string
+	Protocol     string
+	LeaderID     string
+	MemberID     string
+	Members      []JoinMember // the leader's answer only; sorted by member id
+}
+
+// SyncRequest is SyncGroup. Assignments is set by the leader only.
+type SyncRequest struct {
+	Group        string
+	MemberID     string
+	Generation   int32
+	ProtocolType string // checked when set (v5+)
+	Protocol     string // checked when set (v5+)
+	Assignments  map[string][]byte
+}
+
+// SyncResponse answers a SyncGroup with the member's assignment.
+type SyncResponse struct {
+	Err          Error
+	ProtocolType string
+	Protocol     string
+	Assignment   []byte
+}
+
+// HeartbeatRequest is Heartbeat.
+type HeartbeatRequest struct {
+	Group      string
+	MemberID   string
+	Generation int32
+}
+
+// HeartbeatResponse answers a Heartbeat.
+type HeartbeatResponse struct{ Err Error }
+
+// LeaveRequest is LeaveGroup v3+: several members may leave at once.
+type LeaveRequest struct {
+	Group   string
+	Members []string
+}
+
+// LeaveMember is the outcome for one member of a LeaveRequest.
+type LeaveMember struct {
+	MemberID string
+	Err      Error
+}
+
+// LeaveResponse answers a LeaveGroup, one entry per requested member in
+// request order.
+type LeaveResponse struct {
+	Err     Error
+	Members []LeaveMember
+}
+
+// OffsetToCommit is one partition's offset in an OffsetCommit.
+type OffsetToCommit struct {
+	TopicPartition
+	Offset   int64 // the next offset to read
+	Metadata string
+}
+
+// CommitRequest is OffsetCommit. Generation -1 with MemberID "" is a
+// "simple" commit from a consumer that does not use group management.
+type CommitRequest struct {
+	Group      string
+	MemberID   string
+	Generation int32
+	Offsets    []OffsetToCommit
+}
+
+// PartitionError is the outcome for one partition.
+type PartitionError struct {
+	TopicPartition
+	Err Error
+}
+
+// CommitResponse answers an OffsetCommit, one entry per requested
+// partition in request order. Kafka answers per partition only, so every
+// entry carries the same Err.
+type CommitResponse struct {
+	Partitions []PartitionError
+}
+
+// FetchOffsetsRequest is OffsetFetch; Partitions nil asks for every
+// partition the group has an offset for.
+type FetchOffsetsRequest struct {
+	Group      string
+	Partitions []TopicPartition
+}
+
+// FetchedOffset is one partition's committed offset, -1 when none.
+type FetchedOffset struct {
+	TopicPartition
+	Offset   int64
+	Metadata string
+}
+
+// FetchOffsetsResponse answers an OffsetFetch, sorted by topic and partition
+// when Partitions was nil, in request order otherwise.
+type FetchOffsetsResponse struct {
+	Err        Error
+	Partitions []FetchedOffset
+}
+
+// Answer completes the request whose caller-chosen id is ID. Msg is one of
+// JoinResponse, SyncResponse, HeartbeatResponse, LeaveResponse,
+// CommitResponse, FetchOffsetsResponse.
+type Answer struct {
+	ID  uint64
+	Msg any
+}
+
+// Record is one record of the offsets topic: a key and a value, nil for a
+// tombstone. The broker wraps it in a record.Record.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
+
+// Append asks the broker to append Records, in order and atomically (one
+// batch), to the offsets partition, and to call AppendDone(ID, err) once
+// the batch is committed (HW passed it) or has failed.
+type Append struct {
+	ID      uint64
+	Records []Record
+}
+
+// EventKind says what an Event records.
+type EventKind int8
+
+// The kinds of Event.
+const (
+	RebalanceStarted   EventKind = iota + 1 // the group went PreparingRebalance
+	RebalanceCompleted                      // a generation was chosen (or the group went Empty)
+	GroupStable                             // the leader's assignment was persisted
+	MemberAdded                             // a member joined the group
+	MemberRemoved                           // a member left or was expired; Reason says which
+)
+
+var kindNames = [...]string{
+	RebalanceStarted:   "rebalance-started",
+	RebalanceCompleted: "rebalance-completed",
+	GroupStable:        "stable",
+	MemberAdded:        "member-added",
+	MemberRemoved:      "member-removed",
+}
+
+// String returns the kind's name as traces print it.
+func (k EventKind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", int8(k))
+}
+
+// Event records one decision of the coordinator, for traces and checkers.
+//
+// Invariants:
+//  1. Generation is the group's generation after the event.
+//  2. Members is set, sorted, for RebalanceCompleted and GroupStable;
+//     Member is set for MemberAdded and MemberRemoved.
+type Event struct {
+	Kind       EventKind
+	Now        int64
+	Group      string
+	Generation int32
+	Members    []string
+	Member     string
+	Reason     string
+}
+
+// String renders e on one line.
+func (e Event) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%d %s group=%s generation=%d", e.Now, e.Kind, e.Group, e.Generation)
+	if e.Members != nil {
+		fmt.Fprintf(&b, " members=%v", e.Members)
+	}
+	if e.Member != "" {
+		fmt.Fprintf(&b, " member=%s", e.Member)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, " reason=%s", e.Reason)
+	}
+	return b.String()
+}
+
+// Ready is everything the coordinator decided since the previous Ready.
+// The caller performs Appends (their outcome arrives later through
+// AppendDone), sends Answers, and logs Events. Answers never depend on an
+// Append of the same Ready: an answer that needs one waits for AppendDone.
+//
+// Invariants:
+//  1. Answers, Appends and Events are each in the order they were decided.
+//  2. Append ids are distinct and increase.
+type Ready struct {
+	Answers []Answer
+	Appends []Append
+	Events  []Event
+}
+
+// IsEmpty reports whether there is nothing to do.
+func (r Ready) IsEmpty() bool { return len(r.Answers) == 0 && len(r.Appends) == 0 && len(r.Events) == 0 }
