@@ -2,6 +2,7 @@ package clients
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -179,11 +180,22 @@ func TestSaramaIdempotentProduceAcrossLeaderCrash(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = admin.Close() }()
 	minISR := strconv.Itoa(minInsyncReplicas)
-	require.NoError(t, admin.CreateTopic(topic, &sarama.TopicDetail{
-		NumPartitions:     topicPartitions,
-		ReplicationFactor: replicationFactor,
-		ConfigEntries:     map[string]*string{"min.insync.replicas": &minISR},
-	}, false))
+	// Retried on INVALID_REPLICATION_FACTOR for the reason createTopic
+	// gives.
+	for try, deadline := 0, time.Now().Add(20*time.Second); ; try++ {
+		err := admin.CreateTopic(topic, &sarama.TopicDetail{
+			NumPartitions:     topicPartitions,
+			ReplicationFactor: replicationFactor,
+			ConfigEntries:     map[string]*string{"min.insync.replicas": &minISR},
+		}, false)
+		if err == nil || errors.Is(err, sarama.ErrTopicAlreadyExists) && try > 0 {
+			break
+		}
+		if !errors.Is(err, sarama.ErrInvalidReplicationFactor) || time.Now().After(deadline) {
+			require.NoError(t, err, "create %s (try %d)", topic, try)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	client, err := sarama.NewClient(lc.Bootstrap(), cfg)
 	require.NoError(t, err)
