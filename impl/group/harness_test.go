@@ -18,6 +18,11 @@ type harness struct {
 	appends []Append // not yet reported done, in order
 	log     []Record // committed records, in order: the offsets partition
 	events  []Event
+	// order lists answered request ids in answer order; nextAnswered is
+	// len(order) before the last step.
+	order        []uint64
+	nextAnswered int
+	trace        []Ready
 }
 
 const (
@@ -40,7 +45,10 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) step() {
 	h.t.Helper()
 	rd := h.c.Ready()
+	h.trace = append(h.trace, rd)
+	h.nextAnswered = len(h.order)
 	for _, a := range rd.Answers {
+		h.order = append(h.order, a.ID)
 		_, dup := h.answers[a.ID]
 		require.False(h.t, dup, "request %d answered twice", a.ID)
 		h.answers[a.ID] = a.Msg
@@ -50,6 +58,9 @@ func (h *harness) step() {
 	require.NoError(h.t, h.c.CheckInvariants())
 	require.False(h.t, h.c.HasReady())
 }
+
+// answeredSince returns the ids answered since order[first:].
+func (h *harness) answeredSince(first int) []uint64 { return h.order[first:] }
 
 func (h *harness) id() uint64 { h.nextID++; return h.nextID }
 

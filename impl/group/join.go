@@ -233,8 +233,19 @@ func (c *Coordinator) answerSyncs(g *group, e Error) {
 
 // maybeCompleteJoin completes the join once every member has rejoined and
 // no KIP-394 id is outstanding, and the initial delay has passed.
+//
+// A group that lost its last member completes at once, pending ids or not,
+// and goes Empty: Kafka waits for the rebalance timeout instead, which
+// only delays the same outcome (a pending id then joins the Empty group).
 func (c *Coordinator) maybeCompleteJoin(g *group, now int64) {
-	if g.state != PreparingRebalance || now < g.joinEarliest || len(g.pending) > 0 {
+	if g.state != PreparingRebalance {
+		return
+	}
+	if len(g.members) == 0 {
+		c.completeJoin(g, now)
+		return
+	}
+	if now < g.joinEarliest || len(g.pending) > 0 {
 		return
 	}
 	for _, m := range g.members {

@@ -353,4 +353,6 @@ type Ready struct {
 }
 
 // IsEmpty reports whether there is nothing to do.
-func (r Ready) IsEmpty() bool { return len(r.Answers) == 0 && len(r.Appends) == 0 && len(r.Events) == 0 }
+func (r Ready) IsEmpty() bool {
+	return len(r.Answers) == 0 && len(r.Appends) == 0 && len(r.Events) == 0
+}
