@@ -3,7 +3,9 @@ package linearizability
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // cleanPartitionHistory simulates n operations on one partition that behaves
@@ -72,6 +74,55 @@ func BenchmarkPorcupineSinglePartition(b *testing.B) {
 	for b.Loop() {
 		if res := CheckLinearizability(h, 0); res.Verdict != VerdictOK {
 			b.Fatalf("verdict %s on a clean history", res.Verdict)
+		}
+	}
+}
+
+// groupHistory is a legal history of one group's commits to one partition:
+// n operations by 4 members, overlapping in time, a rebalance every 50,
+// one commit in 10 of unknown outcome (half of them took effect), and
+// offset-fetches of what the last commit to take effect wrote.
+func groupHistory(seed uint64, n int) []Op {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var h []Op
+	gen, committed := int32(1), int64(-1)
+	for k := range n {
+		at := int64(10 * k) // when it takes effect
+		op := Op{ID: k, Client: k % 4, Topic: "t", Group: "g", Outcome: OutcomeOK,
+			Call: at - rng.Int64N(15), Return: at + 1 + rng.Int64N(15)}
+		member := "m" + strconv.Itoa(op.Client)
+		switch {
+		case k%50 == 0:
+			gen++
+			op.Kind, op.Generation, op.Member = KindJoin, gen, member
+		case k%2 == 0:
+			op.Kind, op.Generation, op.Member, op.Offset = KindCommit, gen, member, int64(k)
+			switch {
+			case k%20 == 2:
+				op.Outcome, op.Return = OutcomeUnknown, -1
+				if rng.IntN(2) == 0 {
+					committed = op.Offset
+				}
+			default:
+				committed = op.Offset
+			}
+		default:
+			op.Kind, op.Offset = KindOffsetFetch, committed
+		}
+		h = append(h, op)
+	}
+	return h
+}
+
+// BenchmarkPorcupineGroup checks a legal 2,000-operation group history.
+func BenchmarkPorcupineGroup(b *testing.B) {
+	h := groupHistory(1, 2000)
+	if err := Validate(h); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if res := CheckLinearizability(h, time.Minute); res.Verdict != VerdictOK {
+			b.Fatalf("verdict %s", res.Verdict)
 		}
 	}
 }

@@ -23,6 +23,12 @@ type groupCall struct {
 	generation int32
 	member     string
 	commit     spec.Commit // commit
+	// pending: a commit of unknown outcome, kept as a pending commit
+	// (toGroupOperations, 1).
+	pending bool
+	// pendingBefore counts the pending commits of the partition called
+	// before this operation (toGroupOperations, 1).
+	pendingBefore int
 }
 
 func (c *groupCall) partition() int { return c.part }
@@ -46,18 +52,50 @@ type groupKey struct {
 //
 // What each becomes:
 //
-//  1. A commit is spec.CommitOffset. One whose outcome the client could not
+//  1. A commit is spec.CommitOffset. A failed one is kept, a no-op, so
+//     that it shows in the picture. One whose outcome the client could not
 //     learn (unknown, or still open) may take effect at any time after its
-//     call: its Return is set past every other operation's, as produces'
-//     are (toOperations, 1). A failed one is kept, a no-op, so that it shows
-//     in the picture.
+//     call, or never (spec.CommitOffset's rule 4); it is a pending commit,
+//     as unread writes are pending in the log model (toOperations, 4 and
+//     5): its Return is set past every other operation's, linearizing it
+//     only adds it to the state's pending commits, and the model refuses
+//     an operation while fewer pending commits are counted than were
+//     called before it. Before each other operation, one pending commit
+//     may take effect (as an acknowledged one would). That is exact:
+//     taking effect just before the next operation is as good as any
+//     earlier instant after the last one; of two taking effect before one
+//     operation the first changes nothing the second does not overwrite,
+//     except that it is used up and may have moved the generation
+//     forward, both of which only allow less; and a pending commit of a
+//     generation older than the current one can never take effect, so it
+//     is dropped. Porcupine then meets the same (operations linearized,
+//     state) pair whichever order it tried, instead of every subset of
+//     the unknown commits at every step.
 //  2. An ok offset-fetch is spec.FetchOffset; others observed nothing.
 //  3. An ok join or assignment is spec.ObserveGeneration. The generation is
 //     the group's, not one partition's, so the operation is given to every
-//     partition of its group: each partition's search sees every generation
-//     any member learnt. A join or assignment that did not end ok observed
+//     partition of its group: each partition's search sees the generations
+//     members learnt. A join or assignment that did not end ok observed
 //     nothing.
+//  4. Of the ops of 3 that observed one generation G of a group, only two
+//     are kept: the one that returned first and the one called last. That
+//     is exact: every operation that needs G current somewhere, or needs a
+//     newer or older generation, is judged the same. Operations before all
+//     of them (an older generation's) must take effect before the earliest
+//     of their instants, which can be as late as the first return; those
+//     after (a newer generation's) after the latest, which can be as early
+//     as the last call; and the others can take effect anywhere between.
+//     Without it a group of m members and p partitions puts m+p operations
+//     per generation into each of its p partitions.
+//
+// The generation an ok commit shows current is judged in its own
+// partition only; other partitions learn generations from 3.
 func toGroupOperations(h []Op, first int) (ops []porcupine.Operation, parts []partInfo) {
+	return groupOperations(h, first, true)
+}
+
+// groupOperations is toGroupOperations, with its rule 4 when reduce is set.
+func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation, parts []partInfo) {
 	end := int64(0)
 	byKey := map[groupKey][]int{} // history indexes of commits and offset-fetches
 	var generations []int         // ok joins and assignments
@@ -100,6 +138,9 @@ func toGroupOperations(h []Op, first int) (ops []porcupine.Operation, parts []pa
 		part[k] = first + i
 		perGroup[k.group] = append(perGroup[k.group], k)
 	}
+	if reduce {
+		generations = keptObservations(h, generations)
+	}
 	for _, i := range generations {
 		for _, k := range perGroup[h[i].Group] {
 			byKey[k] = append(byKey[k], i)
@@ -119,6 +160,7 @@ func toGroupOperations(h []Op, first int) (ops []porcupine.Operation, parts []pa
 				call.commit = spec.Commit{Generation: op.Generation, Member: op.Member, Offset: op.Offset, Outcome: specOutcome(op.Outcome)}
 				if op.Outcome == OutcomeUnknown || op.Return < 0 {
 					returned = end
+					call.pending = true
 				}
 			}
 			ops = append(ops, porcupine.Operation{
@@ -130,9 +172,111 @@ func toGroupOperations(h []Op, first int) (ops []porcupine.Operation, parts []pa
 				Metadata: logMeta{id: op.ID, client: op.Client, tp: k.tp, group: k.group},
 			})
 		}
+		var pendingCalls []int64
+		for _, o := range ops[len(ops)-len(idx):] {
+			if o.Input.(*groupCall).pending {
+				pendingCalls = append(pendingCalls, o.Call)
+			}
+		}
+		slices.Sort(pendingCalls)
+		for _, o := range ops[len(ops)-len(idx):] {
+			// Calls are closed intervals: an operation called at the same
+			// instant as a pending commit is concurrent with it.
+			o.Input.(*groupCall).pendingBefore, _ = slices.BinarySearch(pendingCalls, o.Call)
+		}
 		parts[n] = partInfo{group: k.group, tp: k.tp, ops: len(idx)}
 	}
 	return ops, parts
+}
+
+// keptObservations returns, of the generation observations obs (indexes
+// into h), the ones toGroupOperations keeps (its rule 4).
+func keptObservations(h []Op, obs []int) []int {
+	type groupGen struct {
+		group string
+		gen   int32
+	}
+	type bounds struct{ first, last int }
+	at := map[groupGen]*bounds{}
+	var order []groupGen
+	for _, i := range obs {
+		op := &h[i]
+		k := groupGen{op.Group, op.Generation}
+		b := at[k]
+		if b == nil {
+			at[k] = &bounds{i, i}
+			order = append(order, k)
+			continue
+		}
+		if f := &h[b.first]; op.Return < f.Return || op.Return == f.Return && op.ID < f.ID {
+			b.first = i
+		}
+		if l := &h[b.last]; op.Call > l.Call || op.Call == l.Call && op.ID > l.ID {
+			b.last = i
+		}
+	}
+	kept := make([]int, 0, 2*len(order))
+	for _, k := range order {
+		b := at[k]
+		kept = append(kept, b.first)
+		if b.last != b.first {
+			kept = append(kept, b.last)
+		}
+	}
+	return kept
+}
+
+// groupState is one candidate state of a group's partition: the spec's
+// state, the pending commits that may still take effect, and how many
+// pending commits were counted in all (toGroupOperations, 1).
+//
+// Invariants:
+//  1. pending is sorted (compareCommits), and holds no member commit of a
+//     generation older than off.Generation.
+//  2. A groupState's pending slice is never modified once the state is in
+//     a set: steps copy it.
+type groupState struct {
+	off     spec.GroupOffset
+	pending []spec.Commit
+	counted int
+}
+
+func compareCommits(a, b spec.Commit) int {
+	return cmp.Or(cmp.Compare(a.Generation, b.Generation), cmp.Compare(a.Offset, b.Offset), strings.Compare(a.Member, b.Member))
+}
+
+func (s groupState) equal(o groupState) bool {
+	return s.off == o.off && s.counted == o.counted &&
+		slices.EqualFunc(s.pending, o.pending, func(a, b spec.Commit) bool { return compareCommits(a, b) == 0 })
+}
+
+func (s groupState) hash() uint64 {
+	x := uint64(s.off.Offset)*0x9e3779b97f4a7c15 ^ uint64(uint32(s.off.Generation))*0xbf58476d1ce4e5b9 ^
+		uint64(s.counted)*0x94d049bb133111eb
+	for _, c := range s.pending {
+		x = (x ^ uint64(c.Offset)) * 0x100000001b3
+		x = (x ^ uint64(uint32(c.Generation))) * 0x100000001b3
+	}
+	x ^= x >> 31
+	return x * 0x94d049bb133111eb
+}
+
+// settle drops the pending commits that can no longer take effect: member
+// commits of a generation older than the current one (invariant 1).
+// Pending commits sort by generation, simple ones (NoGeneration) first.
+func (s groupState) settle() groupState {
+	n := 0
+	for n < len(s.pending) && s.pending[n].Simple() {
+		n++
+	}
+	k := n
+	for k < len(s.pending) && s.pending[k].Generation < s.off.Generation {
+		k++
+	}
+	if k > n {
+		s.pending = slices.Concat(s.pending[:n:n], s.pending[k:])
+	}
+	return s
 }
 
 // groupStates is the set of states one group's committed offset of one
@@ -145,26 +289,22 @@ func toGroupOperations(h []Op, first int) (ops []porcupine.Operation, parts []pa
 //  2. hash is the XOR of the states' hashes, independent of their order.
 //  3. A groupStates value is never modified once a step has returned it.
 type groupStates struct {
-	states []spec.GroupOffset
+	states []groupState
 	hash   uint64
 }
 
-func hashGroupOffset(s spec.GroupOffset) uint64 {
-	x := uint64(s.Offset)*0x9e3779b97f4a7c15 ^ uint64(uint32(s.Generation))*0xbf58476d1ce4e5b9
-	x ^= x >> 31
-	return x * 0x94d049bb133111eb
+func newGroupStates(off spec.GroupOffset) *groupStates {
+	s := groupState{off: off}
+	return &groupStates{states: []groupState{s}, hash: s.hash()}
 }
 
-func newGroupStates(s spec.GroupOffset) *groupStates {
-	return &groupStates{states: []spec.GroupOffset{s}, hash: hashGroupOffset(s)}
-}
-
-func (g *groupStates) add(s spec.GroupOffset) {
-	if slices.Contains(g.states, s) {
+func (g *groupStates) add(s groupState) {
+	s = s.settle()
+	if slices.ContainsFunc(g.states, s.equal) {
 		return
 	}
 	g.states = append(g.states, s)
-	g.hash ^= hashGroupOffset(s)
+	g.hash ^= s.hash()
 }
 
 // step applies one operation to every candidate; false when none has a
@@ -172,18 +312,25 @@ func (g *groupStates) add(s spec.GroupOffset) {
 func (g *groupStates) step(call *groupCall, ret *groupReturn) (*groupStates, bool) {
 	next := &groupStates{}
 	for _, s := range g.states {
-		switch call.kind {
-		case KindJoin, KindAssignment:
-			if n, ok := spec.ObserveGeneration(s, call.generation); ok {
-				next.add(n)
+		if s.counted < call.pendingBefore {
+			continue // count the pending commits called before first
+		}
+		if call.pending {
+			s.pending = slices.Insert(slices.Clone(s.pending), sortedAt(s.pending, call.commit), call.commit)
+			s.counted++
+			next.add(s)
+			continue
+		}
+		stepGroup(s, call, ret, next.add)
+		// Or one pending commit takes effect first.
+		for k, c := range s.pending {
+			if k > 0 && compareCommits(c, s.pending[k-1]) == 0 {
+				continue // the same commit twice: one try is enough
 			}
-		case KindCommit:
-			for _, n := range spec.CommitOffset(s, call.commit) {
-				next.add(n)
-			}
-		case KindOffsetFetch:
-			if spec.FetchOffset(s, ret.offset) {
-				next.add(s)
+			c.Outcome = spec.Acknowledged
+			for _, off := range spec.CommitOffset(s.off, c) {
+				t := groupState{off: off, pending: slices.Delete(slices.Clone(s.pending), k, k+1), counted: s.counted}
+				stepGroup(t, call, ret, next.add)
 			}
 		}
 	}
@@ -191,6 +338,33 @@ func (g *groupStates) step(call *groupCall, ret *groupReturn) (*groupStates, boo
 		return nil, false
 	}
 	return next, true
+}
+
+func sortedAt(pending []spec.Commit, c spec.Commit) int {
+	k, _ := slices.BinarySearchFunc(pending, c, compareCommits)
+	return k
+}
+
+// stepGroup adds every state that may follow s once the operation (not a
+// pending commit) has taken effect.
+func stepGroup(s groupState, call *groupCall, ret *groupReturn, add func(groupState)) {
+	switch call.kind {
+	case KindJoin, KindAssignment:
+		if off, ok := spec.ObserveGeneration(s.off, call.generation); ok {
+			s.off = off
+			add(s)
+		}
+	case KindCommit:
+		for _, off := range spec.CommitOffset(s.off, call.commit) {
+			t := s
+			t.off = off
+			add(t)
+		}
+	case KindOffsetFetch:
+		if spec.FetchOffset(s.off, ret.offset) {
+			add(s)
+		}
+	}
 }
 
 func (g *groupStates) equal(o *groupStates) bool {
@@ -201,7 +375,7 @@ func (g *groupStates) equal(o *groupStates) bool {
 		return false
 	}
 	for _, s := range g.states {
-		if !slices.Contains(o.states, s) {
+		if !slices.ContainsFunc(o.states, s.equal) {
 			return false
 		}
 	}
@@ -209,17 +383,22 @@ func (g *groupStates) equal(o *groupStates) bool {
 }
 
 // describe renders the set for the picture: "generation 3, committed 10",
-// or "one of {…}".
+// or "one of {…}"; "+N pending" counts unknown commits that may still take
+// effect.
 func (g *groupStates) describe() string {
-	one := func(s spec.GroupOffset) string {
-		gen, off := fmt.Sprint(s.Generation), fmt.Sprint(s.Offset)
-		if s.Generation == spec.NoGeneration {
+	one := func(s groupState) string {
+		gen, off := fmt.Sprint(s.off.Generation), fmt.Sprint(s.off.Offset)
+		if s.off.Generation == spec.NoGeneration {
 			gen = "none"
 		}
-		if s.Offset == spec.NoOffset {
+		if s.off.Offset == spec.NoOffset {
 			off = "none"
 		}
-		return "generation " + gen + ", committed " + off
+		d := "generation " + gen + ", committed " + off
+		if len(s.pending) > 0 {
+			d += fmt.Sprintf(" +%d pending", len(s.pending))
+		}
+		return d
 	}
 	if len(g.states) == 1 {
 		return one(g.states[0])

@@ -1,9 +1,16 @@
 package linearizability
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermarkhq/watermark/spec"
 )
 
 // join records member's ok JoinGroup answer: generation gen of group g.
@@ -136,6 +143,25 @@ func TestGroupUnknownCommitEitherWay(t *testing.T) {
 			require.Equal(t, c.want, groupVerdict(t, &b))
 		})
 	}
+	// An unknown commit may have taken effect just before a rebalance and be
+	// seen after it; but not after the rebalance it was called after.
+	for _, c := range []struct {
+		name         string
+		commitCalled int64
+		want         Verdict
+	}{
+		{"called before the rebalance", 6, VerdictOK},
+		{"called after the rebalance", 12, VerdictIllegal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b linHistory
+			b.join(0, "m1", 1, 0, 5)
+			b.commit(0, "m1", 1, 20, c.commitCalled, -1, OutcomeUnknown)
+			b.join(1, "m2", 2, 8, 10)
+			b.offsetFetch(1, 20, 15, 16)
+			require.Equal(t, c.want, groupVerdict(t, &b))
+		})
+	}
 	// An unknown commit of a stale generation never took effect.
 	var b linHistory
 	b.join(0, "m1", 1, 0, 5)
@@ -223,4 +249,175 @@ func TestWriteVisualizationGroups(t *testing.T) {
 	contains(t, html, "group g t-0: commit 10 gen 1 m1 → ok")
 	contains(t, html, "generation 1, committed 10")
 	contains(t, html, "op 3, client 1, group g, t-0")
+}
+
+// randomGroupHistory is a small history of group g's operations on t-0 and
+// t-1, with random times, generations, offsets and outcomes: legal or not
+// by chance.
+func randomGroupHistory(rng *rand.Rand) []Op {
+	outcomes := []Outcome{OutcomeOK, OutcomeOK, OutcomeFail, OutcomeUnknown, OutcomeUnknown}
+	var b linHistory
+	for range 3 + rng.IntN(7) {
+		call := rng.Int64N(30)
+		ret := call + rng.Int64N(8)
+		client, gen := rng.IntN(3), int32(1+rng.IntN(3))
+		member := fmt.Sprint("m", client)
+		switch rng.IntN(4) {
+		case 0:
+			b.join(client, member, gen, call, ret)
+		case 1:
+			b.assignment(client, member, gen, call, ret).Partition = int32(rng.IntN(2))
+		case 2:
+			o := outcomes[rng.IntN(len(outcomes))]
+			if o == OutcomeUnknown && rng.IntN(2) == 0 {
+				ret = -1
+			}
+			if rng.IntN(6) == 0 {
+				b.add(Op{Client: client, Kind: KindCommit, Group: "g", Generation: NoGeneration, Offset: rng.Int64N(3),
+					Call: call, Return: ret, Outcome: o})
+			} else {
+				b.commit(client, member, gen, rng.Int64N(3), call, ret, o).Partition = int32(rng.IntN(2))
+			}
+		default:
+			b.offsetFetch(client, rng.Int64N(4)-1, call, ret).Partition = int32(rng.IntN(2))
+		}
+	}
+	return b.ops
+}
+
+// bruteForceGroups decides h's group partitions by trying every order of
+// their operations that respects real time, stepping spec/'s functions
+// directly: every ok join and assignment goes to every partition of its
+// group, and a commit of unknown outcome may take effect at any instant
+// after its call (spec.CommitOffset's rule 4).
+func bruteForceGroups(h []Op) bool {
+	const inf = int64(1) << 62
+	type bop struct {
+		op        *Op
+		call, ret int64
+	}
+	parts := map[groupKey][]bop{}
+	var obs []*Op
+	for i := range h {
+		op := &h[i]
+		ret := op.Return
+		switch op.Kind {
+		case KindJoin, KindAssignment:
+			obs = append(obs, op)
+			if op.Kind == KindJoin {
+				continue
+			}
+			if _, ok := parts[groupKey{op.Group, op.TP()}]; !ok {
+				parts[groupKey{op.Group, op.TP()}] = nil
+			}
+			continue
+		case KindCommit:
+			if op.Outcome == OutcomeUnknown || ret < 0 {
+				ret = inf
+			}
+		}
+		parts[groupKey{op.Group, op.TP()}] = append(parts[groupKey{op.Group, op.TP()}], bop{op, op.Call, ret})
+	}
+	for k, ops := range parts {
+		for _, o := range obs {
+			if o.Group == k.group {
+				ops = append(ops, bop{o, o.Call, o.Return})
+			}
+		}
+		type memo struct {
+			mask uint32
+			s    spec.GroupOffset
+		}
+		seen := map[memo]bool{}
+		var search func(mask uint32, s spec.GroupOffset) bool
+		search = func(mask uint32, s spec.GroupOffset) bool {
+			if mask == 0 {
+				return true
+			}
+			if seen[memo{mask, s}] {
+				return false
+			}
+			seen[memo{mask, s}] = true
+			minRet := inf + 1
+			for i, o := range ops {
+				if mask&(1<<i) != 0 {
+					minRet = min(minRet, o.ret)
+				}
+			}
+			for i, o := range ops {
+				if mask&(1<<i) == 0 || o.call > minRet {
+					continue
+				}
+				rest := mask &^ (1 << i)
+				var next []spec.GroupOffset
+				switch o.op.Kind {
+				case KindJoin, KindAssignment:
+					if n, ok := spec.ObserveGeneration(s, o.op.Generation); ok {
+						next = append(next, n)
+					}
+				case KindCommit:
+					next = spec.CommitOffset(s, spec.Commit{Generation: o.op.Generation, Member: o.op.Member,
+						Offset: o.op.Offset, Outcome: specOutcome(o.op.Outcome)})
+				case KindOffsetFetch:
+					if spec.FetchOffset(s, o.op.Offset) {
+						next = append(next, s)
+					}
+				}
+				for _, n := range next {
+					if search(rest, n) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		if !search(1<<len(ops)-1, spec.NewGroupOffset()) {
+			return false
+		}
+	}
+	return true
+}
+
+// The group model (with toGroupOperations' pending commits and rule 4)
+// agrees with a brute-force search over spec/'s rules on random small
+// histories, and rule 4 changes no verdict.
+func TestGroupModelMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 0))
+	legal := 0
+	for seed := range 1500 {
+		h := randomGroupHistory(rng)
+		require.NoError(t, Validate(h))
+		want := bruteForceGroups(h)
+		got := CheckLinearizability(h, 10*time.Second).Verdict
+		require.Equal(t, want, got == VerdictOK, "seed %d: %+v", seed, h)
+		require.Equal(t, checkGroupOps(h, true), checkGroupOps(h, false), "rule 4, seed %d: %+v", seed, h)
+		if want {
+			legal++
+		}
+	}
+	require.Greater(t, legal, 60, "too few legal histories to tell")
+	require.Less(t, legal, 1400, "too few illegal histories to tell")
+}
+
+func checkGroupOps(h []Op, reduce bool) bool {
+	ops, parts := groupOperations(h, 0, reduce)
+	return porcupine.CheckOperations(historyModel(len(parts), unreadValue), ops)
+}
+
+// A long group history with unknown commits is decided quickly, legal or
+// not: unknown commits add few candidate states.
+func TestGroupLongHistoryDecided(t *testing.T) {
+	h := groupHistory(1, 2000)
+	require.NoError(t, Validate(h))
+	require.Equal(t, VerdictOK, CheckLinearizability(h, 10*time.Second).Verdict)
+	// A fetch near the end sees a commit long overwritten.
+	for i := len(h) - 1; ; i-- {
+		if h[i].Kind == KindOffsetFetch && h[i].Offset > 100 {
+			h[i].Offset = 100
+			break
+		}
+	}
+	res := CheckLinearizability(h, 10*time.Second)
+	require.Equal(t, VerdictIllegal, res.Verdict)
+	require.Less(t, res.Elapsed, 5*time.Second)
 }
