@@ -65,11 +65,13 @@ func createTopic(tb testing.TB, cl *kgo.Client, topic string, partitions int32) 
 	rt.Configs = append(rt.Configs, c)
 	req.Topics = append(req.Topics, rt)
 	req.TimeoutMillis = 10_000
-	// A freshly started reference cluster has been seen (once in some
-	// thirty loaded runs) to refuse replication factor 3 as
-	// INVALID_REPLICATION_FACTOR for a moment, while its controller did
-	// not count every broker live; a client retries that.
-	// TOPIC_ALREADY_EXISTS on a retry means an earlier try landed.
+	// The reference's wire server checks the replication factor against
+	// its own broker's view of the live brokers, which trails the
+	// controller's: right after start it answered INVALID_REPLICATION_FACTOR
+	// ("3 with 2 live brokers") in about one loaded run in twenty-five.
+	// StartLocalCluster now waits for every broker's view; the retry stays,
+	// as a client's would. TOPIC_ALREADY_EXISTS on a retry means an earlier
+	// try landed.
 	for try, deadline := 0, time.Now().Add(20*time.Second); ; try++ {
 		resp, err := req.RequestWith(ctx, cl)
 		require.NoError(tb, err, "create %s", topic)

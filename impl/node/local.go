@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -69,7 +70,55 @@ func StartLocalCluster(opts LocalOptions) (*LocalCluster, error) {
 		lc.Close()
 		return nil, err
 	}
+	if err := lc.awaitViews(10 * time.Second); err != nil {
+		lc.Close()
+		return nil, err
+	}
 	return lc, nil
+}
+
+// awaitViews waits until every broker's own metadata lists every broker
+// live and addressed. A Kafka client's Metadata and CreateTopics are
+// answered from the broker's view, which the controller updates only after
+// the registrations it has already saved: without this wait, a topic of
+// replication factor N created right after start was refused now and then
+// (INVALID_REPLICATION_FACTOR, "3 with 2 live brokers").
+func (lc *LocalCluster) awaitViews(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for id := 1; id < len(lc.brokers); id++ {
+		b := lc.Broker(id)
+		for !b.seesAll(len(lc.brokers) - 1) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("local cluster: broker %d does not see all %d brokers live within %v", id, len(lc.brokers)-1, d)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// seesAll reports whether n's own metadata lists n brokers live, each
+// with an address.
+func (n *Broker) seesAll(brokers int) bool {
+	s := n.Open()
+	defer s.Close()
+	s.Send(n.ID(), broker.MetadataRequest{Correlation: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	env, err := s.Recv(ctx)
+	if err != nil {
+		return false
+	}
+	m, ok := env.Msg.(broker.MetadataResponse)
+	if !ok || len(m.LiveBrokers) != brokers {
+		return false
+	}
+	for _, id := range m.LiveBrokers {
+		if m.Addresses[id] == "" {
+			return false
+		}
+	}
+	return true
 }
 
 func (lc *LocalCluster) awaitRegistered(d time.Duration) error {
