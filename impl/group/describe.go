@@ -22,7 +22,7 @@ func (c *Coordinator) Describe() string {
 			m := g.members[id]
 			fmt.Fprintf(&b, "  member %s session=%d rebalance=%d last-heard=%d", id, m.sessionTimeoutMs, m.rebalanceTimeoutMs, m.lastHeard)
 			if m.assignment != nil {
-				fmt.Fprintf(&b, " assignment=%q", m.assignment)
+				fmt.Fprintf(&b, " assignment=%s", describeAssignment(m.assignment))
 			}
 			if m.join != 0 {
 				fmt.Fprintf(&b, " join=%d", m.join)
@@ -137,4 +137,13 @@ func (g *group) doubleAssigned() (TopicPartition, string, string, bool) {
 		}
 	}
 	return TopicPartition{}, "", "", false
+}
+
+// describeAssignment renders a ConsumerProtocol assignment decoded, and any
+// other one as quoted bytes.
+func describeAssignment(b []byte) string {
+	if a, err := DecodeConsumerAssignment(b); err == nil {
+		return fmt.Sprint(a)
+	}
+	return fmt.Sprintf("%q", b)
 }
