@@ -1,0 +1,135 @@
+package client
+
+import "github.com/watermarkhq/watermark/impl/broker"
+
+// ConsumerEvent is one thing a consumer learnt, for a harness to write a
+// history: *Joined, *Assigned, *Revoked, *OffsetsFetched, *Positioned,
+// *NoOffset, *Fetched, *Committed or *GroupFailed. Every event carries the
+// Span of the operation it completes.
+type ConsumerEvent interface {
+	// Times returns when the event's request was sent (or the call that
+	// caused it made) and when its answer came.
+	Times() Span
+}
+
+// Span is when an operation started (CallMs: its request was sent, or
+// the application call was made) and ended (ReturnMs: its answer came, or
+// it was given up on), in the consumer's logical ms.
+type Span struct {
+	CallMs, ReturnMs int64
+}
+
+// Times returns s; every event embeds a Span.
+func (s Span) Times() Span { return s }
+
+// Joined: a JoinGroup succeeded; the member is in Generation.
+type Joined struct {
+	Span
+	Generation int32
+	MemberID   string
+	Leader     bool // this member computes the assignment
+}
+
+// Assigned: the member's partitions for Generation (SyncGroup's answer),
+// or a manual Assign (Generation -1, MemberID "").
+type Assigned struct {
+	Span
+	Generation int32
+	MemberID   string
+	Partitions []broker.TopicPartition // sorted
+}
+
+// Revoked: the consumer stopped consuming Partitions, which it held in
+// Generation (a rebalance, a fenced member, Close, a new manual Assign).
+// Fetches in flight for them are ignored; records fetched and not yet
+// polled are dropped.
+type Revoked struct {
+	Span
+	Generation int32
+	MemberID   string
+	Partitions []broker.TopicPartition // sorted
+}
+
+// OffsetsFetched: the group's committed offset of TP (OffsetFetch), -1
+// when there is none.
+type OffsetsFetched struct {
+	Span
+	TP     broker.TopicPartition
+	Offset int64
+}
+
+// Why a position was set.
+const (
+	WhyCommitted = "committed" // the group's committed offset
+	WhyReset     = "reset"     // auto.offset.reset, through ListOffsets
+	WhySeek      = "seek"      // the application's Seek
+)
+
+// Positioned: TP's position (the next offset to fetch and to deliver) was
+// set to Offset for reason Why.
+type Positioned struct {
+	Span
+	TP     broker.TopicPartition
+	Offset int64
+	Why    string
+}
+
+// NoOffset: TP has no offset to start from and auto.offset.reset is
+// "none" (Err wraps ErrNoOffset). The partition waits for Seek.
+type NoOffset struct {
+	Span
+	TP  broker.TopicPartition
+	Err error
+}
+
+// Fetched is one fetch answer: the fetch asked for TP from Offset;
+// Records are the records at or after Offset it returned, in offset order
+// (none when the long poll expired). HW is the leader's high watermark, -1
+// with an error.
+type Fetched struct {
+	Span
+	TP      broker.TopicPartition
+	Offset  int64
+	Records []ConsumerRecord
+	HW      int64
+	Err     error
+}
+
+// Committed is the outcome of Commit ID: Err nil when the coordinator
+// stored Offsets. Unknown means they may or may not have been stored (no
+// answer, or NOT_COORDINATOR, which the coordinator also answers when its
+// append failed). Generation and MemberID are what the commit carried.
+// CallMs is when Commit was called.
+type Committed struct {
+	Span
+	ID         uint64
+	Generation int32
+	MemberID   string
+	Offsets    map[broker.TopicPartition]int64
+	Err        error
+	Unknown    bool
+}
+
+// GroupFailed: the coordinator refused the member for good (an invalid
+// session timeout, group id or protocol). The consumer stops taking part
+// in the group.
+type GroupFailed struct {
+	Span
+	Err error
+}
+
+// ConsumerRecord is one record as a consumer reads it.
+type ConsumerRecord struct {
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Timestamp int64
+}
+
+// Delivery is what Poll returns for one partition: records in offset
+// order, fetched in Generation (-1 without group membership).
+type Delivery struct {
+	TP         broker.TopicPartition
+	Generation int32
+	Records    []ConsumerRecord
+}
