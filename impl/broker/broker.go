@@ -19,6 +19,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -48,6 +49,8 @@ type Config struct {
 	// Address is the broker's advertised address (host:port), registered
 	// with the controller for clients' metadata; empty in the simulator.
 	Address string
+	// Groups configures the group coordinators the broker hosts.
+	Groups GroupConfig
 }
 
 // Validate reports a configuration a broker cannot run with.
@@ -106,6 +109,13 @@ type Broker struct {
 	fetches     []*parkedFetch
 	replicaFets []*parkedReplicaFetch
 
+	// Group coordinators, one per offsets partition this broker leads.
+	coords       map[TopicPartition]*group.Coordinator
+	coordEpoch   map[TopicPartition]int32 // the leader epoch each was loaded in
+	groupWaiters map[uint64]groupWaiter
+	nextGroupReq uint64
+	offsetsAsked int64 // when the offsets topic was last asked for
+
 	out    []Envelope
 	events []Event
 	faults []*FailpointError
@@ -135,6 +145,10 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 		parts:       map[TopicPartition]*hosted{},
 		metadata:    map[TopicPartition]PartitionState{},
 		produces:    map[uint64]*parkedProduce{},
+
+		coords:       map[TopicPartition]*group.Coordinator{},
+		coordEpoch:   map[TopicPartition]int32{},
+		groupWaiters: map[uint64]groupWaiter{},
 	}
 	tps, err := listPartitions(disk)
 	if err != nil {
@@ -199,8 +213,20 @@ func (b *Broker) Handle(env Envelope, now int64) error {
 	if err := b.dispatch(env); err != nil {
 		return b.finish(err)
 	}
+	if err := b.afterStep(); err != nil {
+		return b.finish(err)
+	}
 	// Whatever this message changed may release held follower fetches.
 	return b.finish(b.releaseReplicaFetches())
+}
+
+// afterStep lets the group coordinators follow what the step changed:
+// leadership of offsets partitions, and their own output.
+func (b *Broker) afterStep() error {
+	if err := b.syncCoordinators(); err != nil {
+		return err
+	}
+	return b.flushGroups()
 }
 
 func (b *Broker) dispatch(env Envelope) error {
@@ -227,6 +253,12 @@ func (b *Broker) dispatch(env Envelope) error {
 		b.send(env.From, b.metadataResponse(m.Correlation))
 	case InitProducerIDRequest:
 		b.send(env.From, b.initProducerID(m))
+	case FindCoordinatorRequest:
+		b.handleFindCoordinator(env.From, m)
+	case GroupRequest:
+		b.handleGroupRequest(env.From, m)
+	case CreateTopicResponse:
+		// The answer to createOffsetsTopic: a refusal means it exists.
 	}
 	return nil
 }
@@ -244,7 +276,11 @@ func (b *Broker) withReplica(tp TopicPartition, fn func(*partition.Replica)) err
 // Tick advances logical time: heartbeats, replica timers, parked requests
 // that expire, and the periodic HW checkpoint.
 func (b *Broker) Tick(now int64) error {
-	return b.finish(b.tick(now))
+	if err := b.tick(now); err != nil {
+		return b.finish(err)
+	}
+	b.tickGroups()
+	return b.finish(b.afterStep())
 }
 
 func (b *Broker) tick(now int64) error {

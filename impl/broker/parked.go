@@ -14,6 +14,10 @@ type parkedProduce struct {
 	corr     uint64
 	tp       TopicPartition
 	deadline int64
+	// groupAppend, when not 0, marks the broker's own append of a group
+	// coordinator's records (groups.go): its outcome goes to the
+	// coordinator, not to a client.
+	groupAppend uint64
 }
 
 // parkedFetch is a consumer fetch held for fetch.min.bytes / max wait.
@@ -77,6 +81,10 @@ func (b *Broker) completeProduce(c partition.Completion) error {
 		return nil
 	}
 	delete(b.produces, c.ID)
+	if p.groupAppend != 0 {
+		b.groupAppendDone(p, c.Err)
+		return nil
+	}
 	if c.Err == nil {
 		if err := b.failpoint(FPBeforeProduceResp); err != nil {
 			return err
@@ -222,6 +230,10 @@ func (b *Broker) expireParked() error {
 			continue
 		}
 		delete(b.produces, id)
+		if p.groupAppend != 0 {
+			b.groupAppendDone(p, ErrRequestTimedOut)
+			continue
+		}
 		b.send(p.from, ProduceResponse{Correlation: p.corr, TopicPartition: p.tp, BaseOffset: -1, Err: ErrRequestTimedOut})
 	}
 	b.retryFetches(TopicPartition{}, true)

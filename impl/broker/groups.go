@@ -1,0 +1,355 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+// OffsetsTopic is the internal topic that stores consumer groups and their
+// committed offsets, Kafka's __consumer_offsets. Each of its partitions is
+// replicated like any other; the broker that leads partition p hosts the
+// group coordinator of every group that group.PartitionFor maps to p, and a
+// commit is durable exactly when its record is committed in that partition.
+// Coordinator failover is therefore leader failover: the new leader loads
+// the partition's records and serves the same groups, with the same
+// generations and offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// Errors of the group plane besides the coordinator's own (group.Error).
+var (
+	// ErrCoordinatorNotAvailable: the offsets topic does not exist yet (it
+	// is being created) or the group's partition has no leader.
+	ErrCoordinatorNotAvailable = errors.New("coordinator not available")
+)
+
+// GroupConfig is the broker's group coordinator settings.
+type GroupConfig struct {
+	// OffsetsTopicPartitions is offsets.topic.num.partitions (Kafka: 50;
+	// 0 here means 3, enough to spread groups over brokers in tests).
+	OffsetsTopicPartitions int32
+	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor
+	// (0 means 3); a cluster with fewer live brokers uses them all.
+	OffsetsTopicReplicationFactor int
+	// CommitTimeoutMs bounds how long a commit or a group's metadata may
+	// wait to be committed in the offsets topic (offsets.commit.timeout.ms;
+	// 0 means 5000).
+	CommitTimeoutMs int64
+	// Coordinator holds the coordinator's own settings; the zero value
+	// means group.DefaultConfig().
+	Coordinator group.Config
+}
+
+func (c GroupConfig) partitions() int32 {
+	if c.OffsetsTopicPartitions > 0 {
+		return c.OffsetsTopicPartitions
+	}
+	return 3
+}
+
+func (c GroupConfig) replicationFactor() int {
+	if c.OffsetsTopicReplicationFactor > 0 {
+		return c.OffsetsTopicReplicationFactor
+	}
+	return 3
+}
+
+func (c GroupConfig) commitTimeout() int64 {
+	if c.CommitTimeoutMs > 0 {
+		return c.CommitTimeoutMs
+	}
+	return 5000
+}
+
+func (c GroupConfig) coordinator() group.Config {
+	if c.Coordinator == (group.Config{}) {
+		return group.DefaultConfig()
+	}
+	return c.Coordinator
+}
+
+// Group plane: clients -> a group's coordinator.
+
+// FindCoordinatorRequest asks any broker which broker coordinates Group.
+type FindCoordinatorRequest struct {
+	Correlation uint64
+	Group       string
+}
+
+// FindCoordinatorResponse names the coordinator (a broker id).
+type FindCoordinatorResponse struct {
+	Correlation uint64
+	Coordinator int32
+	Err         error
+}
+
+// GroupRequest carries one group request to the group's coordinator: a
+// group.JoinRequest, SyncRequest, HeartbeatRequest, LeaveRequest,
+// CommitRequest or FetchOffsetsRequest.
+type GroupRequest struct {
+	Correlation uint64
+	Req         any
+}
+
+// GroupResponse answers a GroupRequest with the matching group response
+// (group.JoinResponse, ...). A broker that does not coordinate the group
+// answers with the response's Err set to group.NotCoordinator.
+type GroupResponse struct {
+	Correlation uint64
+	Resp        any
+}
+
+// groupWaiter is who a coordinator's answer goes to.
+type groupWaiter struct {
+	from NodeID
+	corr uint64
+}
+
+// groupOf names the group a request is for.
+func groupOf(req any) (string, bool) {
+	switch r := req.(type) {
+	case group.JoinRequest:
+		return r.Group, true
+	case group.SyncRequest:
+		return r.Group, true
+	case group.HeartbeatRequest:
+		return r.Group, true
+	case group.LeaveRequest:
+		return r.Group, true
+	case group.CommitRequest:
+		return r.Group, true
+	case group.FetchOffsetsRequest:
+		return r.Group, true
+	}
+	return "", false
+}
+
+// refuse is req's response with every error field set to e.
+func refuse(req any, e group.Error) any {
+	switch r := req.(type) {
+	case group.JoinRequest:
+		return group.JoinResponse{Err: e, MemberID: r.MemberID, Generation: -1}
+	case group.SyncRequest:
+		return group.SyncResponse{Err: e}
+	case group.HeartbeatRequest:
+		return group.HeartbeatResponse{Err: e}
+	case group.LeaveRequest:
+		return group.LeaveResponse{Err: e}
+	case group.CommitRequest:
+		resp := group.CommitResponse{}
+		for _, o := range r.Offsets {
+			resp.Partitions = append(resp.Partitions, group.PartitionError{TopicPartition: o.TopicPartition, Err: e})
+		}
+		return resp
+	case group.FetchOffsetsRequest:
+		return group.FetchOffsetsResponse{Err: e}
+	}
+	return nil
+}
+
+// offsetsPartition is the offsets-topic partition that serves g.
+func (b *Broker) offsetsPartition(g string) TopicPartition {
+	return TopicPartition{Topic: OffsetsTopic, Partition: group.PartitionFor(g, b.cfg.Groups.partitions())}
+}
+
+func (b *Broker) handleFindCoordinator(from NodeID, m FindCoordinatorRequest) {
+	resp := FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: -1}
+	tp := b.offsetsPartition(m.Group)
+	st, ok := b.metadata[tp]
+	switch {
+	case m.Group == "":
+		resp.Err = fmt.Errorf("%w: empty group id", ErrCoordinatorNotAvailable)
+	case !ok:
+		b.createOffsetsTopic()
+		resp.Err = fmt.Errorf("%w: creating %s", ErrCoordinatorNotAvailable, OffsetsTopic)
+	case st.Leader < 0:
+		resp.Err = fmt.Errorf("%w: %s has no leader", ErrCoordinatorNotAvailable, tp)
+	default:
+		resp.Coordinator = st.Leader
+	}
+	b.send(from, resp)
+}
+
+// createOffsetsTopic asks the controller for the offsets topic, at most
+// once a second; a second creation is refused as a duplicate, harmlessly.
+func (b *Broker) createOffsetsTopic() {
+	if b.offsetsAsked > 0 && b.now-b.offsetsAsked < 1000 {
+		return
+	}
+	b.offsetsAsked = b.now
+	rf := min(b.cfg.Groups.replicationFactor(), max(len(b.live), 1))
+	b.send(ControllerID, CreateTopic{Name: OffsetsTopic, Partitions: b.cfg.Groups.partitions(), ReplicationFactor: rf})
+}
+
+func (b *Broker) handleGroupRequest(from NodeID, m GroupRequest) {
+	name, ok := groupOf(m.Req)
+	if !ok {
+		return // not a group request: nothing to answer it with
+	}
+	tp := b.offsetsPartition(name)
+	c, ok := b.coords[tp]
+	if !ok {
+		b.send(from, GroupResponse{Correlation: m.Correlation, Resp: refuse(m.Req, group.NotCoordinator)})
+		return
+	}
+	b.nextGroupReq++
+	id := b.nextGroupReq
+	b.groupWaiters[id] = groupWaiter{from: from, corr: m.Correlation}
+	switch r := m.Req.(type) {
+	case group.JoinRequest:
+		c.JoinGroup(id, r, b.now)
+	case group.SyncRequest:
+		c.SyncGroup(id, r, b.now)
+	case group.HeartbeatRequest:
+		c.Heartbeat(id, r, b.now)
+	case group.LeaveRequest:
+		c.LeaveGroup(id, r, b.now)
+	case group.CommitRequest:
+		c.OffsetCommit(id, r, b.now)
+	case group.FetchOffsetsRequest:
+		c.OffsetFetch(id, r, b.now)
+	}
+}
+
+// syncCoordinators makes the hosted coordinators follow leadership of the
+// offsets partitions: a partition this broker now leads gets a coordinator
+// loaded from its log; one it no longer leads has its coordinator
+// unloaded, which answers whatever waited NOT_COORDINATOR.
+func (b *Broker) syncCoordinators() error {
+	for _, tp := range b.order {
+		if tp.Topic != OffsetsTopic {
+			continue
+		}
+		h := b.parts[tp]
+		leading := h.replica.Role() == partition.RoleLeader
+		c, hosted := b.coords[tp]
+		switch {
+		case leading && (!hosted || b.coordEpoch[tp] != h.replica.LeaderEpoch()):
+			if !hosted {
+				var err error
+				if c, err = group.New(b.cfg.Groups.coordinator()); err != nil {
+					return &FailpointError{Name: "group", Action: ActionCrash, Cause: err}
+				}
+				b.coords[tp] = c
+			}
+			if err := c.Load(h.replica.LeaderEpoch(), offsetRecords(h.replica.Log()), b.now); err != nil {
+				// A record that does not decode: the coordinator cannot
+				// serve these groups. Kafka's coordinator fails the load
+				// too; clients see NOT_COORDINATOR meanwhile.
+				c.Unload()
+				delete(b.coords, tp)
+				b.flushCoordinator(tp, c)
+				continue
+			}
+			b.coordEpoch[tp] = h.replica.LeaderEpoch()
+			b.flushCoordinator(tp, c)
+		case !leading && hosted:
+			c.Unload()
+			delete(b.coords, tp)
+			delete(b.coordEpoch, tp)
+			b.flushCoordinator(tp, c)
+		}
+	}
+	return nil
+}
+
+func offsetRecords(log []record.Batch) []group.Record {
+	var out []group.Record
+	for i := range log {
+		for _, r := range log[i].Records {
+			out = append(out, group.Record{Key: r.Key, Value: r.Value})
+		}
+	}
+	return out
+}
+
+// flushGroups drains every coordinator's Ready: answers go out, appends
+// go to the offsets partition (a failed append is reported at once, which
+// can make more to drain).
+func (b *Broker) flushGroups() error {
+	for range 100 {
+		busy := false
+		for _, tp := range b.order {
+			c, ok := b.coords[tp]
+			if !ok || !c.HasReady() {
+				continue
+			}
+			busy = true
+			if err := b.flushCoordinator(tp, c); err != nil {
+				return err
+			}
+		}
+		if !busy {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (b *Broker) flushCoordinator(tp TopicPartition, c *group.Coordinator) error {
+	rd := c.Ready()
+	for _, e := range rd.Events {
+		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "group", Detail: e.String()})
+	}
+	for _, a := range rd.Answers {
+		w, ok := b.groupWaiters[a.ID]
+		if !ok {
+			continue
+		}
+		delete(b.groupWaiters, a.ID)
+		b.send(w.from, GroupResponse{Correlation: w.corr, Resp: a.Msg})
+	}
+	for _, a := range rd.Appends {
+		if err := b.appendGroupRecords(tp, c, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendGroupRecords writes one coordinator append as one acks=all batch
+// of the offsets partition; its completion is the coordinator's AppendDone.
+func (b *Broker) appendGroupRecords(tp TopicPartition, c *group.Coordinator, a group.Append) error {
+	h, ok := b.parts[tp]
+	if !ok {
+		c.AppendDone(a.ID, partition.ErrNotLeader, b.now)
+		return nil
+	}
+	recs := make([]record.Record, len(a.Records))
+	for i, r := range a.Records {
+		recs[i] = record.Record{Key: r.Key, Value: r.Value, Timestamp: b.now}
+	}
+	b.nextProduce++
+	id := b.nextProduce
+	batch := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: recs}
+	res := h.replica.Produce(partition.ProduceRequest{ID: id, Acks: partition.AcksAll, Batch: batch}, b.now)
+	if res.Parked {
+		b.produces[id] = &parkedProduce{tp: tp, deadline: b.now + b.cfg.Groups.commitTimeout(), groupAppend: a.ID}
+	} else {
+		err := res.Err
+		if err == nil {
+			err = errors.New("offsets append completed without waiting for the ISR")
+		}
+		c.AppendDone(a.ID, err, b.now)
+	}
+	return b.apply(h)
+}
+
+// groupAppendDone reports an internal append's fate to its coordinator.
+func (b *Broker) groupAppendDone(p *parkedProduce, err error) {
+	if c, ok := b.coords[p.tp]; ok {
+		c.AppendDone(p.groupAppend, err, b.now)
+	}
+}
+
+// tickGroups advances the coordinators' clocks, in partition order.
+func (b *Broker) tickGroups() {
+	for _, tp := range b.order {
+		if c, ok := b.coords[tp]; ok {
+			c.Tick(b.now)
+		}
+	}
+}
