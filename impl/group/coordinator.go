@@ -88,6 +88,7 @@ type pendingAppend struct {
 	// For an OffsetCommit: the request to answer and the offsets to apply.
 	request uint64
 	offsets []OffsetToCommit
+	errs    []Error // per offset: None to commit, else its refusal
 	commit  bool
 	// For group metadata: the generation it stored.
 	generation int32
@@ -224,7 +225,7 @@ func (c *Coordinator) answerAllParked(e Error) {
 		for _, id := range g.memberIDs() {
 			m := g.members[id]
 			if m.join != 0 {
-				c.answer(m.join, JoinResponse{Err: e, MemberID: m.id})
+				c.answer(m.join, joinError(e, m.id))
 				m.join = 0
 			}
 			if m.sync != 0 {
@@ -235,7 +236,7 @@ func (c *Coordinator) answerAllParked(e Error) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.appends)) {
 		if a := c.appends[id]; a.commit {
-			c.answer(a.request, commitAnswer(a.offsets, e))
+			c.answer(a.request, commitAnswer(a.offsets, a.errs, e))
 		}
 	}
 }
@@ -278,16 +279,19 @@ func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 	delete(c.appends, id)
 	if a.commit {
 		if err != nil {
-			c.answer(a.request, commitAnswer(a.offsets, NotCoordinator))
+			c.answer(a.request, commitAnswer(a.offsets, a.errs, NotCoordinator))
 			return
 		}
-		for _, o := range a.offsets {
+		for i, o := range a.offsets {
+			if a.errs[i] != None {
+				continue
+			}
 			if c.offsets[a.group] == nil {
 				c.offsets[a.group] = make(map[TopicPartition]OffsetValue)
 			}
 			c.offsets[a.group][o.TopicPartition] = OffsetValue{Offset: o.Offset, Metadata: o.Metadata}
 		}
-		c.answer(a.request, commitAnswer(a.offsets, None))
+		c.answer(a.request, commitAnswer(a.offsets, a.errs, None))
 		return
 	}
 	g, ok := c.groups[a.group]
@@ -313,7 +317,8 @@ func (c *Coordinator) Tick(now int64) {
 // n partitions: Java's String.hashCode of the group id (UTF-16 code units,
 // h = 31*h + u, in int32 arithmetic), made non-negative as Kafka's
 // Utils.abs does (|h|, and 0 for MinInt32), modulo n; so a group lands where
-// a Kafka cluster with n offsets partitions would serve it.
+// a Kafka cluster with n offsets partitions would serve it. n must be
+// positive.
 func PartitionFor(group string, n int32) int32 {
 	var h int32
 	for _, r := range group {

@@ -235,6 +235,24 @@ func TestCommitVisibleAfterAppendDone(t *testing.T) {
 	assert.Equal(t, int64(5), h.fetch("g", TopicPartition{"t", 0}).Partitions[0].Offset)
 }
 
+// TestCommitRefusesBadPartitions checks that a partition with an empty
+// topic or a negative number is refused on its own (it could not be
+// written as a record Load reads back) while the others commit.
+func TestCommitRefusesBadPartitions(t *testing.T) {
+	h := newHarness(t)
+	ci := h.commit("solo", "", -1, off("", 0, 1), off("t", -1, 1), off("t", 0, 1))
+	h.finishAppends(nil)
+	assert.Equal(t, CommitResponse{Partitions: []PartitionError{
+		{TopicPartition{"", 0}, UnknownTopicOrPartition},
+		{TopicPartition{"t", -1}, UnknownTopicOrPartition},
+		{TopicPartition{"t", 0}, None},
+	}}, h.answer(ci))
+	ci = h.commit("solo", "", -1, off("", 0, 1))
+	assert.Empty(t, h.appends)
+	assert.Equal(t, UnknownTopicOrPartition, h.commitErr(ci))
+	assert.Equal(t, []FetchedOffset{{TopicPartition{"t", 0}, 1, ""}}, h.fetch("solo").Partitions)
+}
+
 // TestSyncAppendFails checks that when the group's metadata append fails,
 // the parked SyncGroups are answered NOT_COORDINATOR and the group
 // rebalances, as Kafka's coordinator does on a storage error.

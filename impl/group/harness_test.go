@@ -53,6 +53,12 @@ func (h *harness) step() {
 		require.False(h.t, dup, "request %d answered twice", a.ID)
 		h.answers[a.ID] = a.Msg
 	}
+	for _, a := range rd.Appends {
+		for _, r := range a.Records {
+			_, err := Decode(r)
+			require.NoError(h.t, err, "the coordinator appended a record Load would refuse")
+		}
+	}
 	h.appends = append(h.appends, rd.Appends...)
 	h.events = append(h.events, rd.Events...)
 	require.NoError(h.t, h.c.CheckInvariants())

@@ -36,7 +36,7 @@ func validGroupID(name string) bool { return name != "" && !strings.ContainsRune
 //   - the join completes once every member and no pending id is waiting, or
 //     at the rebalance timeout (Tick).
 func (c *Coordinator) JoinGroup(id uint64, req JoinRequest, now int64) {
-	fail := func(e Error) { c.answer(id, JoinResponse{Err: e, MemberID: req.MemberID}) }
+	fail := func(e Error) { c.answer(id, joinError(e, req.MemberID)) }
 	if e := c.serving(); e != None {
 		fail(e)
 		return
@@ -65,7 +65,7 @@ func (c *Coordinator) JoinGroup(id uint64, req JoinRequest, now int64) {
 	if req.MemberID == "" {
 		mid := c.newMemberID(g, req.ClientID)
 		g.pending[mid] = now + req.SessionTimeoutMs
-		c.answer(id, JoinResponse{Err: MemberIDRequired, MemberID: mid})
+		c.answer(id, joinError(MemberIDRequired, mid))
 		return
 	}
 	m := g.members[req.MemberID]
@@ -113,7 +113,7 @@ func (c *Coordinator) updateAndRebalance(g *group, m *member, id uint64, req Joi
 	if m.join != 0 {
 		// A retried JoinGroup supersedes the one parked: the client gave up
 		// on that one, so any answer will do.
-		c.answer(m.join, JoinResponse{Err: RebalanceInProgress, MemberID: m.id})
+		c.answer(m.join, joinError(RebalanceInProgress, m.id))
 	}
 	m.join = id
 	c.maybeCompleteJoin(g, now)
@@ -126,6 +126,8 @@ func (c *Coordinator) newMemberID(g *group, clientID string) string {
 	if clientID == "" {
 		clientID = "member"
 	}
+	// The id is persisted as JSON, which would mangle invalid UTF-8.
+	clientID = strings.ToValidUTF8(clientID, "?")
 	for {
 		c.nextMember++
 		mid := fmt.Sprintf("%s-%d-%d", clientID, c.epoch, c.nextMember)
@@ -302,6 +304,12 @@ func chooseProtocol(g *group) string {
 	return leader.protocols[0].Name
 }
 
+// joinError is a JoinGroup answer carrying an error; generation -1 is
+// Kafka's UNKNOWN_GENERATION_ID, as clients expect in error answers.
+func joinError(e Error, memberID string) JoinResponse {
+	return JoinResponse{Err: e, Generation: -1, MemberID: memberID}
+}
+
 func (c *Coordinator) joinResponse(g *group, m *member) JoinResponse {
 	r := JoinResponse{Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol,
 		LeaderID: g.leader, MemberID: m.id}
@@ -334,7 +342,7 @@ func (c *Coordinator) firstJoined(g *group) string {
 // membersGone.
 func (c *Coordinator) dropMember(g *group, m *member, now int64, reason string) {
 	if m.join != 0 {
-		c.answer(m.join, JoinResponse{Err: UnknownMemberID, MemberID: m.id})
+		c.answer(m.join, joinError(UnknownMemberID, m.id))
 	}
 	if m.sync != 0 {
 		c.answer(m.sync, SyncResponse{Err: UnknownMemberID})
@@ -352,193 +360,6 @@ func (c *Coordinator) membersGone(g *group, now int64, reason string) {
 	case Stable, CompletingRebalance:
 		c.prepareRebalance(g, now, reason)
 	case Empty:
-		return
-	}
-	c.maybeCompleteJoin(g, now)
-}
-
-// SyncGroup handles a SyncGroup. In CompletingRebalance it is parked; the
-// leader's carries the assignment, which is persisted (Ready.Appends)
-// before any member is answered.
-func (c *Coordinator) SyncGroup(id uint64, req SyncRequest, now int64) {
-	fail := func(e Error) { c.answer(id, SyncResponse{Err: e}) }
-	if e := c.serving(); e != None {
-		fail(e)
-		return
-	}
-	if !validGroupID(req.Group) {
-		fail(InvalidGroupID)
-		return
-	}
-	g := c.groups[req.Group]
-	if g == nil || g.members[req.MemberID] == nil {
-		fail(UnknownMemberID)
-		return
-	}
-	m := g.members[req.MemberID]
-	if req.Generation != g.generation {
-		fail(IllegalGeneration)
-		return
-	}
-	if (req.ProtocolType != "" && req.ProtocolType != g.protocolType) || (req.Protocol != "" && req.Protocol != g.protocol) {
-		fail(InconsistentGroupProtocol)
-		return
-	}
-	m.lastHeard = now
-	switch g.state {
-	case PreparingRebalance:
-		fail(RebalanceInProgress)
-	case Stable:
-		m.synced = true
-		c.answer(id, SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: slices.Clone(m.assignment)})
-	case CompletingRebalance:
-		m.synced = true
-		if m.sync != 0 {
-			c.answer(m.sync, SyncResponse{Err: RebalanceInProgress})
-		}
-		m.sync = id
-		if m.id == g.leader && g.storing == 0 {
-			g.proposal = make(map[string][]byte, len(g.members))
-			for mid := range g.members {
-				g.proposal[mid] = slices.Clone(req.Assignments[mid])
-				if g.proposal[mid] == nil {
-					g.proposal[mid] = []byte{}
-				}
-			}
-			g.storing = c.appendRecords(&pendingAppend{group: g.name, generation: g.generation},
-				[]Record{EncodeGroup(g.name, g.metadata(g.proposal))})
-		}
-	}
-}
-
-// groupStored completes the leader's SyncGroup once its append's fate is
-// known.
-func (c *Coordinator) groupStored(g *group, err error, now int64) {
-	proposal := g.proposal
-	g.storing, g.proposal = 0, nil
-	if err != nil {
-		c.answerSyncs(g, NotCoordinator)
-		c.prepareRebalance(g, now, "store-failed")
-		return
-	}
-	g.state = Stable
-	for _, id := range g.memberIDs() {
-		m := g.members[id]
-		m.assignment = proposal[id]
-		if m.sync != 0 {
-			c.answer(m.sync, SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: slices.Clone(m.assignment)})
-			m.sync = 0
-		}
-	}
-	c.emit(Event{Kind: GroupStable, Now: now, Group: g.name, Generation: g.generation, Members: g.memberIDs()})
-}
-
-// metadata returns what EncodeGroup persists for g, with the assignments
-// given (nil for an Empty group).
-func (g *group) metadata(assignments map[string][]byte) *GroupMetadata {
-	gm := &GroupMetadata{ProtocolType: g.protocolType, Generation: g.generation, Protocol: g.protocol, Leader: g.leader}
-	if assignments == nil {
-		return gm
-	}
-	for _, id := range g.memberIDs() {
-		m := g.members[id]
-		gm.Members = append(gm.Members, MemberMetadata{MemberID: id, ClientID: m.clientID,
-			SessionTimeoutMs: m.sessionTimeoutMs, RebalanceTimeoutMs: m.rebalanceTimeoutMs,
-			Metadata: m.metadataFor(g.protocol), Assignment: assignments[id]})
-	}
-	return gm
-}
-
-// Heartbeat handles a Heartbeat: it keeps the member's session alive, and
-// tells it to rejoin (REBALANCE_IN_PROGRESS) while the group prepares a
-// rebalance.
-func (c *Coordinator) Heartbeat(id uint64, req HeartbeatRequest, now int64) {
-	c.answer(id, HeartbeatResponse{Err: c.heartbeat(req, now)})
-}
-
-func (c *Coordinator) heartbeat(req HeartbeatRequest, now int64) Error {
-	if e := c.serving(); e != None {
-		return e
-	}
-	if !validGroupID(req.Group) {
-		return InvalidGroupID
-	}
-	g := c.groups[req.Group]
-	if g == nil || g.members[req.MemberID] == nil {
-		return UnknownMemberID
-	}
-	if req.Generation != g.generation {
-		return IllegalGeneration
-	}
-	g.members[req.MemberID].lastHeard = now
-	if g.state == PreparingRebalance {
-		return RebalanceInProgress
-	}
-	return None
-}
-
-// LeaveGroup removes the members named (or KIP-394 ids not yet used) and
-// rebalances the group.
-func (c *Coordinator) LeaveGroup(id uint64, req LeaveRequest, now int64) {
-	if e := c.serving(); e != None {
-		c.answer(id, LeaveResponse{Err: e})
-		return
-	}
-	if !validGroupID(req.Group) {
-		c.answer(id, LeaveResponse{Err: InvalidGroupID})
-		return
-	}
-	g := c.groups[req.Group]
-	resp := LeaveResponse{Members: make([]LeaveMember, 0, len(req.Members))}
-	gone := false
-	for _, mid := range req.Members {
-		e := UnknownMemberID
-		if g != nil {
-			if m := g.members[mid]; m != nil {
-				c.dropMember(g, m, now, "leave")
-				e, gone = None, true
-			} else if _, ok := g.pending[mid]; ok {
-				delete(g.pending, mid)
-				e = None
-			}
-		}
-		resp.Members = append(resp.Members, LeaveMember{MemberID: mid, Err: e})
-	}
-	c.answer(id, resp)
-	if g == nil {
-		return
-	}
-	if gone {
-		c.membersGone(g, now, "leave")
-	} else {
-		c.maybeCompleteJoin(g, now)
-	}
-}
-
-// tickGroup expires what timed out in g.
-func (c *Coordinator) tickGroup(g *group, now int64) {
-	for _, mid := range sortedKeys(g.pending) {
-		if now >= g.pending[mid] {
-			delete(g.pending, mid)
-		}
-	}
-	gone := ""
-	for _, id := range g.memberIDs() {
-		m := g.members[id]
-		switch {
-		case m.join == 0 && m.sync == 0 && now-m.lastHeard >= m.sessionTimeoutMs:
-			c.dropMember(g, m, now, "session-timeout")
-			gone = "session-timeout"
-		case (g.state == CompletingRebalance || g.state == Stable) && !m.synced && now >= g.syncDeadline:
-			c.dropMember(g, m, now, "sync-timeout")
-			gone = "sync-timeout"
-		}
-	}
-	if gone != "" {
-		c.membersGone(g, now, gone)
-	}
-	if g.state == PreparingRebalance && now >= g.joinDeadline {
-		c.completeJoin(g, now)
 		return
 	}
 	c.maybeCompleteJoin(g, now)

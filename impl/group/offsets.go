@@ -23,16 +23,25 @@ import (
 //     completes, and the eager protocol commits on revocation just then.
 func (c *Coordinator) OffsetCommit(id uint64, req CommitRequest, now int64) {
 	e := c.checkCommit(req, now)
-	if e != None || len(req.Offsets) == 0 {
-		c.answer(id, commitAnswer(req.Offsets, e))
+	errs := make([]Error, len(req.Offsets))
+	var records []Record
+	for i, o := range req.Offsets {
+		errs[i] = e
+		switch {
+		case e != None:
+		case o.Topic == "" || o.Partition < 0:
+			// Such a key would not decode: Load must read what is written.
+			errs[i] = UnknownTopicOrPartition
+		default:
+			records = append(records, EncodeOffset(req.Group, o.TopicPartition, &OffsetValue{Offset: o.Offset, Metadata: o.Metadata}))
+		}
+	}
+	if len(records) == 0 {
+		c.answer(id, commitAnswer(req.Offsets, errs, None))
 		return
 	}
-	records := make([]Record, 0, len(req.Offsets))
-	offsets := slices.Clone(req.Offsets)
-	for _, o := range offsets {
-		records = append(records, EncodeOffset(req.Group, o.TopicPartition, &OffsetValue{Offset: o.Offset, Metadata: o.Metadata}))
-	}
-	c.appendRecords(&pendingAppend{group: req.Group, commit: true, request: id, offsets: offsets}, records)
+	c.appendRecords(&pendingAppend{group: req.Group, commit: true, request: id,
+		offsets: slices.Clone(req.Offsets), errs: errs}, records)
 }
 
 func (c *Coordinator) checkCommit(req CommitRequest, now int64) Error {
@@ -61,10 +70,14 @@ func (c *Coordinator) checkCommit(req CommitRequest, now int64) Error {
 	return None
 }
 
-func commitAnswer(offsets []OffsetToCommit, e Error) CommitResponse {
+// commitAnswer answers offsets with errs, and with e those errs leave None.
+func commitAnswer(offsets []OffsetToCommit, errs []Error, e Error) CommitResponse {
 	r := CommitResponse{Partitions: make([]PartitionError, len(offsets))}
 	for i, o := range offsets {
 		r.Partitions[i] = PartitionError{TopicPartition: o.TopicPartition, Err: e}
+		if errs != nil && errs[i] != None {
+			r.Partitions[i].Err = errs[i]
+		}
 	}
 	return r
 }

@@ -55,6 +55,7 @@ type Error int16
 // The outcomes a coordinator answers with.
 const (
 	None                      Error = 0
+	UnknownTopicOrPartition   Error = 3  // an OffsetCommit names an empty topic or a negative partition
 	CoordinatorLoadInProgress Error = 14 // Load has not been called yet
 	NotCoordinator            Error = 16 // Unload was called, or the append failed
 	IllegalGeneration         Error = 22 // the request's generation is not the group's
@@ -69,6 +70,7 @@ const (
 
 var errorNames = map[Error]string{
 	None:                      "NONE",
+	UnknownTopicOrPartition:   "UNKNOWN_TOPIC_OR_PARTITION",
 	CoordinatorLoadInProgress: "COORDINATOR_LOAD_IN_PROGRESS",
 	NotCoordinator:            "NOT_COORDINATOR",
 	IllegalGeneration:         "ILLEGAL_GENERATION",
@@ -228,8 +230,10 @@ type PartitionError struct {
 }
 
 // CommitResponse answers an OffsetCommit, one entry per requested
-// partition in request order. Kafka answers per partition only, so every
-// entry carries the same Err.
+// partition in request order. Kafka answers per partition only; every
+// entry carries the request's outcome, except that a partition with an
+// empty topic or a negative number gets UNKNOWN_TOPIC_OR_PARTITION while
+// the others are committed.
 type CommitResponse struct {
 	Partitions []PartitionError
 }
