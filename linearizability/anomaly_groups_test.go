@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -268,4 +269,25 @@ func TestFormatExamples(t *testing.T) {
 	res := CheckLinearizability(h, 10*time.Second)
 	require.Equal(t, VerdictOK, res.Verdict)
 	require.Len(t, res.Partitions, 2, "the log of t-0 and group g's t-0")
+}
+
+// stale-generation-commit and lost-commit name violations of spec/'s group
+// rules: on random small histories, a history they flag has no
+// linearization (they never accuse a correct broker), and they flag some.
+func TestGroupAnomaliesImplySpecViolation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 0))
+	flagged := map[string]int{}
+	for seed := range 3000 {
+		h := randomGroupHistory(rng)
+		for _, a := range CheckAnomalies(h) {
+			if a.Name == AnomalyDoubleAssignment {
+				continue // not a rule of the committed offsets
+			}
+			flagged[a.Name]++
+			require.False(t, bruteForceGroups(h), "seed %d: %s in a legal history %+v", seed, a, h)
+		}
+	}
+	t.Log(flagged)
+	require.Positive(t, flagged[AnomalyStaleGenerationCommit])
+	require.Positive(t, flagged[AnomalyLostCommit])
 }

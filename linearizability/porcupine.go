@@ -34,9 +34,12 @@ const (
 type PartitionVerdict struct {
 	// Group is the consumer group whose committed offsets of TP were
 	// checked, "" for TP's log.
-	Group   string
-	TP      TopicPartition
-	Ops     int // operations checked (assigns and failed reads are left out)
+	Group string
+	TP    TopicPartition
+	// Ops counts the operations checked: assigns and failed reads are left
+	// out; a group's partition counts the joins and assignments it was
+	// given (toGroupOperations, 3 and 4).
+	Ops     int
 	Verdict Verdict
 }
 
