@@ -147,3 +147,43 @@ func describeAssignment(b []byte) string {
 	}
 	return fmt.Sprintf("%q", b)
 }
+
+// GroupSummary is a copy of one group's state, for DescribeGroups and
+// ListGroups and for checkers that compare assignments across members.
+//
+// Invariants: Members is sorted by MemberID; Assignment is nil for a
+// member that has none in the current generation.
+type GroupSummary struct {
+	Name         string
+	State        State
+	Generation   int32
+	ProtocolType string
+	Protocol     string
+	Leader       string
+	Members      []MemberSummary
+}
+
+// MemberSummary is one member of a GroupSummary.
+type MemberSummary struct {
+	MemberID   string
+	ClientID   string
+	Assignment []byte
+}
+
+// Group returns a copy of group name's state.
+func (c *Coordinator) Group(name string) (GroupSummary, bool) {
+	g, ok := c.groups[name]
+	if !ok {
+		return GroupSummary{}, false
+	}
+	s := GroupSummary{Name: name, State: g.state, Generation: g.generation,
+		ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
+	for _, id := range g.memberIDs() {
+		m := g.members[id]
+		s.Members = append(s.Members, MemberSummary{MemberID: id, ClientID: m.clientID, Assignment: slices.Clone(m.assignment)})
+	}
+	return s, true
+}
+
+// Groups returns the names of the groups this coordinator holds, sorted.
+func (c *Coordinator) Groups() []string { return sortedKeys(c.groups) }

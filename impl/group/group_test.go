@@ -66,6 +66,11 @@ func TestTwoMembersJoinSyncStable(t *testing.T) {
 	assert.Equal(t, map[string][]int32{"t": {2, 3}}, got)
 	assert.Contains(t, h.c.Describe(), "state=Stable generation=1")
 	assert.Equal(t, None, h.heartbeat("g", a, 1))
+	sum, ok := h.c.Group("g")
+	require.True(t, ok)
+	assert.Equal(t, GroupSummary{Name: "g", State: Stable, Generation: 1, ProtocolType: "consumer", Protocol: "range",
+		Leader: a, Members: []MemberSummary{{a, "c", asg[a]}, {b, "c", asg[b]}}}, sum)
+	assert.Equal(t, []string{"g"}, h.c.Groups())
 
 	// A late SyncGroup in Stable gets the assignment at once.
 	s := h.sync("g", b, 1, nil)

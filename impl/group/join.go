@@ -87,7 +87,7 @@ func (c *Coordinator) JoinGroup(id uint64, req JoinRequest, now int64) {
 		return
 	}
 	m.lastHeard = now
-	unchanged := sameProtocols(m.protocols, req.Protocols)
+	unchanged := req.ProtocolType == g.protocolType && sameProtocols(m.protocols, req.Protocols)
 	switch {
 	case g.state == CompletingRebalance && unchanged,
 		g.state == Stable && unchanged && m.id != g.leader:
@@ -107,6 +107,10 @@ func (c *Coordinator) updateAndRebalance(g *group, m *member, id uint64, req Joi
 	}
 	m.protocols = cloneProtocols(req.Protocols)
 	m.lastHeard = now
+	if len(g.members) == 1 {
+		// supports let the only member change the protocol type.
+		g.protocolType = req.ProtocolType
+	}
 	if g.state != PreparingRebalance {
 		c.prepareRebalance(g, now, reason)
 	}
