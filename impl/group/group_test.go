@@ -388,3 +388,68 @@ func requireEvent(t *testing.T, events []Event, kind EventKind, member, reason s
 	}
 	require.Failf(t, "event missing", "%s member=%s reason=%s in %v", kind, member, reason, events)
 }
+
+// TestProtocolChoice checks the rule chosen where Kafka votes: the first
+// protocol, in the leader's order of preference, that every member
+// supports.
+func TestProtocolChoice(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.memberID("g"), h.memberID("g")
+	ra := joinReq("g", a, "t")
+	ra.Protocols = []Protocol{{Name: "sticky"}, {Name: "roundrobin"}, {Name: "range"}}
+	rb := joinReq("g", b, "t")
+	rb.Protocols = []Protocol{{Name: "range"}, {Name: "roundrobin"}}
+	ja := h.join(ra)
+	h.join(rb)
+	assert.Equal(t, "roundrobin", h.joinResp(ja).Protocol)
+
+	// A member that shares no protocol with every member is refused.
+	rc := joinReq("g", h.memberID("g"), "t")
+	rc.Protocols = []Protocol{{Name: "sticky"}}
+	assert.Equal(t, InconsistentGroupProtocol, h.joinResp(h.join(rc)).Err)
+}
+
+// TestPendingMemberID checks KIP-394's pending ids: one outstanding holds
+// the join open, expires after the session timeout, and can no longer be
+// used after that.
+// Reference: KIP-394.
+func TestPendingMemberID(t *testing.T) {
+	h := newHarness(t)
+	a, late := h.memberID("g"), h.memberID("g")
+	ja := h.join(joinReq("g", a, "t"))
+	h.tick(testSession - 1)
+	h.unanswered(ja)
+	require.Equal(t, RebalanceInProgress, h.heartbeat("g", a, 0))
+	h.tick(1)
+	assert.Equal(t, int32(1), h.joinResp(ja).Generation, "the pending id expired")
+	assert.Equal(t, UnknownMemberID, h.joinResp(h.join(joinReq("g", late, "t"))).Err)
+}
+
+// TestRetriedJoinSupersedes checks that a member that sends JoinGroup again
+// while its first one is parked gets the first answered
+// REBALANCE_IN_PROGRESS and the second answered when the join completes.
+func TestRetriedJoinSupersedes(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.memberID("g"), h.memberID("g")
+	first := h.join(joinReq("g", a, "t"))
+	second := h.join(joinReq("g", a, "t"))
+	assert.Equal(t, RebalanceInProgress, h.joinResp(first).Err)
+	assert.Equal(t, int32(-1), h.joinResp(first).Generation)
+	h.unanswered(second)
+	h.join(joinReq("g", b, "t"))
+	assert.Equal(t, int32(1), h.joinResp(second).Generation)
+}
+
+// TestUnloadAnswersParkedSyncs checks that Unload answers SyncGroups
+// waiting on an append NOT_COORDINATOR, and that the append's late
+// AppendDone changes nothing.
+func TestUnloadAnswersParkedSyncs(t *testing.T) {
+	h := newHarness(t)
+	a, j := h.newMember("g", "t")
+	s := h.sync("g", a, 1, rangeAssign(t, h.joinResp(j), map[string]int32{"t": 4}))
+	h.c.Unload()
+	h.step()
+	assert.Equal(t, NotCoordinator, h.answer(s).(SyncResponse).Err)
+	h.finishAppends(nil)
+	assert.Equal(t, "coordinator unloaded epoch=1\n", h.c.Describe())
+}
