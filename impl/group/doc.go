@@ -39,6 +39,26 @@
 // goes Empty with its generation bumped, and that too is persisted so that
 // a stale member is still refused after failover.
 //
+// # Rules worth knowing
+//
+//   - OffsetCommit from the current generation is accepted during
+//     PreparingRebalance, as Kafka accepts it: the members still own their
+//     partitions until the join completes, and eager consumers commit on
+//     revocation just then. It is refused with REBALANCE_IN_PROGRESS in
+//     CompletingRebalance, and with ILLEGAL_GENERATION once the generation
+//     moved on, so a stale generation's commit is never accepted.
+//   - A JoinGroup, SyncGroup or OffsetCommit that is superseded or outlived
+//     is always answered: a retried JoinGroup answers the parked one
+//     REBALANCE_IN_PROGRESS, a removed member's parked requests get
+//     UNKNOWN_MEMBER_ID, Unload answers everything NOT_COORDINATOR.
+//   - Assignments are opaque bytes, as in Kafka; CheckInvariants decodes
+//     them only for protocol type "consumer", to find double assignments.
+//   - A group that loses its last member goes Empty at once, even with a
+//     KIP-394 id outstanding (Kafka waits for the rebalance timeout).
+//   - A commit naming an empty topic or a negative partition is refused for
+//     that partition with UNKNOWN_TOPIC_OR_PARTITION, since its record
+//     could not be read back; Load must never meet a record it refuses.
+//
 // # Where it simplifies Kafka
 //
 //   - No static membership (KIP-345, group.instance.id), no incremental
