@@ -52,6 +52,13 @@ const (
 	// AnomalyLostCommit: an offset-fetch returned less than an accepted
 	// commit before it, and no later commit can have lowered it.
 	AnomalyLostCommit = "lost-commit"
+	// AnomalyReprocessed: a group's application processed one record more
+	// than once (at-least-once allows it; at-most-once does not).
+	AnomalyReprocessed = "reprocessed"
+	// AnomalyUnprocessed: a record below the group's committed offset that
+	// the group's application never processed (at-most-once allows it;
+	// at-least-once does not).
+	AnomalyUnprocessed = "unprocessed"
 )
 
 // AnomalyNames lists the names CheckAnomalies reports, in the order it
@@ -70,6 +77,8 @@ var AnomalyNames = []string{
 	AnomalyStaleGenerationCommit,
 	AnomalyDoubleAssignment,
 	AnomalyLostCommit,
+	AnomalyReprocessed,
+	AnomalyUnprocessed,
 }
 
 // Anomaly is one violation of the offset rules, with the operations that
@@ -207,7 +216,9 @@ func CheckAnomalies(h []Op) []Anomaly {
 	}
 	wg.Wait()
 	out := slices.Concat(found...)
-	if more := checkGroups(h); len(more) > 0 {
+	more := checkGroups(h)
+	more = append(more, checkProcessing(h)...)
+	if len(more) > 0 {
 		out = append(out, more...)
 		slices.SortStableFunc(out, compareGroupAnomalies)
 	}

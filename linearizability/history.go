@@ -49,6 +49,11 @@ const (
 	// KindOffsetFetch reads the partition's committed Offset in Group (-1
 	// for none).
 	KindOffsetFetch Kind = "offset-fetch"
+	// KindProcess says the application behind a consumer (Client, a member
+	// of Group when set) processed the record Value at Offset of the
+	// partition: what delivery levels are about on the consumer's side
+	// (SEMANTICS.md). Call is when it did; Return = Call.
+	KindProcess Kind = "process"
 )
 
 // NoGeneration is the generation of a simple commit, made outside group
@@ -57,7 +62,7 @@ const NoGeneration = spec.NoGeneration
 
 // Kinds lists the kinds a history may hold.
 var Kinds = []Kind{KindProduce, KindFetch, KindListOffsets, KindAssign,
-	KindJoin, KindAssignment, KindCommit, KindOffsetFetch}
+	KindJoin, KindAssignment, KindCommit, KindOffsetFetch, KindProcess}
 
 // groupKind reports whether k is one of the consumer-group kinds, which
 // name a Group.
@@ -199,6 +204,10 @@ func Validate(h []Op) error {
 					return bad("fetch records out of order at offset %d (after %d)", r.Offset, prev)
 				}
 				prev = r.Offset
+			}
+		case KindProcess:
+			if op.Value == "" || op.Offset < 0 {
+				return bad("process of %q at offset %d: want a value and an offset >= 0", op.Value, op.Offset)
 			}
 		}
 		if groupKind(op.Kind) {
