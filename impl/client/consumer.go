@@ -68,8 +68,12 @@ type consumedPart struct {
 	fetch     ctl
 	list      ctl
 	notBefore int64 // backoff after a failed fetch or ListOffsets
-	buffered  []ConsumerRecord
-	bufBytes  int
+	// stale: the leader refused or did not answer, so the partition waits
+	// for a metadata answer to a request sent after staleAfter requests.
+	stale      bool
+	staleAfter uint64
+	buffered   []ConsumerRecord
+	bufBytes   int
 }
 
 // Consumer is the reference consumer. It is not safe for concurrent use:
@@ -91,6 +95,8 @@ type Consumer struct {
 	metaNotBefore int64
 	metaRefreshAt int64
 	metaAnswers   uint64 // metadata answers taken so far
+	metaSent      uint64 // metadata requests sent so far
+	metaNumber    uint64 // of the request in flight
 
 	g consumerGroup
 
@@ -207,6 +213,7 @@ func (c *Consumer) position(ps *consumedPart, offset int64) {
 	ps.fetch, ps.list = ctl{}, ctl{}
 	ps.buffered, ps.bufBytes = nil, 0
 	ps.notBefore = 0
+	ps.stale = false
 }
 
 // Poll returns the records fetched since the last call, per partition in
@@ -266,6 +273,11 @@ func (c *Consumer) Handle(from broker.NodeID, msg any, now int64) {
 		c.metaRefreshAt = c.now + c.cfg.MetadataMaxAgeMs
 		c.metaAnswers++
 		c.applyMetadata(m.Partitions, m.LiveBrokers)
+		for _, ps := range c.order {
+			if ps.stale && ps.staleAfter < c.metaNumber {
+				ps.stale = false
+			}
+		}
 	case broker.FindCoordinatorResponse:
 		c.handleFindCoordinator(from, m)
 	case broker.GroupResponse:
@@ -370,6 +382,8 @@ func (c *Consumer) maybeRequestMetadata() {
 		return
 	}
 	c.meta = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.RequestTimeoutMs}
+	c.metaSent++
+	c.metaNumber = c.metaSent
 	c.metaWanted = false
 	c.send(to, broker.MetadataRequest{Correlation: c.meta.corr})
 }

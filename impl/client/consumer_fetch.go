@@ -27,7 +27,7 @@ func (c *Consumer) startReset(ps *consumedPart, callMs int64) {
 // in flight per partition, none during a backoff, none to an unknown
 // leader, and no fetch while a full fetch's worth waits for Poll.
 func (c *Consumer) stepPart(ps *consumedPart) {
-	if ps.fetch.busy() || ps.list.busy() || c.now < ps.notBefore {
+	if ps.fetch.busy() || ps.list.busy() || c.now < ps.notBefore || ps.stale {
 		return
 	}
 	switch ps.phase {
@@ -77,12 +77,14 @@ func (c *Consumer) tickPart(ps *consumedPart) {
 	}
 }
 
-// backOff delays ps's next request, and asks for metadata when the error
-// says the leader moved.
+// backOff delays ps's next request; when the error says the leader may
+// have moved, the partition also waits for fresh metadata, so that it
+// does not ask the same deposed leader again with the same epoch.
 func (c *Consumer) backOff(ps *consumedPart, refresh bool) {
 	ps.notBefore = c.now + c.cfg.RetryBackoffMs
 	if refresh {
 		c.metaWanted = true
+		ps.stale, ps.staleAfter = true, c.metaSent
 	}
 }
 
