@@ -381,7 +381,7 @@ func (c *Consumer) maybeRequestMetadata() {
 	if !ok {
 		return
 	}
-	c.meta = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.RequestTimeoutMs}
+	c.meta = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.MetadataTimeoutMs}
 	c.metaSent++
 	c.metaNumber = c.metaSent
 	c.metaWanted = false

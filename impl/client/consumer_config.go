@@ -91,6 +91,12 @@ type ConsumerConfig struct {
 	// FetchMaxWaitMs more; JoinGroup and SyncGroup RebalanceTimeoutMs more,
 	// since the coordinator parks them.
 	RequestTimeoutMs int64
+	// MetadataTimeoutMs is how long the consumer waits for a metadata or
+	// FindCoordinator answer before asking another broker. Shorter than
+	// RequestTimeoutMs: in the simulator a dead broker is silent, and a
+	// member that looks for its coordinator for a whole session timeout
+	// is expired by the new one.
+	MetadataTimeoutMs int64
 	// RetryBackoffMs is retry.backoff.ms: the pause after a failed request.
 	RetryBackoffMs int64
 	// MetadataMaxAgeMs is metadata.max.age.ms: metadata is refreshed at
@@ -117,6 +123,7 @@ func DefaultConsumerConfig() ConsumerConfig {
 		MaxPartitionFetchBytes: 1 << 20,
 		AutoOffsetReset:        ResetLatest,
 		RequestTimeoutMs:       3000,
+		MetadataTimeoutMs:      1000,
 		RetryBackoffMs:         100,
 		MetadataMaxAgeMs:       5000,
 	}
@@ -144,8 +151,8 @@ func (c ConsumerConfig) Validate() error {
 		return bad("max partition fetch bytes %d: want > 0", c.MaxPartitionFetchBytes)
 	case c.AutoOffsetReset != ResetEarliest && c.AutoOffsetReset != ResetLatest && c.AutoOffsetReset != ResetNone:
 		return bad("auto.offset.reset %q: want earliest, latest or none", c.AutoOffsetReset)
-	case c.RequestTimeoutMs <= 0, c.MetadataMaxAgeMs <= 0:
-		return bad("request timeout and metadata max age must be positive")
+	case c.RequestTimeoutMs <= 0, c.MetadataTimeoutMs <= 0, c.MetadataMaxAgeMs <= 0:
+		return bad("request and metadata timeouts and metadata max age must be positive")
 	case c.RetryBackoffMs < 0:
 		return bad("negative retry backoff")
 	}

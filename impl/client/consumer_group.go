@@ -148,7 +148,7 @@ func (c *Consumer) stepGroup() {
 	if !g.coordKnown {
 		if !g.find.busy() && c.now >= g.findNotBefore {
 			if to, ok := c.pickBroker(); ok {
-				g.find = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.RequestTimeoutMs}
+				g.find = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.MetadataTimeoutMs}
 				c.send(to, broker.FindCoordinatorRequest{Correlation: g.find.corr, Group: c.cfg.Group})
 			}
 		}
@@ -230,9 +230,14 @@ func (c *Consumer) maybeFetchOffsets(coord broker.NodeID) {
 // tickGroup times out group requests.
 func (c *Consumer) tickGroup() {
 	g := &c.g
-	late := func(r *ctl) bool { return r.busy() && c.now >= r.deadline }
+	late := func(r *ctl) bool {
+		if r.busy() && c.now >= r.deadline {
+			c.silent = r.to // look for the coordinator elsewhere
+			return true
+		}
+		return false
+	}
 	if late(&g.find) {
-		c.silent = g.find.to
 		g.find = ctl{}
 		g.findNotBefore = c.now + c.cfg.RetryBackoffMs
 	}

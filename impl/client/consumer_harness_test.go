@@ -55,7 +55,8 @@ type liveCluster struct {
 
 func newLiveCluster(t *testing.T, brokers int) *liveCluster {
 	t.Helper()
-	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: 600_000})
+	// A crashed broker is out of the controller's view after 1.5 s.
+	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: 1500})
 	require.NoError(t, err)
 	lc := &liveCluster{t: t, ctrl: ctrl, brokers: make([]*broker.Broker, brokers+1)}
 	for i := 1; i <= brokers; i++ {
@@ -80,6 +81,20 @@ func newLiveCluster(t *testing.T, brokers int) *liveCluster {
 	lc.settle()
 	lc.tick(200)
 	return lc
+}
+
+// crash stops broker id for good; messages to it are lost.
+func (lc *liveCluster) crash(id broker.NodeID) {
+	lc.brokers[id] = nil
+	lc.queue = slices.DeleteFunc(lc.queue, func(env broker.Envelope) bool { return env.To == id })
+}
+
+// leader is the controller's leader of tp.
+func (lc *liveCluster) leader(tp broker.TopicPartition) broker.NodeID {
+	lc.t.Helper()
+	st, ok := lc.ctrl.Controller().Partition(controller.TopicPartition(tp))
+	require.True(lc.t, ok, "no partition %s", tp)
+	return broker.NodeID(st.Leader)
 }
 
 func (lc *liveCluster) takeBroker(b *broker.Broker) {
@@ -151,6 +166,9 @@ func (lc *liveCluster) deliver(env broker.Envelope) {
 		lc.collect(n)
 	default:
 		b := lc.brokers[env.To]
+		if b == nil {
+			return // crashed: the message is lost with its connection
+		}
 		require.NoError(lc.t, b.Handle(env, lc.now))
 		lc.takeBroker(b)
 	}
@@ -175,6 +193,9 @@ func (lc *liveCluster) tick(ms int64) {
 		lc.queue = append(lc.queue, lc.ctrl.TakeOutbox()...)
 		lc.ctrl.TakeEvents()
 		for _, b := range lc.brokers[1:] {
+			if b == nil {
+				continue
+			}
 			require.NoError(lc.t, b.Tick(lc.now))
 			lc.takeBroker(b)
 		}
@@ -213,14 +234,13 @@ func (lc *liveCluster) createTopic(name string, partitions int32, rf int) {
 // returns the base offset.
 func (lc *liveCluster) produce(tp broker.TopicPartition, values ...string) int64 {
 	lc.t.Helper()
-	st, ok := lc.ctrl.Controller().Partition(controller.TopicPartition(tp))
-	require.True(lc.t, ok, "no partition %s", tp)
+	leader := lc.leader(tp)
 	recs := make([]record.Record, len(values))
 	for i, v := range values {
 		recs[i] = record.Record{Value: []byte(v), Timestamp: lc.now}
 	}
 	lc.corr++
-	lc.queue = append(lc.queue, broker.Envelope{From: liveAdminID, To: broker.NodeID(st.Leader),
+	lc.queue = append(lc.queue, broker.Envelope{From: liveAdminID, To: leader,
 		Msg: broker.ProduceRequest{Correlation: lc.corr, TopicPartition: tp, Acks: partition.AcksAll, Records: recs,
 			TimeoutMs: 1000, ProducerID: record.NoProducerID, BaseSequence: record.NoSequence}})
 	lc.settle()
