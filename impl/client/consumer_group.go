@@ -89,6 +89,10 @@ func (c *Consumer) Commit(offsets map[broker.TopicPartition]int64, now int64) ui
 		c.commitDone(pc, ErrNoGroup, false)
 	case c.subscribed() && g.state != gsStable:
 		c.commitDone(pc, GroupError(group.RebalanceInProgress), false)
+	case len(offsets) == 0:
+		// Nothing to store: Kafka's commitSync returns at once. Sent, a
+		// non-coordinator's refusal would carry no partition to say so.
+		c.commitDone(pc, nil, false)
 	default:
 		g.commits = append(g.commits, pc)
 		c.step()

@@ -93,7 +93,6 @@ func TestConsumerLongPollNoBusyLoop(t *testing.T) {
 	before := sentOf[broker.FetchRequest](n)
 	lc.tick(2000)
 	fetches := sentOf[broker.FetchRequest](n) - before
-	t.Logf("fetches in 2 s: %d; events %d; now %d", fetches, len(n.events), lc.now)
 	// 2000 ms / 200 ms = 10 long polls; a busy loop would send ~200.
 	require.GreaterOrEqual(t, fetches, 9)
 	require.LessOrEqual(t, fetches, 11)

@@ -254,3 +254,27 @@ func TestConsumerCommitTimeoutIsUnknown(t *testing.T) {
 	require.ErrorIs(t, cm.Err, ErrResponseTimeout)
 	require.Equal(t, Span{start, start + cfg.RequestTimeoutMs}, cm.Span)
 }
+
+// TestConsumerGroupRefusedForGood: a JoinGroup refused with
+// INVALID_SESSION_TIMEOUT (the broker's group.min.session.timeout.ms is
+// above the member's session) cannot succeed by retrying: the consumer
+// reports GroupFailed and stops sending group requests.
+func TestConsumerGroupRefusedForGood(t *testing.T) {
+	c := newTestConsumer(t, groupConfig(AssignorRange))
+	c.applyMetadata([]broker.PartitionState{partitionState(broker.TopicPartition{Topic: "t"}, 1, 0)}, []int32{1})
+	c.Tick(1)
+	out, _ := c.Ready()
+	fc, to := only[broker.FindCoordinatorRequest](t, out)
+	c.Handle(to, broker.FindCoordinatorResponse{Correlation: fc.Correlation, Coordinator: 1}, 2)
+	out, _ = c.Ready()
+	gr, _ := only[broker.GroupRequest](t, out)
+	c.Handle(1, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: group.InvalidSessionTimeout}}, 3)
+	_, ev := c.Ready()
+	require.Len(t, ev, 1)
+	require.ErrorIs(t, ev[0].(*GroupFailed).Err, GroupError(group.InvalidSessionTimeout))
+	c.Tick(10_000)
+	out, _ = c.Ready()
+	for _, env := range out {
+		require.IsType(t, broker.MetadataRequest{}, env.Msg, "no group request after a definitive refusal")
+	}
+}
