@@ -27,6 +27,7 @@ type client struct {
 	pos      map[broker.TopicPartition]int64 // consumer positions
 
 	final *finalRead // set for the final reader
+	group *groupConsumer
 
 	// Producers run the reference producer (impl/client); sends maps a
 	// send's id to its operation in the history.
@@ -60,7 +61,7 @@ func (s *world) startClients() {
 		}
 	}
 	w := s.cfg.Workload
-	for i := 0; i < w.Producers+w.Consumers; i++ {
+	for i := 0; i < w.Producers+w.Consumers+w.GroupConsumers; i++ {
 		c := &client{
 			s:        s,
 			id:       broker.ClientIDBase + broker.NodeID(i),
@@ -73,6 +74,10 @@ func (s *world) startClients() {
 		}
 		if c.producer {
 			c.startProducer()
+		}
+		if i >= w.Producers+w.Consumers {
+			c.group = &groupConsumer{index: i - w.Producers - w.Consumers}
+			c.startGroupConsumer()
 		}
 		s.clients = append(s.clients, c)
 		s.schedule(c.id, s.rng.Int64N(s.cfg.TickMs)+s.cfg.TickMs)
@@ -178,6 +183,10 @@ func (c *client) tick() {
 		c.tickFinal()
 		return
 	}
+	if c.group != nil {
+		c.tickGroup()
+		return
+	}
 	if c.producer {
 		c.tickProducer()
 		return
@@ -230,6 +239,10 @@ func (c *client) handle(env broker.Envelope) {
 	if c.prod != nil {
 		c.prod.Handle(env.From, env.Msg, c.s.now)
 		c.flushProducer()
+		return
+	}
+	if c.group != nil {
+		c.handleGroup(env)
 		return
 	}
 	f := c.inflight

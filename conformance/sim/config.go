@@ -10,11 +10,13 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	refclient "github.com/watermarkhq/watermark/impl/client"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -108,6 +110,20 @@ type Workload struct {
 	DeliveryTimeoutMs int64
 	// UnsafeAnyAcks allows idempotence with acks other than all (repros only).
 	UnsafeAnyAcks bool
+
+	// Group consumers: members of Group running the reference consumer
+	// (impl/client) subscribed to every topic, with an application that
+	// processes ProcessPerTick records a tick and commits per CommitMode.
+	GroupConsumers           int
+	Group                    string
+	CommitMode               CommitMode
+	Assignor                 string // range (default) or roundrobin
+	ConsumerSessionTimeoutMs int64  // 0: the consumer's default
+	FetchMinBytes            int    // 0: 1
+	ProcessPerTick           int    // 0: 1
+	// SeekBackEveryMs makes each group consumer seek every partition it
+	// holds 5 records back this often, to re-read them (0: never).
+	SeekBackEveryMs int64
 }
 
 // DefaultConfig is the strong-consistency recipe of SEMANTICS.md on three
@@ -193,12 +209,28 @@ func (c *Config) Validate() error {
 			bad("workload: %v", err)
 		}
 	}
+	if w := c.Workload; w.GroupConsumers < 0 {
+		bad("workload: %d group consumers: want >= 0", w.GroupConsumers)
+	} else if w.GroupConsumers > 0 {
+		if w.Group == "" {
+			bad("workload: group consumers without a group: set Workload.Group")
+		}
+		if !slices.Contains(CommitModes, w.CommitMode) {
+			bad("workload: commit mode %q: want one of %q", w.CommitMode, CommitModes)
+		}
+		if err := c.consumerConfig([]string{"t"}).Validate(); err != nil {
+			bad("workload: %v", err)
+		}
+	}
 	for i, f := range c.Faults {
 		if err := f.validate(c.Brokers); err != nil {
 			bad("fault %d: %v", i, err)
 		}
 		if f.Kind == FaultRestartProducer && (f.Node < 0 || f.Node >= c.Workload.Producers) {
 			bad("fault %d: restart of producer %d: producers are 0..%d", i, f.Node, c.Workload.Producers-1)
+		}
+		if f.Kind == FaultCrashConsumer && (f.Node < 0 || f.Node >= c.Workload.GroupConsumers) {
+			bad("fault %d: crash of group consumer %d: group consumers are 0..%d", i, f.Node, c.Workload.GroupConsumers-1)
 		}
 	}
 	seen := map[string]bool{}
@@ -241,8 +273,28 @@ func (c *Config) brokerConfig(id int) (broker.Config, error) {
 		HWCheckpointIntervalMs: s.HWCheckpointIntervalMs,
 		FlushEveryAppend:       s.FlushEveryAppend,
 		FlushIntervalMs:        s.FlushIntervalMs,
+		Groups:                 GroupSettings(),
 	}
 	return cfg, cfg.Validate()
+}
+
+// GroupSettings are the group coordinator settings of the simulated
+// brokers and of real clusters the harness starts: Kafka's, but with
+// session timeouts down to 100 ms allowed, for runs of seconds, and 3
+// offsets partitions, so that groups spread over brokers.
+func GroupSettings() broker.GroupConfig {
+	return broker.GroupConfig{
+		OffsetsTopicPartitions:        3,
+		OffsetsTopicReplicationFactor: 3,
+		CommitTimeoutMs:               5000,
+		Coordinator:                   group.Config{MinSessionTimeoutMs: 100, MaxSessionTimeoutMs: 1_800_000},
+	}
+}
+
+// GroupPartition is the offsets-topic partition that coordinates group g
+// under GroupSettings.
+func GroupPartition(g string) broker.TopicPartition {
+	return broker.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor(g, GroupSettings().OffsetsTopicPartitions)}
 }
 
 // producerConfig is the reference producer's configuration for the workload.

@@ -24,10 +24,15 @@ const (
 	// had in flight ends unknown, the new process gets a new producer id,
 	// and the application sends its last unacknowledged record again.
 	FaultRestartProducer FaultKind = "restart-producer"
+	// FaultCrashConsumer kills group consumer Node (0-based): no
+	// LeaveGroup, nothing more processed or committed; the coordinator
+	// times the member out. A new process (a new member) starts after
+	// ForMs (0: RestartAfterMs).
+	FaultCrashConsumer FaultKind = "crash-consumer"
 )
 
 // FaultKinds lists every kind, for messages and flags.
-var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal, FaultRestartProducer}
+var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal, FaultRestartProducer, FaultCrashConsumer}
 
 // Role picks a fault's broker by what it does when the fault strikes.
 type Role string
@@ -37,6 +42,9 @@ const (
 	RoleAny      Role = ""
 	RoleLeader   Role = "leader"   // the current leader of a partition
 	RoleFollower Role = "follower" // a follower of that partition, drawn from the seed
+	// RoleCoordinator is the broker coordinating the workload's group:
+	// the leader of its offsets-topic partition.
+	RoleCoordinator Role = "coordinator"
 )
 
 // Trigger says when a scheduled fault or failpoint takes effect: at a time,
@@ -79,15 +87,15 @@ func (f Fault) validate(brokers int) error {
 	}
 	switch f.Role {
 	case RoleAny:
-		if f.Kind == FaultRestartProducer {
+		if f.Kind == FaultRestartProducer || f.Kind == FaultCrashConsumer {
 			break // checked against the workload by Config.Validate
 		}
 		if f.Kind != FaultHeal && (f.Node < 1 || f.Node > brokers) {
 			return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
 		}
-	case RoleLeader, RoleFollower:
+	case RoleLeader, RoleFollower, RoleCoordinator:
 	default:
-		return fmt.Errorf("unknown role %q: want leader or follower", f.Role)
+		return fmt.Errorf("unknown role %q: want leader, follower or coordinator", f.Role)
 	}
 	if f.Kind == FaultSlow && f.DelayMs <= 0 {
 		return fmt.Errorf("slow broker without a delay: set DelayMs > 0")

@@ -23,6 +23,11 @@ func (s *Sim) inject(f Fault) {
 		s.clients[f.Node].restartProducer()
 		return
 	}
+	if f.Kind == FaultCrashConsumer {
+		s.stats.Faults++
+		s.groupConsumer(f.Node).crashGroupConsumer(s.faultDuration(f))
+		return
+	}
 	id, ok := s.resolve(f)
 	if !ok {
 		s.note(fmt.Sprintf("%s of the %s: no such broker now, skipped", f.Kind, f.Role))
@@ -80,11 +85,14 @@ func (s *Sim) resolve(f Fault) (broker.NodeID, bool) {
 	if f.Partition != nil {
 		tp = *f.Partition
 	}
+	if f.Role == RoleCoordinator {
+		tp = GroupPartition(s.cfg.Workload.Group)
+	}
 	p, ok := s.ctrl.Controller().Partition(controller.TopicPartition(tp))
 	if !ok {
 		return 0, false
 	}
-	if f.Role == RoleLeader {
+	if f.Role == RoleLeader || f.Role == RoleCoordinator {
 		return broker.NodeID(p.Leader), p.Leader > 0
 	}
 	var followers []int32
@@ -281,6 +289,9 @@ func (s *Sim) nemesisDelay() int64 {
 // nemesis draws one random fault within the budget of faulted brokers.
 func (s *Sim) nemesis() {
 	nm := s.cfg.Nemesis
+	if s.nemesisConsumers() {
+		return
+	}
 	limit := max(nm.MaxFaulty, 1)
 	faulty := 0
 	var healthy []*node

@@ -196,7 +196,13 @@ func (l *live) awaitLeaders(ctx context.Context) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		l.refreshLeaders(ctx)
-		if len(l.leaders) == len(l.partitions()) {
+		led := 0
+		for _, tp := range l.partitions() {
+			if p, ok := l.leaders[tp]; ok && p.Leader > 0 {
+				led++
+			}
+		}
+		if led == len(l.partitions()) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -415,6 +421,8 @@ func (l *live) liveBrokers() []broker.NodeID {
 }
 
 func (l *live) onAck() { l.acked++ }
+
+func (l *live) after(at int64, fn func()) { l.at(at, fn) }
 
 func (l *live) note(text string) {
 	l.notes = append(l.notes, Note{AtMs: l.now, Text: text})

@@ -17,6 +17,10 @@ func (l *live) inject(f Fault) {
 		l.stats.Faults++
 		l.clients[f.Node].restartProducer()
 		return
+	case FaultCrashConsumer:
+		l.stats.Faults++
+		l.groupConsumer(f.Node).crashGroupConsumer(l.faultDuration(f))
+		return
 	}
 	id, ok := l.resolve(f)
 	if !ok {
@@ -148,12 +152,15 @@ func (l *live) resolve(f Fault) (int, bool) {
 	if f.Partition != nil {
 		tp = *f.Partition
 	}
+	if f.Role == RoleCoordinator {
+		tp = GroupPartition(l.cfg.Workload.Group)
+	}
 	l.refreshLeaders(l.ctx)
 	p, ok := l.leaders[tp]
 	if !ok || p.Leader <= 0 {
 		return 0, false
 	}
-	if f.Role == RoleLeader {
+	if f.Role == RoleLeader || f.Role == RoleCoordinator {
 		return int(p.Leader), true
 	}
 	var followers []int
@@ -180,6 +187,9 @@ func (l *live) nemesisDelay() int64 {
 // the simulator's does.
 func (l *live) nemesis() {
 	nm := l.cfg.Nemesis
+	if l.nemesisConsumers() {
+		return
+	}
 	faulty := 0
 	var healthy []int
 	for id := 1; id <= l.cfg.Brokers; id++ {

@@ -21,6 +21,12 @@ type Stats struct {
 	Resends          int
 	ISRShrinks       int
 	ISRExpands       int
+	// Group consumers.
+	ConsumerCrashes int
+	Rebalances      int // joins: a member entering a generation
+	ConsumerFetches int
+	Commits         int // accepted
+	Seeks           int
 }
 
 // Note is a fault, failpoint or heal at a point in time, for annotating

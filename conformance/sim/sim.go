@@ -42,10 +42,11 @@ const (
 	evEndWorkload
 	evUnslow
 	evFinalRead
+	evCallback
 )
 
 var evNames = [...]string{"deliver", "tick", "client-tick", "fault", "restart", "resume", "unisolate",
-	"enable-failpoint", "nemesis", "end-workload", "unslow", "final-read"}
+	"enable-failpoint", "nemesis", "end-workload", "unslow", "final-read", "callback"}
 
 type event struct {
 	at    int64
@@ -56,6 +57,7 @@ type event struct {
 	fault Fault
 	fp    int
 	gen   uint64 // for the end of a fault: the fault it ends
+	fn    func() // evCallback
 }
 
 type eventQueue []event
@@ -121,6 +123,8 @@ type host interface {
 	onAck()
 	// note records a fault, heal or milestone.
 	note(text string)
+	// after runs fn at time at, in the runner's loop.
+	after(at int64, fn func())
 }
 
 func (w *world) send(env broker.Envelope)            { w.host.send(env) }
@@ -128,6 +132,7 @@ func (w *world) liveBrokers() []broker.NodeID        { return w.host.liveBrokers
 func (w *world) onAck()                              { w.host.onAck() }
 func (w *world) note(text string)                    { w.host.note(text) }
 func (w *world) schedule(id broker.NodeID, at int64) { w.host.scheduleClientTick(id, at) }
+func (w *world) after(at int64, fn func())            { w.host.after(at, fn) }
 
 // Sim is one simulated run. Use Run.
 type Sim struct {
@@ -151,6 +156,10 @@ type Sim struct {
 
 func (s *Sim) scheduleClientTick(id broker.NodeID, at int64) {
 	s.schedule(event{at: at, kind: evClientTick, node: id})
+}
+
+func (s *Sim) after(at int64, fn func()) {
+	s.schedule(event{at: at, kind: evCallback, fn: fn})
 }
 
 // Run executes cfg and returns what happened. An error means the run could
@@ -345,6 +354,8 @@ func (s *Sim) step(e event) {
 		}
 	case evFinalRead:
 		s.startFinalRead()
+	case evCallback:
+		e.fn()
 	}
 }
 

@@ -32,7 +32,9 @@ type GroupConfig struct {
 	// 0 here means 3, enough to spread groups over brokers in tests).
 	OffsetsTopicPartitions int32
 	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor
-	// (0 means 3); a cluster with fewer live brokers uses them all.
+	// (0 means 3). As in Kafka, the topic is not created with fewer
+	// replicas while brokers are missing: a group's coordinator is not
+	// available until enough brokers are (a one-broker cluster sets 1).
 	OffsetsTopicReplicationFactor int
 	// CommitTimeoutMs bounds how long a commit or a group's metadata may
 	// wait to be committed in the offsets topic (offsets.commit.timeout.ms;
@@ -180,8 +182,7 @@ func (b *Broker) createOffsetsTopic() {
 		return
 	}
 	b.offsetsAsked = b.now
-	rf := min(b.cfg.Groups.replicationFactor(), max(len(b.live), 1))
-	b.send(ControllerID, CreateTopic{Name: OffsetsTopic, Partitions: b.cfg.Groups.partitions(), ReplicationFactor: rf})
+	b.send(ControllerID, CreateTopic{Name: OffsetsTopic, Partitions: b.cfg.Groups.partitions(), ReplicationFactor: b.cfg.Groups.replicationFactor()})
 }
 
 func (b *Broker) handleGroupRequest(from NodeID, m GroupRequest) {
@@ -241,16 +242,22 @@ func (b *Broker) syncCoordinators() error {
 				// too; clients see NOT_COORDINATOR meanwhile.
 				c.Unload()
 				delete(b.coords, tp)
-				b.flushCoordinator(tp, c)
+				if err := b.flushCoordinator(tp, c); err != nil {
+					return err
+				}
 				continue
 			}
 			b.coordEpoch[tp] = h.replica.LeaderEpoch()
-			b.flushCoordinator(tp, c)
+			if err := b.flushCoordinator(tp, c); err != nil {
+				return err
+			}
 		case !leading && hosted:
 			c.Unload()
 			delete(b.coords, tp)
 			delete(b.coordEpoch, tp)
-			b.flushCoordinator(tp, c)
+			if err := b.flushCoordinator(tp, c); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
