@@ -18,7 +18,8 @@ import (
 
 // Client is the wire server's mirror image: it takes the reference
 // broker's client-plane messages (broker.ProduceRequest, FetchRequest,
-// ListOffsetsRequest, MetadataRequest, InitProducerIDRequest), sends each
+// ListOffsetsRequest, MetadataRequest, InitProducerIDRequest,
+// FindCoordinatorRequest, GroupRequest), sends each
 // as one raw Kafka request to the broker named, through a franz-go client,
 // and turns the Kafka response back into the broker's own response type,
 // with error codes mapped back to the reference's errors. The harness's
@@ -27,7 +28,7 @@ import (
 // simulated reference.
 //
 // Requests are capped at the versions that name topics (not topic ids):
-// Produce v12 and Fetch v12.
+// Produce v12, Fetch v12, OffsetCommit v8 and OffsetFetch v8.
 type Client struct {
 	cl *kgo.Client
 }
@@ -37,6 +38,8 @@ func NewClient(seeds []string, opts ...kgo.Opt) (*Client, error) {
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 12)
 	v.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
+	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 8)
+	v.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 8)
 	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MaxVersions(v), kgo.RequestRetries(0)}, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
@@ -92,6 +95,14 @@ func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg any) (any, 
 		return c.metadata(ctx, to, m)
 	case broker.InitProducerIDRequest:
 		return c.initProducerID(ctx, to, m)
+	case broker.FindCoordinatorRequest:
+		return c.findCoordinator(ctx, to, m)
+	case broker.GroupRequest:
+		resp, err := c.groupRequest(ctx, to, m.Req)
+		if err != nil {
+			return nil, err
+		}
+		return broker.GroupResponse{Correlation: m.Correlation, Resp: resp}, nil
 	}
 	return nil, fmt.Errorf("kafkawire client: cannot send %T", msg)
 }

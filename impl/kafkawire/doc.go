@@ -53,12 +53,29 @@
 //   - InitProducerId v0-4 for idempotent producers. A transactional id gets
 //     INVALID_REQUEST (transactions are not supported); a request carrying
 //     its current producer id (KIP-360) gets a new producer id.
-//   - FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-//     OffsetCommit, OffsetFetch: COORDINATOR_NOT_AVAILABLE in the shape of
-//     each response until groups are implemented (groups.go).
+//   - Group apis (groups.go), served by the group coordinators the brokers
+//     host on the leaders of the __consumer_offsets partitions (listed by
+//     Metadata as internal). FindCoordinator v0-4 asks the local broker
+//     for each key (v4 batches keys) and names the coordinator with its
+//     advertised address; only group keys are served: a transaction key
+//     gets INVALID_REQUEST. JoinGroup v0-9, SyncGroup v0-5, Heartbeat
+//     v0-4, LeaveGroup v0-5 (one member before v3, a list from v3),
+//     OffsetCommit v0-8 (v0 is a simple commit) and OffsetFetch v0-8 (v8
+//     several groups; a nil topic list asks for all of the group's
+//     offsets) go to the local broker, which answers NOT_COORDINATOR for
+//     groups it does not coordinate. Error codes are the coordinator's, as
+//     they are; protocol metadata and assignments pass through opaquely.
+//     A join is awaited for its rebalance timeout plus slack, a sync for
+//     the connection's last join of the group; a group request the broker
+//     does not answer in time gets COORDINATOR_NOT_AVAILABLE, which sends
+//     the client to FindCoordinator again. Before JoinGroup v4 a member
+//     without an id gets one at once (the server rejoins for it, KIP-394).
+//     Static membership (group instance ids), committed leader epochs and
+//     RequireStable are ignored.
 //
 // # Not supported
 //
 // Transactions, timestamp search, fetch sessions, several batches per
-// partition per produce, message format v0/v1, topic ids, SASL and TLS.
+// partition per produce, message format v0/v1, topic ids, static group
+// membership, the KIP-848 consumer group protocol, SASL and TLS.
 package kafkawire

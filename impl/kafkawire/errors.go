@@ -48,6 +48,7 @@ var errorCodes = []struct {
 	{partition.ErrUnknownProducerID, kerr.UnknownProducerID},
 	{broker.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
 	{broker.ErrRequestTimedOut, kerr.RequestTimedOut},
+	{broker.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
 	{controller.ErrInvalidTopic, kerr.InvalidTopicException},
 	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},

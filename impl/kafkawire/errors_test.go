@@ -41,6 +41,7 @@ func TestErrorCodes(t *testing.T) {
 		{partition.ErrUnknownProducerID, 59},
 		{broker.ErrUnknownTopicOrPartition, 3},
 		{broker.ErrRequestTimedOut, 7},
+		{broker.ErrCoordinatorNotAvailable, 15},
 		{broker.ErrProducerIDsExhausted, -1},
 		{controller.ErrTopicExists, 36},
 		{controller.ErrInvalidTopic, 17},

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -21,6 +22,7 @@ import (
 type fakeBackend struct {
 	mu     sync.Mutex
 	nextID broker.NodeID
+	addr   string // broker 1's address; "" means 127.0.0.1:9092
 }
 
 func (f *fakeBackend) NodeID() broker.NodeID { return 1 }
@@ -29,13 +31,18 @@ func (f *fakeBackend) Open() Session {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
-	return &fakeSession{id: broker.ClientIDBase + f.nextID}
+	addr := f.addr
+	if addr == "" {
+		addr = "127.0.0.1:9092"
+	}
+	return &fakeSession{id: broker.ClientIDBase + f.nextID, addr: addr}
 }
 
 // fakeSession's mailbox is unbounded: the fake answers synchronously, from
 // the handler's own goroutine, before the handler starts to read.
 type fakeSession struct {
 	id    broker.NodeID
+	addr  string
 	mu    sync.Mutex
 	inbox []broker.Envelope
 }
@@ -73,7 +80,7 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 				Replicas:       []int32{1}, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, PartitionEpoch: 1,
 			}},
 			LiveBrokers: []int32{1, 2},
-			Addresses:   map[int32]string{1: "127.0.0.1:9092"},
+			Addresses:   map[int32]string{1: s.addr},
 		}
 	case broker.ProduceRequest:
 		if m.Acks == partition.AcksNone {
@@ -115,6 +122,14 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 			a.Err = controller.ErrTopicExists
 		}
 		answer = a
+	case broker.FindCoordinatorRequest:
+		a := broker.FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: 1}
+		if m.Group == fakeNoCoordinator {
+			a.Coordinator, a.Err = -1, broker.ErrCoordinatorNotAvailable
+		}
+		answer = a
+	case broker.GroupRequest:
+		answer = broker.GroupResponse{Correlation: m.Correlation, Resp: fakeGroupAnswer(m.Req)}
 	default:
 		return
 	}
@@ -186,4 +201,75 @@ func (c *wireClient) closed() {
 	require.Error(c.t, err)
 	require.Error(c.t, <-c.done)
 	c.done <- nil // for the cleanup
+}
+
+// fakeNoCoordinator is a group whose coordinator is not available;
+// fakeElsewhere is a group coordinated by another broker (NOT_COORDINATOR).
+const (
+	fakeNoCoordinator = "nocoord"
+	fakeElsewhere     = "elsewhere"
+)
+
+// fakeGroupAnswer answers a group request as a coordinator of one-member
+// groups would: a join without a member id gets MEMBER_ID_REQUIRED with
+// "m-1"; a join with one leads generation 1 of the first protocol; a sync
+// gets the assignment the leader gave itself ("a" when none); a fetch of
+// all offsets finds "t" partition 0 at 5.
+func fakeGroupAnswer(req any) any {
+	if g, _ := groupName(req); g == fakeElsewhere {
+		return refusal(req, group.NotCoordinator)
+	}
+	switch r := req.(type) {
+	case group.JoinRequest:
+		if r.MemberID == "" {
+			return group.JoinResponse{Err: group.MemberIDRequired, Generation: -1, MemberID: "m-1"}
+		}
+		a := group.JoinResponse{Generation: 1, ProtocolType: r.ProtocolType, LeaderID: r.MemberID, MemberID: r.MemberID}
+		if len(r.Protocols) > 0 {
+			a.Protocol = r.Protocols[0].Name
+			a.Members = []group.JoinMember{{MemberID: r.MemberID, Metadata: r.Protocols[0].Metadata}}
+		}
+		return a
+	case group.SyncRequest:
+		a := group.SyncResponse{ProtocolType: r.ProtocolType, Protocol: r.Protocol, Assignment: []byte("a")}
+		if as, ok := r.Assignments[r.MemberID]; ok {
+			a.Assignment = as
+		}
+		return a
+	case group.HeartbeatRequest:
+		return group.HeartbeatResponse{}
+	case group.LeaveRequest:
+		return refusal(req, group.None)
+	case group.CommitRequest:
+		return refusal(req, group.None)
+	case group.FetchOffsetsRequest:
+		if r.Partitions == nil {
+			return group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: group.TopicPartition{Topic: "t"}, Offset: 5, Metadata: "md"}}}
+		}
+		var a group.FetchOffsetsResponse
+		for _, tp := range r.Partitions {
+			a.Partitions = append(a.Partitions, group.FetchedOffset{TopicPartition: tp, Offset: -1})
+		}
+		return a
+	}
+	return nil
+}
+
+// groupName names the group of an impl/group request.
+func groupName(req any) (string, bool) {
+	switch r := req.(type) {
+	case group.JoinRequest:
+		return r.Group, true
+	case group.SyncRequest:
+		return r.Group, true
+	case group.HeartbeatRequest:
+		return r.Group, true
+	case group.LeaveRequest:
+		return r.Group, true
+	case group.CommitRequest:
+		return r.Group, true
+	case group.FetchOffsetsRequest:
+		return r.Group, true
+	}
+	return "", false
 }

@@ -49,6 +49,14 @@ func seedFrames() [][]byte {
 	lo.SetVersion(7)
 	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "t", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Timestamp: -1}}}}
 	add(lo)
+	for key := int16(8); key <= 14; key++ {
+		for v := served[key].min; v <= served[key].max; v++ {
+			add(groupRequestAt(key, v))
+			req := groupRequestAt(key, v)
+			setGroup(req, fakeElsewhere)
+			add(req)
+		}
+	}
 	return frames
 }
 

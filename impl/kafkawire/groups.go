@@ -1,84 +1,390 @@
 package kafkawire
 
 import (
+	"context"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/group"
 )
 
-// The group coordinator is not implemented yet: every group api is answered
-// in its own shape with COORDINATOR_NOT_AVAILABLE, which clients treat as
-// "no coordinator now" and retry, so a group consumer waits rather than
-// fails. This file is the one place to replace when groups arrive.
+// Group apis. FindCoordinator goes to the local broker, which names the
+// leader of the group's __consumer_offsets partition; every other group
+// request goes to the local broker as a broker.GroupRequest carrying the
+// impl/group request, and the broker answers it itself when it hosts the
+// group's coordinator, or with NOT_COORDINATOR, which sends the client back
+// to FindCoordinator. group.Error values are Kafka error codes and go on the
+// wire as they are. Protocol metadata and assignments are opaque bytes here
+// as at the coordinator.
+//
+// Static membership (KIP-345) is not supported: group instance ids are
+// ignored, so a member with one is a dynamic member.
 
-var noCoordinator = kerr.CoordinatorNotAvailable
+const (
+	// groupSlack is added to the client-given time a coordinator may hold
+	// a request (the rebalance timeout of a join), so that the server's
+	// own wait never ends first.
+	groupSlack = 5 * time.Second
+	// defaultSyncWait bounds a SyncGroup on a connection that has not
+	// joined the group (5 minutes is the Java consumer's rebalance timeout).
+	defaultSyncWait = 5 * time.Minute
+)
 
-// groupResponse answers a group api request; nil for any other request.
-func groupResponse(req kmsg.Request) kmsg.Response {
-	code := noCoordinator.Code
-	msg := kmsg.StringPtr("group coordination is not implemented by this broker")
-	switch r := req.(type) {
+// codeCoordinatorNotAvailable answers a group request the broker did not
+// answer in time: every client treats it as "find the coordinator again and
+// retry", which is what a lost request calls for.
+var codeCoordinatorNotAvailable = group.Error(kerr.CoordinatorNotAvailable.Code)
+
+// isGroupRequest reports whether body is one of the group apis.
+func isGroupRequest(body kmsg.Request) bool {
+	switch body.(type) {
+	case *kmsg.FindCoordinatorRequest, *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest,
+		*kmsg.LeaveGroupRequest, *kmsg.OffsetCommitRequest, *kmsg.OffsetFetchRequest:
+		return true
+	}
+	return false
+}
+
+// group answers a group api request.
+func (h *handler) group(ctx context.Context, req *Request) (kmsg.Response, error) {
+	switch r := req.Body.(type) {
 	case *kmsg.FindCoordinatorRequest:
-		resp := kmsg.NewPtrFindCoordinatorResponse()
-		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Port = code, msg, -1, -1
-		for _, key := range r.CoordinatorKeys {
-			c := kmsg.NewFindCoordinatorResponseCoordinator()
-			c.Key, c.NodeID, c.Port, c.ErrorCode, c.ErrorMessage = key, -1, -1, code, msg
-			resp.Coordinators = append(resp.Coordinators, c)
-		}
-		return resp
+		return h.findCoordinator(ctx, r)
 	case *kmsg.JoinGroupRequest:
-		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, r.MemberID
-		return resp
+		clientID := ""
+		if req.ClientID != nil {
+			clientID = *req.ClientID
+		}
+		return h.joinGroup(ctx, r, clientID)
 	case *kmsg.SyncGroupRequest:
-		resp := kmsg.NewPtrSyncGroupResponse()
-		resp.ErrorCode = code
-		return resp
+		return h.syncGroup(ctx, r)
 	case *kmsg.HeartbeatRequest:
-		resp := kmsg.NewPtrHeartbeatResponse()
-		resp.ErrorCode = code
-		return resp
+		return h.heartbeat(ctx, r)
 	case *kmsg.LeaveGroupRequest:
-		resp := kmsg.NewPtrLeaveGroupResponse()
-		resp.ErrorCode = code
-		for _, m := range r.Members {
-			rm := kmsg.NewLeaveGroupResponseMember()
-			rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, code
-			resp.Members = append(resp.Members, rm)
-		}
-		return resp
+		return h.leaveGroup(ctx, r)
 	case *kmsg.OffsetCommitRequest:
-		resp := kmsg.NewPtrOffsetCommitResponse()
-		for _, t := range r.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
+		return h.offsetCommit(ctx, r)
 	case *kmsg.OffsetFetchRequest:
-		resp := kmsg.NewPtrOffsetFetchResponse()
-		resp.ErrorCode = code
-		for _, t := range r.Topics {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
+		return h.offsetFetch(ctx, r)
+	}
+	return nil, nil
+}
+
+// askGroup sends each of reqs (impl/group requests) to the local broker at
+// once and returns the answers in the same order; a request not answered
+// within wait gets refusal(req, COORDINATOR_NOT_AVAILABLE). It fails only
+// when ctx ends.
+func (h *handler) askGroup(ctx context.Context, wait time.Duration, reqs ...any) ([]any, error) {
+	out := make([]any, len(reqs))
+	index := map[uint64]int{}
+	want := map[uint64]bool{}
+	for i, r := range reqs {
+		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+			return broker.GroupRequest{Correlation: corr, Req: r}
+		})
+		index[corr], want[corr] = i, true
+	}
+	err := h.collect(ctx, want, time.Now().Add(wait), func(corr uint64, msg any) bool {
+		if a, ok := msg.(broker.GroupResponse); ok {
+			out[index[corr]] = a.Resp
 		}
-		for _, g := range r.Groups {
-			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group, rg.ErrorCode = g.Group, code
-			resp.Groups = append(resp.Groups, rg)
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range reqs {
+		if !sameKind(r, out[i]) {
+			out[i] = refusal(r, codeCoordinatorNotAvailable)
+		}
+	}
+	return out, nil
+}
+
+// sameKind reports whether resp is the response type of req, so that a
+// converter below can rely on its type.
+func sameKind(req, resp any) bool {
+	switch req.(type) {
+	case group.JoinRequest:
+		_, ok := resp.(group.JoinResponse)
+		return ok
+	case group.SyncRequest:
+		_, ok := resp.(group.SyncResponse)
+		return ok
+	case group.HeartbeatRequest:
+		_, ok := resp.(group.HeartbeatResponse)
+		return ok
+	case group.LeaveRequest:
+		_, ok := resp.(group.LeaveResponse)
+		return ok
+	case group.CommitRequest:
+		_, ok := resp.(group.CommitResponse)
+		return ok
+	case group.FetchOffsetsRequest:
+		_, ok := resp.(group.FetchOffsetsResponse)
+		return ok
+	}
+	return false
+}
+
+// refusal is req's response with every error set to e.
+func refusal(req any, e group.Error) any {
+	switch r := req.(type) {
+	case group.JoinRequest:
+		return group.JoinResponse{Err: e, Generation: -1, MemberID: r.MemberID}
+	case group.SyncRequest:
+		return group.SyncResponse{Err: e}
+	case group.HeartbeatRequest:
+		return group.HeartbeatResponse{Err: e}
+	case group.LeaveRequest:
+		resp := group.LeaveResponse{Err: e}
+		for _, m := range r.Members {
+			resp.Members = append(resp.Members, group.LeaveMember{MemberID: m, Err: e})
 		}
 		return resp
+	case group.CommitRequest:
+		var resp group.CommitResponse
+		for _, o := range r.Offsets {
+			resp.Partitions = append(resp.Partitions, group.PartitionError{TopicPartition: o.TopicPartition, Err: e})
+		}
+		return resp
+	case group.FetchOffsetsRequest:
+		return group.FetchOffsetsResponse{Err: e}
 	}
 	return nil
+}
+
+// findCoordinator answers each key (one before v4, a list from v4) with
+// the leader of the key's offsets partition, as the local broker sees it.
+// Only group keys (type 0) are served: transactions are not supported, so
+// a transaction key gets INVALID_REQUEST, as does an unknown key type.
+func (h *handler) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	answers := make([]kmsg.FindCoordinatorResponseCoordinator, len(keys))
+	pending := map[uint64]int{}
+	want := map[uint64]bool{}
+	for i, key := range keys {
+		a := kmsg.NewFindCoordinatorResponseCoordinator()
+		a.Key, a.NodeID, a.Port = key, -1, -1
+		answers[i] = a
+		switch req.CoordinatorType {
+		case 0:
+		case 1:
+			a := &answers[i]
+			a.ErrorCode, a.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("transactions are not supported by this broker")
+			continue
+		default:
+			a := &answers[i]
+			a.ErrorCode, a.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("unknown coordinator type")
+			continue
+		}
+		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+			return broker.FindCoordinatorRequest{Correlation: corr, Group: key}
+		})
+		pending[corr], want[corr] = i, true
+	}
+	found := false
+	err := h.collect(ctx, want, time.Now().Add(backendTimeout), func(corr uint64, msg any) bool {
+		a := &answers[pending[corr]]
+		m, ok := msg.(broker.FindCoordinatorResponse)
+		switch {
+		case !ok:
+			a.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case m.Err != nil:
+			a.ErrorCode, a.ErrorMessage = errorCode(m.Err), errorMessage(m.Err)
+		default:
+			a.NodeID = m.Coordinator
+			found = true
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	for corr := range want { // no answer in time
+		a := &answers[pending[corr]]
+		a.ErrorCode, a.ErrorMessage = kerr.CoordinatorNotAvailable.Code, errorMessage(errTimedOut)
+	}
+	if found {
+		m, err := h.brokerMetadata(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i := range answers {
+			a := &answers[i]
+			if a.ErrorCode != 0 || a.NodeID < 0 {
+				continue
+			}
+			host, port, ok := splitAddress(m.Addresses[a.NodeID])
+			if !ok {
+				// A coordinator clients cannot reach is none to them.
+				a.NodeID, a.ErrorCode = -1, kerr.CoordinatorNotAvailable.Code
+				a.ErrorMessage = kmsg.StringPtr("the coordinator has no known address")
+				continue
+			}
+			a.Host, a.Port = host, port
+		}
+	}
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	if req.Version >= 4 {
+		resp.Coordinators = answers
+		return resp, nil
+	}
+	a := answers[0]
+	resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = a.ErrorCode, a.ErrorMessage, a.NodeID, a.Host, a.Port
+	return resp, nil
+}
+
+// joinGroup forwards a JoinGroup. The coordinator may hold it until the
+// rebalance timeout (the session timeout before v1) while other members
+// join, so the wait is that plus slack. Before v4 a member without an id
+// is given one at once (KIP-394 came with v4): when the coordinator asks
+// for a rejoin with the id it chose, the join is sent again with it.
+func (h *handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, clientID string) (kmsg.Response, error) {
+	j := group.JoinRequest{
+		Group:              req.Group,
+		MemberID:           req.MemberID,
+		ClientID:           clientID,
+		SessionTimeoutMs:   int64(req.SessionTimeoutMillis),
+		RebalanceTimeoutMs: int64(req.RebalanceTimeoutMillis),
+		ProtocolType:       req.ProtocolType,
+	}
+	if req.Version < 1 || j.RebalanceTimeoutMs < 0 {
+		j.RebalanceTimeoutMs = 0 // the session timeout, as v0 means
+	}
+	for _, p := range req.Protocols {
+		j.Protocols = append(j.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	hold := max(j.RebalanceTimeoutMs, j.SessionTimeoutMs, 0)
+	wait := time.Duration(hold)*time.Millisecond + groupSlack
+	h.rememberRebalance(req.Group, wait)
+	answers, err := h.askGroup(ctx, wait, j)
+	if err != nil {
+		return nil, err
+	}
+	a := answers[0].(group.JoinResponse)
+	if req.Version < 4 && j.MemberID == "" && a.Err == group.MemberIDRequired && a.MemberID != "" {
+		j.MemberID = a.MemberID
+		if answers, err = h.askGroup(ctx, wait, j); err != nil {
+			return nil, err
+		}
+		a = answers[0].(group.JoinResponse)
+	}
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.ErrorCode, resp.Generation = int16(a.Err), a.Generation
+	resp.LeaderID, resp.MemberID = a.LeaderID, a.MemberID
+	if a.ProtocolType != "" {
+		resp.ProtocolType = kmsg.StringPtr(a.ProtocolType)
+	}
+	if a.Protocol != "" || a.Err == group.None {
+		resp.Protocol = kmsg.StringPtr(a.Protocol)
+	}
+	for _, m := range a.Members {
+		rm := kmsg.NewJoinGroupResponseMember()
+		rm.MemberID, rm.ProtocolMetadata = m.MemberID, m.Metadata
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp, nil
+}
+
+// rememberRebalance keeps how long a join of g may be held on this
+// connection: a SyncGroup that follows may be held as long (a follower's
+// sync waits for the leader's assignment).
+func (h *handler) rememberRebalance(g string, wait time.Duration) {
+	if h.rebalance == nil {
+		h.rebalance = map[string]time.Duration{}
+	}
+	if len(h.rebalance) > 1024 { // a connection joins a handful of groups
+		clear(h.rebalance)
+	}
+	h.rebalance[g] = wait
+}
+
+// syncGroup forwards a SyncGroup; the leader's assignments pass through.
+func (h *handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
+	s := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
+	if req.ProtocolType != nil {
+		s.ProtocolType = *req.ProtocolType
+	}
+	if req.Protocol != nil {
+		s.Protocol = *req.Protocol
+	}
+	if len(req.GroupAssignment) > 0 {
+		s.Assignments = make(map[string][]byte, len(req.GroupAssignment))
+		for _, a := range req.GroupAssignment {
+			s.Assignments[a.MemberID] = a.MemberAssignment
+		}
+	}
+	wait, ok := h.rebalance[req.Group]
+	if !ok {
+		wait = defaultSyncWait
+	}
+	answers, err := h.askGroup(ctx, wait, s)
+	if err != nil {
+		return nil, err
+	}
+	a := answers[0].(group.SyncResponse)
+	resp := kmsg.NewPtrSyncGroupResponse()
+	resp.ErrorCode, resp.MemberAssignment = int16(a.Err), a.Assignment
+	if resp.MemberAssignment == nil {
+		resp.MemberAssignment = []byte{}
+	}
+	if a.ProtocolType != "" {
+		resp.ProtocolType = kmsg.StringPtr(a.ProtocolType)
+	}
+	if a.Protocol != "" {
+		resp.Protocol = kmsg.StringPtr(a.Protocol)
+	}
+	return resp, nil
+}
+
+func (h *handler) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
+	answers, err := h.askGroup(ctx, backendTimeout, group.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation})
+	if err != nil {
+		return nil, err
+	}
+	resp := kmsg.NewPtrHeartbeatResponse()
+	resp.ErrorCode = int16(answers[0].(group.HeartbeatResponse).Err)
+	return resp, nil
+}
+
+// leaveGroup forwards a LeaveGroup: one member before v3, a list from v3.
+// Before v3 the member's own error is the response's error, as Kafka
+// answers those versions.
+func (h *handler) leaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
+	l := group.LeaveRequest{Group: req.Group}
+	if req.Version < 3 {
+		l.Members = []string{req.MemberID}
+	} else {
+		for _, m := range req.Members {
+			l.Members = append(l.Members, m.MemberID)
+		}
+	}
+	answers, err := h.askGroup(ctx, backendTimeout, l)
+	if err != nil {
+		return nil, err
+	}
+	a := answers[0].(group.LeaveResponse)
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	resp.ErrorCode = int16(a.Err)
+	if req.Version < 3 {
+		if a.Err == group.None && len(a.Members) > 0 {
+			resp.ErrorCode = int16(a.Members[0].Err)
+		}
+		return resp, nil
+	}
+	for i, m := range req.Members {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, int16(a.Err)
+		if i < len(a.Members) && a.Members[i].MemberID == m.MemberID {
+			rm.ErrorCode = int16(a.Members[i].Err)
+		}
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp, nil
 }

@@ -84,6 +84,7 @@ func (h *handler) metadata(ctx context.Context, req *kmsg.MetadataRequest) (kmsg
 	for _, name := range names {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
+		rt.IsInternal = name == broker.OffsetsTopic
 		parts, ok := byTopic[name]
 		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -111,6 +111,9 @@ type handler struct {
 	s    *Server
 	sess Session
 	corr uint64 // last correlation used towards the broker
+	// rebalance is how long the last join of each group on this
+	// connection could be held: a SyncGroup may be held as long.
+	rebalance map[string]time.Duration
 }
 
 // serve parses and handles one frame. It returns the response to send (nil
@@ -154,9 +157,10 @@ func (h *handler) handle(ctx context.Context, req *Request) (kmsg.Response, erro
 	case *kmsg.InitProducerIDRequest:
 		resp, err = h.initProducerID(ctx, body)
 	default:
-		if resp = groupResponse(req.Body); resp == nil {
+		if !isGroupRequest(req.Body) {
 			return nil, fmt.Errorf("no handler for %s v%d", kmsg.NameForKey(req.Key), req.Version)
 		}
+		resp, err = h.group(ctx, req)
 	}
 	if err != nil || resp == nil {
 		return nil, err
@@ -229,6 +233,10 @@ func correlationOf(msg any) (uint64, bool) {
 	case broker.InitProducerIDResponse:
 		return m.Correlation, true
 	case broker.CreateTopicResponse:
+		return m.Correlation, true
+	case broker.FindCoordinatorResponse:
+		return m.Correlation, true
+	case broker.GroupResponse:
 		return m.Correlation, true
 	}
 	return 0, false

@@ -55,6 +55,8 @@ func startTestCluster(t *testing.T) *testCluster {
 		Partition:           p,
 		HeartbeatIntervalMs: 100,
 		Address:             c.addr,
+		// One broker: the offsets topic must fit on it.
+		Groups: broker.GroupConfig{OffsetsTopicReplicationFactor: 1},
 	}, storage.NewSimDisk(), 1, 0, nil)
 	require.NoError(t, err)
 

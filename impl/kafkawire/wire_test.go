@@ -308,31 +308,3 @@ func TestCreateTopicsAndInitProducerID(t *testing.T) {
 	ipr = c.roundTrip(ip).(*kmsg.InitProducerIDResponse)
 	require.Equal(t, int16(42), ipr.ErrorCode)
 }
-
-func TestGroupApisAnswerCoordinatorNotAvailable(t *testing.T) {
-	c := newWireClient(t)
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.SetVersion(4)
-	fc.CoordinatorKeys = []string{"g1", "g2"}
-	fr := c.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
-	require.Len(t, fr.Coordinators, 2)
-	require.Equal(t, int16(15), fr.Coordinators[1].ErrorCode)
-
-	oc := kmsg.NewPtrOffsetCommitRequest()
-	oc.SetVersion(8)
-	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0}}}}
-	or := c.roundTrip(oc).(*kmsg.OffsetCommitResponse)
-	require.Equal(t, int16(15), or.Topics[0].Partitions[0].ErrorCode)
-
-	for key, r := range served {
-		if key < 8 || key > 14 {
-			continue
-		}
-		for v := r.min; v <= r.max; v++ {
-			req := kmsg.RequestForKey(key)
-			req.SetVersion(v)
-			resp := c.roundTrip(req)
-			require.NotNil(t, resp, "%s v%d", kmsg.NameForKey(key), v)
-		}
-	}
-}

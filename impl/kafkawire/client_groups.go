@@ -1,0 +1,287 @@
+package kafkawire
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/group"
+)
+
+// findCoordinator asks broker `to` for the group's coordinator, in either
+// shape of FindCoordinator (one key before v4, a batch of one from v4).
+func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker.FindCoordinatorRequest) (any, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey = m.Group
+	req.CoordinatorKeys = []string{m.Group}
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.FindCoordinatorResponse)
+	out := broker.FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: -1}
+	if resp.Version < 4 {
+		out.Err = wireError(resp.ErrorCode, resp.ErrorMessage)
+		if out.Err == nil {
+			out.Coordinator = resp.NodeID
+		}
+		return out, nil
+	}
+	for _, a := range resp.Coordinators {
+		if a.Key != m.Group {
+			continue
+		}
+		out.Err = wireError(a.ErrorCode, a.ErrorMessage)
+		if out.Err == nil {
+			out.Coordinator = a.NodeID
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("find coordinator of %q: the answer does not name the group", m.Group)
+}
+
+// groupRequest sends one impl/group request as its Kafka request and
+// turns the answer into the matching impl/group response; Kafka error
+// codes are group.Error values as they are.
+func (c *Client) groupRequest(ctx context.Context, to broker.NodeID, r any) (any, error) {
+	switch r := r.(type) {
+	case group.JoinRequest:
+		return c.joinGroup(ctx, to, r)
+	case group.SyncRequest:
+		return c.syncGroup(ctx, to, r)
+	case group.HeartbeatRequest:
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
+		raw, err := c.request(ctx, to, req)
+		if err != nil {
+			return nil, err
+		}
+		return group.HeartbeatResponse{Err: group.Error(raw.(*kmsg.HeartbeatResponse).ErrorCode)}, nil
+	case group.LeaveRequest:
+		return c.leaveGroup(ctx, to, r)
+	case group.CommitRequest:
+		return c.offsetCommit(ctx, to, r)
+	case group.FetchOffsetsRequest:
+		return c.offsetFetch(ctx, to, r)
+	}
+	return nil, fmt.Errorf("kafkawire client: cannot send group request %T", r)
+}
+
+func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRequest) (any, error) {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.MemberID, req.ProtocolType = r.Group, r.MemberID, r.ProtocolType
+	req.SessionTimeoutMillis = int32(r.SessionTimeoutMs)
+	req.RebalanceTimeoutMillis = int32(r.RebalanceTimeoutMs)
+	if r.RebalanceTimeoutMs == 0 {
+		req.RebalanceTimeoutMillis = int32(r.SessionTimeoutMs) // what 0 means to the coordinator
+	}
+	for _, p := range r.Protocols {
+		rp := kmsg.NewJoinGroupRequestProtocol()
+		rp.Name, rp.Metadata = p.Name, p.Metadata
+		req.Protocols = append(req.Protocols, rp)
+	}
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.JoinGroupResponse)
+	out := group.JoinResponse{
+		Err: group.Error(resp.ErrorCode), Generation: resp.Generation,
+		LeaderID: resp.LeaderID, MemberID: resp.MemberID,
+	}
+	if resp.ProtocolType != nil {
+		out.ProtocolType = *resp.ProtocolType
+	}
+	if resp.Protocol != nil {
+		out.Protocol = *resp.Protocol
+	}
+	for _, m := range resp.Members {
+		out.Members = append(out.Members, group.JoinMember{MemberID: m.MemberID, Metadata: m.ProtocolMetadata})
+	}
+	return out, nil
+}
+
+func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRequest) (any, error) {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
+	if r.ProtocolType != "" {
+		req.ProtocolType = kmsg.StringPtr(r.ProtocolType)
+	}
+	if r.Protocol != "" {
+		req.Protocol = kmsg.StringPtr(r.Protocol)
+	}
+	for id, a := range r.Assignments {
+		ra := kmsg.NewSyncGroupRequestGroupAssignment()
+		ra.MemberID, ra.MemberAssignment = id, a
+		req.GroupAssignment = append(req.GroupAssignment, ra)
+	}
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.SyncGroupResponse)
+	out := group.SyncResponse{Err: group.Error(resp.ErrorCode), Assignment: resp.MemberAssignment}
+	if resp.ProtocolType != nil {
+		out.ProtocolType = *resp.ProtocolType
+	}
+	if resp.Protocol != nil {
+		out.Protocol = *resp.Protocol
+	}
+	return out, nil
+}
+
+// leaveGroup sends a LeaveGroup; a broker answering below v3 takes one
+// member only, so a request for several members is then refused.
+func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.LeaveRequest) (any, error) {
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = r.Group
+	if len(r.Members) > 0 {
+		req.MemberID = r.Members[0] // v0-v2
+	}
+	for _, id := range r.Members {
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID = id
+		req.Members = append(req.Members, m)
+	}
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.LeaveGroupResponse)
+	out := group.LeaveResponse{Err: group.Error(resp.ErrorCode)}
+	if resp.Version < 3 {
+		if len(r.Members) > 1 {
+			return nil, fmt.Errorf("leave group %q: the broker answered v%d, which takes one member", r.Group, resp.Version)
+		}
+		for _, id := range r.Members {
+			out.Members = append(out.Members, group.LeaveMember{MemberID: id, Err: out.Err})
+		}
+		return out, nil
+	}
+	for _, m := range resp.Members {
+		out.Members = append(out.Members, group.LeaveMember{MemberID: m.MemberID, Err: group.Error(m.ErrorCode)})
+	}
+	return out, nil
+}
+
+func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.CommitRequest) (any, error) {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
+	index := map[string]int{}
+	for _, o := range r.Offsets {
+		i, ok := index[o.Topic]
+		if !ok {
+			i = len(req.Topics)
+			index[o.Topic] = i
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = o.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset, -1
+		p.Metadata = kmsg.StringPtr(o.Metadata)
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.OffsetCommitResponse)
+	codes := map[group.TopicPartition]group.Error{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			codes[group.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = group.Error(p.ErrorCode)
+		}
+	}
+	var out group.CommitResponse
+	for _, o := range r.Offsets {
+		code, ok := codes[o.TopicPartition]
+		if !ok {
+			return nil, fmt.Errorf("commit for %q: the answer does not name %s", r.Group, o.TopicPartition)
+		}
+		out.Partitions = append(out.Partitions, group.PartitionError{TopicPartition: o.TopicPartition, Err: code})
+	}
+	return out, nil
+}
+
+// offsetFetch asks for one group's offsets. A group-level error of v0-v1
+// (carried by every partition) comes back as the response's Err.
+func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.FetchOffsetsRequest) (any, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = r.Group
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = r.Group
+	if r.Partitions != nil {
+		index := map[string]int{}
+		req.Topics = []kmsg.OffsetFetchRequestTopic{}
+		g.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		for _, tp := range r.Partitions {
+			i, ok := index[tp.Topic]
+			if !ok {
+				i = len(req.Topics)
+				index[tp.Topic] = i
+				req.Topics = append(req.Topics, kmsg.OffsetFetchRequestTopic{Topic: tp.Topic})
+				g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: tp.Topic})
+			}
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp.Partition)
+			g.Topics[i].Partitions = append(g.Topics[i].Partitions, tp.Partition)
+		}
+	}
+	req.Groups = append(req.Groups, g)
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.OffsetFetchResponse)
+	out := group.FetchOffsetsResponse{Err: group.Error(resp.ErrorCode)}
+	var got []group.FetchedOffset
+	var codes []group.Error
+	if resp.Version >= 8 {
+		found := false
+		for _, rg := range resp.Groups {
+			if rg.Group != r.Group {
+				continue
+			}
+			found = true
+			out.Err = group.Error(rg.ErrorCode)
+			for _, t := range rg.Topics {
+				for _, p := range t.Partitions {
+					got = append(got, fetched(t.Topic, p.Partition, p.Offset, p.Metadata))
+					codes = append(codes, group.Error(p.ErrorCode))
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("offset fetch for %q: the answer does not name the group", r.Group)
+		}
+	} else {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				got = append(got, fetched(t.Topic, p.Partition, p.Offset, p.Metadata))
+				codes = append(codes, group.Error(p.ErrorCode))
+			}
+		}
+	}
+	for i, code := range codes {
+		if code != group.None {
+			if out.Err == group.None {
+				out.Err = code // v0-v1 carry the group's error per partition
+			}
+			continue
+		}
+		out.Partitions = append(out.Partitions, got[i])
+	}
+	if out.Err != group.None {
+		out.Partitions = nil
+	}
+	return out, nil
+}
+
+func fetched(topic string, partition int32, offset int64, metadata *string) group.FetchedOffset {
+	f := group.FetchedOffset{TopicPartition: group.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}
+	if metadata != nil {
+		f.Metadata = *metadata
+	}
+	return f
+}

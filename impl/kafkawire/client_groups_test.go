@@ -1,0 +1,209 @@
+package kafkawire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/group"
+)
+
+// findCoordinator asks through cl until the offsets topic exists and the
+// group's coordinator is named.
+func findCoordinator(t *testing.T, cl *Client, g string) broker.NodeID {
+	t.Helper()
+	var coord broker.NodeID
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		out, err := cl.Exchange(ctx, testBrokerID, broker.FindCoordinatorRequest{Correlation: 9, Group: g})
+		require.NoError(t, err)
+		a := out.(broker.FindCoordinatorResponse)
+		require.Equal(t, uint64(9), a.Correlation)
+		if errors.Is(a.Err, broker.ErrCoordinatorNotAvailable) {
+			return false
+		}
+		require.NoError(t, a.Err)
+		coord = broker.NodeID(a.Coordinator)
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "no coordinator for %s", g)
+	return coord
+}
+
+// TestClientGroupExchanges drives one group through its whole life with
+// the Client's conversions against the real broker behind the server, at
+// the newest versions both sides serve and at the oldest: each step is a
+// group request and the group response the coordinator must give.
+func TestClientGroupExchanges(t *testing.T) {
+	c := startTestCluster(t)
+	oldest := kversion.Stable()
+	for key := int16(8); key <= 14; key++ {
+		oldest.SetMaxKeyVersion(key, served[key].min)
+	}
+	// OffsetCommit v0 has no member: it is a simple commit, which a group
+	// with members refuses (UNKNOWN_MEMBER_ID).
+	oldest.SetMaxKeyVersion(8, 1)
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"newest", nil},
+		{"oldest", []kgo.Opt{kgo.MaxVersions(oldest)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, err := NewClient([]string{c.addr}, tc.opts...)
+			require.NoError(t, err)
+			defer cl.Close()
+			g := "group-" + tc.name
+			coord := findCoordinator(t, cl, g)
+			require.Equal(t, testBrokerID, coord)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			ask := func(req any) any {
+				t.Helper()
+				out, err := cl.Exchange(ctx, coord, broker.GroupRequest{Correlation: 3, Req: req})
+				require.NoError(t, err)
+				require.Equal(t, uint64(3), out.(broker.GroupResponse).Correlation)
+				return out.(broker.GroupResponse).Resp
+			}
+			tp0 := group.TopicPartition{Topic: "t", Partition: 0}
+			tp1 := group.TopicPartition{Topic: "t", Partition: 1}
+			join := group.JoinRequest{Group: g, ClientID: "c", SessionTimeoutMs: 10_000, RebalanceTimeoutMs: 10_000,
+				ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range", Metadata: []byte{1, 2, 3}}}}
+
+			first := ask(join).(group.JoinResponse)
+			member := first.MemberID
+			require.NotEmpty(t, member)
+			if tc.name == "newest" {
+				require.Equal(t, group.MemberIDRequired, first.Err, "KIP-394 from JoinGroup v4")
+				join.MemberID = member
+				first = ask(join).(group.JoinResponse)
+			}
+			require.Equal(t, group.None, first.Err)
+			require.Equal(t, member, first.MemberID)
+			require.Equal(t, member, first.LeaderID)
+			require.Equal(t, "range", first.Protocol)
+			require.Equal(t, []group.JoinMember{{MemberID: member, Metadata: []byte{1, 2, 3}}}, first.Members)
+			gen := first.Generation
+
+			steps := []struct {
+				name string
+				req  any
+				want any
+			}{
+				{"sync", group.SyncRequest{Group: g, MemberID: member, Generation: gen, Assignments: map[string][]byte{member: {9, 9}}},
+					group.SyncResponse{Assignment: []byte{9, 9}}},
+				{"heartbeat", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen}, group.HeartbeatResponse{}},
+				{"heartbeat of an old generation", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen - 1},
+					group.HeartbeatResponse{Err: group.IllegalGeneration}},
+				{"commit", group.CommitRequest{Group: g, MemberID: member, Generation: gen, Offsets: []group.OffsetToCommit{
+					{TopicPartition: tp0, Offset: 7, Metadata: "m"}, {TopicPartition: tp1, Offset: 8}}},
+					group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0}, {TopicPartition: tp1}}}},
+				{"commit of an unknown member", group.CommitRequest{Group: g, MemberID: "nobody", Generation: gen, Offsets: []group.OffsetToCommit{
+					{TopicPartition: tp0, Offset: 1}}},
+					group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0, Err: group.UnknownMemberID}}}},
+				{"fetch named partitions", group.FetchOffsetsRequest{Group: g, Partitions: []group.TopicPartition{tp1, {Topic: "u"}}},
+					group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp1, Offset: 8}, {TopicPartition: group.TopicPartition{Topic: "u"}, Offset: -1}}}},
+				{"leave", group.LeaveRequest{Group: g, Members: []string{member}},
+					group.LeaveResponse{Members: []group.LeaveMember{{MemberID: member}}}},
+				{"heartbeat after leaving", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen},
+					group.HeartbeatResponse{Err: group.UnknownMemberID}},
+			}
+			if tc.name == "newest" { // a nil topic list needs OffsetFetch v2+
+				steps = append(steps, struct {
+					name string
+					req  any
+					want any
+				}{"fetch all", group.FetchOffsetsRequest{Group: g},
+					group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp0, Offset: 7, Metadata: "m"}, {TopicPartition: tp1, Offset: 8}}}})
+			}
+			for _, s := range steps {
+				got := ask(s.req)
+				if want, ok := s.want.(group.SyncResponse); ok {
+					got := got.(group.SyncResponse)
+					require.Equal(t, want.Err, got.Err, s.name)
+					require.Equal(t, want.Assignment, got.Assignment, s.name)
+					continue
+				}
+				require.Equal(t, s.want, got, s.name)
+			}
+		})
+	}
+}
+
+// TestClientGroupElsewhere: the Client turns NOT_COORDINATOR into the
+// group.Error the harness branches on, and COORDINATOR_NOT_AVAILABLE into
+// broker.ErrCoordinatorNotAvailable.
+func TestClientGroupElsewhere(t *testing.T) {
+	srv := startFakeServer(t)
+	cl, err := NewClient([]string{srv})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := cl.Exchange(ctx, 1, broker.FindCoordinatorRequest{Correlation: 1, Group: fakeNoCoordinator})
+	require.NoError(t, err)
+	require.ErrorIs(t, out.(broker.FindCoordinatorResponse).Err, broker.ErrCoordinatorNotAvailable)
+	require.Equal(t, int32(-1), out.(broker.FindCoordinatorResponse).Coordinator)
+	for _, req := range []any{
+		group.JoinRequest{Group: fakeElsewhere, MemberID: "m"},
+		group.SyncRequest{Group: fakeElsewhere},
+		group.HeartbeatRequest{Group: fakeElsewhere},
+		group.LeaveRequest{Group: fakeElsewhere, Members: []string{"m"}},
+		group.CommitRequest{Group: fakeElsewhere, Offsets: []group.OffsetToCommit{{TopicPartition: group.TopicPartition{Topic: "t"}}}},
+		group.FetchOffsetsRequest{Group: fakeElsewhere},
+	} {
+		out, err := cl.Exchange(ctx, 1, broker.GroupRequest{Req: req})
+		require.NoError(t, err)
+		require.Equal(t, refusal(req, group.NotCoordinator), normalize(out.(broker.GroupResponse).Resp), "%T", req)
+	}
+	_, err = cl.Exchange(ctx, 1, broker.GroupRequest{Req: "not a group request"})
+	require.Error(t, err)
+}
+
+// normalize drops what refusal does not set, so answers compare.
+func normalize(resp any) any {
+	switch r := resp.(type) {
+	case group.JoinResponse:
+		r.Generation = -1
+		return r
+	case group.SyncResponse:
+		r.Assignment = nil
+		return r
+	}
+	return resp
+}
+
+// startFakeServer serves the fake backend on a TCP listener, for clients
+// that need an address; it returns the address.
+func startFakeServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &Server{Backend: &fakeBackend{addr: ln.Addr().String()}, Logf: t.Logf}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { _ = srv.ServeConn(ctx, conn, bufio.NewReader(conn)) })
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		ln.Close()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
