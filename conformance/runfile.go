@@ -115,6 +115,15 @@ type RunWorkload struct {
 	FetchMaxWaitMs    int64  `yaml:"fetch_max_wait_ms"`
 	DeliveryTimeoutMs int64  `yaml:"delivery_timeout_ms"`
 	UnsafeAnyAcks     bool   `yaml:"unsafe_any_acks"`
+	// Group consumers (sim.Workload's fields of the same names).
+	GroupConsumers           int    `yaml:"group_consumers"`
+	Group                    string `yaml:"group"`
+	CommitMode               string `yaml:"commit_mode" one_of:"commit_mode"`
+	Assignor                 string `yaml:"assignor" one_of:"assignor"`
+	ConsumerSessionTimeoutMs int64  `yaml:"consumer_session_timeout_ms"`
+	FetchMinBytes            int    `yaml:"fetch_min_bytes"`
+	ProcessPerTick           int    `yaml:"process_per_tick"`
+	SeekBackEveryMs          int64  `yaml:"seek_back_every_ms"`
 }
 
 // RunFault is one scheduled fault.
@@ -176,7 +185,9 @@ var enums = map[string]func() []string{
 	"truncation":     func() []string { return slices.Clone(partition.TruncationNames) },
 	"producer_state": func() []string { return []string{"replicated", "leader-only"} },
 	"acks":           func() []string { return []string{"all", "1", "0"} },
-	"role":           func() []string { return []string{"any", "leader", "follower"} },
+	"role":           func() []string { return []string{"any", "leader", "follower", "coordinator"} },
+	"commit_mode":    func() []string { return []string{"none", "before-process", "after-process"} },
+	"assignor":       func() []string { return []string{"", "range", "roundrobin"} },
 	"failpoint":      func() []string { return broker.Failpoints },
 	"anomaly":        func() []string { return linearizability.AnomalyNames },
 	"expect":         expectNames,
@@ -225,6 +236,20 @@ func parseAcks(s string) partition.Acks {
 		return partition.AcksNone
 	}
 	return partition.AcksAll
+}
+
+func commitModeName(m sim.CommitMode) string {
+	if m == sim.CommitNone {
+		return "none"
+	}
+	return string(m)
+}
+
+func parseCommitMode(s string) sim.CommitMode {
+	if s == "none" {
+		return sim.CommitNone
+	}
+	return sim.CommitMode(s)
 }
 
 func roleName(r sim.Role) string {
@@ -281,6 +306,15 @@ func runFileFromConfig(cfg sim.Config) *RunFile {
 			FetchMaxWaitMs:    cfg.Workload.FetchMaxWaitMs,
 			DeliveryTimeoutMs: cfg.Workload.DeliveryTimeoutMs,
 			UnsafeAnyAcks:     cfg.Workload.UnsafeAnyAcks,
+
+			GroupConsumers:           cfg.Workload.GroupConsumers,
+			Group:                    cfg.Workload.Group,
+			CommitMode:               commitModeName(cfg.Workload.CommitMode),
+			Assignor:                 cfg.Workload.Assignor,
+			ConsumerSessionTimeoutMs: cfg.Workload.ConsumerSessionTimeoutMs,
+			FetchMinBytes:            cfg.Workload.FetchMinBytes,
+			ProcessPerTick:           cfg.Workload.ProcessPerTick,
+			SeekBackEveryMs:          cfg.Workload.SeekBackEveryMs,
 		},
 		TickMs:         cfg.TickMs,
 		DurationMs:     cfg.DurationMs,
@@ -367,6 +401,15 @@ func (f *RunFile) SimConfig() sim.Config {
 		MaxInFlight:       w.MaxInFlight,
 		DeliveryTimeoutMs: w.DeliveryTimeoutMs,
 		UnsafeAnyAcks:     w.UnsafeAnyAcks,
+
+		GroupConsumers:           w.GroupConsumers,
+		Group:                    w.Group,
+		CommitMode:               parseCommitMode(w.CommitMode),
+		Assignor:                 w.Assignor,
+		ConsumerSessionTimeoutMs: w.ConsumerSessionTimeoutMs,
+		FetchMinBytes:            w.FetchMinBytes,
+		ProcessPerTick:           w.ProcessPerTick,
+		SeekBackEveryMs:          w.SeekBackEveryMs,
 	}
 	cfg.TickMs = f.TickMs
 	cfg.DurationMs = f.DurationMs

@@ -77,6 +77,8 @@ type groupKey struct {
 //     partition of its group: each partition's search sees the generations
 //     members learnt. A join or assignment that did not end ok observed
 //     nothing.
+//  5. A commit of unknown outcome whose offset no ok offset-fetch of its
+//     (group, partition) returned is left out (dropUnobservedPending).
 //  4. Of the ops of 3 that observed one generation G of a group, only two
 //     are kept: the one that returned first and the one called last. That
 //     is exact: every operation that needs G current somewhere, or needs a
@@ -151,6 +153,9 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 	for n, k := range keys {
 		idx := byKey[k]
 		slices.Sort(idx)
+		if reduce {
+			idx = dropUnobservedPending(h, idx)
+		}
 		label := fmt.Sprintf("group %s %s: ", k.group, k.tp)
 		for _, i := range idx {
 			op := &h[i]
@@ -187,6 +192,27 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 		parts[n] = partInfo{group: k.group, tp: k.tp, ops: len(idx)}
 	}
 	return ops, parts
+}
+
+// dropUnobservedPending is rule 5 of toGroupOperations: a commit whose
+// outcome is unknown, and whose offset no ok offset-fetch of its (group,
+// partition) returned, is left out. That is exact: it may not have taken
+// effect, and had it, its one observable effect, the committed offset,
+// went unseen (a fetch after it would have returned its offset until a
+// later commit overwrote it); the generation it could have moved forward
+// only allows less. Coordinator failovers leave dozens of timed-out
+// commits, and each pending one multiplies the search.
+func dropUnobservedPending(h []Op, idx []int) []int {
+	seen := map[int64]bool{}
+	for _, i := range idx {
+		if op := &h[i]; op.Kind == KindOffsetFetch && op.Outcome == OutcomeOK {
+			seen[op.Offset] = true
+		}
+	}
+	return slices.DeleteFunc(idx, func(i int) bool {
+		op := &h[i]
+		return op.Kind == KindCommit && (op.Outcome == OutcomeUnknown || op.Return < 0) && !seen[op.Offset]
+	})
 }
 
 // keptObservations returns, of the generation observations obs (indexes

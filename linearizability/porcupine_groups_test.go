@@ -378,9 +378,9 @@ func bruteForceGroups(h []Op) bool {
 	return true
 }
 
-// The group model (with toGroupOperations' pending commits and rule 4)
+// The group model (with toGroupOperations' pending commits and rules 4 and 5)
 // agrees with a brute-force search over spec/'s rules on random small
-// histories, and rule 4 changes no verdict.
+// histories, and rules 4 and 5 change no verdict.
 func TestGroupModelMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 0))
 	legal := 0
@@ -390,7 +390,7 @@ func TestGroupModelMatchesBruteForce(t *testing.T) {
 		want := bruteForceGroups(h)
 		got := CheckLinearizability(h, 10*time.Second).Verdict
 		require.Equal(t, want, got == VerdictOK, "seed %d: %+v", seed, h)
-		require.Equal(t, checkGroupOps(h, true), checkGroupOps(h, false), "rule 4, seed %d: %+v", seed, h)
+		require.Equal(t, checkGroupOps(h, true), checkGroupOps(h, false), "rules 4 and 5, seed %d: %+v", seed, h)
 		if want {
 			legal++
 		}
