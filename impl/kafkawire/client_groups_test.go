@@ -207,3 +207,54 @@ func startFakeServer(t *testing.T) string {
 	})
 	return ln.Addr().String()
 }
+
+// TestHeldJoinOutlastsTheServersOwnWait: a join the coordinator holds
+// while an old member has its rebalance timeout to rejoin must be
+// answered when the coordinator answers it, not cut off by the server's
+// backend timeout. Member 1 (rebalance timeout 12 s, longer than the
+// server's 10 s) never rejoins; member 2's join is held until the
+// coordinator expels member 1, then it leads the next generation alone.
+// Reference: KIP-62 (rebalance timeout).
+func TestHeldJoinOutlastsTheServersOwnWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a 12 s rebalance timeout")
+	}
+	c := startTestCluster(t)
+	cl, err := NewClient([]string{c.addr})
+	require.NoError(t, err)
+	defer cl.Close()
+	const g = "held"
+	coord := findCoordinator(t, cl, g)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	join := func(member string, rebalanceMs int64) group.JoinResponse {
+		t.Helper()
+		req := group.JoinRequest{Group: g, MemberID: member, ClientID: "c", SessionTimeoutMs: 30_000, RebalanceTimeoutMs: rebalanceMs,
+			ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range"}}}
+		out, err := cl.Exchange(ctx, coord, broker.GroupRequest{Req: req})
+		require.NoError(t, err)
+		a := out.(broker.GroupResponse).Resp.(group.JoinResponse)
+		if a.Err == group.MemberIDRequired {
+			req.MemberID = a.MemberID
+			out, err = cl.Exchange(ctx, coord, broker.GroupRequest{Req: req})
+			require.NoError(t, err)
+			a = out.(broker.GroupResponse).Resp.(group.JoinResponse)
+		}
+		return a
+	}
+	first := join("", 12_000)
+	require.Equal(t, group.None, first.Err)
+	out, err := cl.Exchange(ctx, coord, broker.GroupRequest{Req: group.SyncRequest{Group: g, MemberID: first.MemberID, Generation: first.Generation,
+		Assignments: map[string][]byte{first.MemberID: nil}}})
+	require.NoError(t, err)
+	require.Equal(t, group.None, out.(broker.GroupResponse).Resp.(group.SyncResponse).Err)
+
+	start := time.Now()
+	second := join("", 12_000)
+	held := time.Since(start)
+	require.Equal(t, group.None, second.Err, "answered after %v", held)
+	require.Greater(t, held, backendTimeout, "the coordinator held the join past the server's own wait")
+	require.Equal(t, first.Generation+1, second.Generation)
+	require.Equal(t, second.MemberID, second.LeaderID, "member 1 was expelled")
+	require.Len(t, second.Members, 1)
+}

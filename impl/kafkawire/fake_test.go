@@ -124,8 +124,11 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 		answer = a
 	case broker.FindCoordinatorRequest:
 		a := broker.FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: 1}
-		if m.Group == fakeNoCoordinator {
+		switch m.Group {
+		case fakeNoCoordinator:
 			a.Coordinator, a.Err = -1, broker.ErrCoordinatorNotAvailable
+		case fakeUnreachable:
+			a.Coordinator = 2 // live, but without an address
 		}
 		answer = a
 	case broker.GroupRequest:
@@ -205,9 +208,11 @@ func (c *wireClient) closed() {
 
 // fakeNoCoordinator is a group whose coordinator is not available;
 // fakeElsewhere is a group coordinated by another broker (NOT_COORDINATOR).
+// fakeUnreachable is coordinated by broker 2, which has no address.
 const (
 	fakeNoCoordinator = "nocoord"
 	fakeElsewhere     = "elsewhere"
+	fakeUnreachable   = "unreachable"
 )
 
 // fakeGroupAnswer answers a group request as a coordinator of one-member

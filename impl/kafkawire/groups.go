@@ -2,6 +2,7 @@ package kafkawire
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -221,10 +222,11 @@ func (h *handler) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 				continue
 			}
 			host, port, ok := splitAddress(m.Addresses[a.NodeID])
-			if !ok {
-				// A coordinator clients cannot reach is none to them.
+			if !ok || !slices.Contains(m.LiveBrokers, a.NodeID) {
+				// A coordinator clients cannot reach (one Metadata does
+				// not list) is none to them.
 				a.NodeID, a.ErrorCode = -1, kerr.CoordinatorNotAvailable.Code
-				a.ErrorMessage = kmsg.StringPtr("the coordinator has no known address")
+				a.ErrorMessage = kmsg.StringPtr("the coordinator is not a live broker with an address")
 				continue
 			}
 			a.Host, a.Port = host, port

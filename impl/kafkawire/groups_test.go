@@ -128,15 +128,17 @@ func groupRequestAt(key, v int16) kmsg.Request {
 
 // TestFindCoordinatorEachKey checks that FindCoordinator v4 answers each
 // key on its own, that a transaction key is refused (transactions are not
-// supported) and that an unavailable coordinator is
+// supported) and that an unavailable or unreachable coordinator is
 // COORDINATOR_NOT_AVAILABLE, which clients retry. Reference: KIP-699.
 func TestFindCoordinatorEachKey(t *testing.T) {
 	c := newWireClient(t)
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.SetVersion(4)
-	fc.CoordinatorKeys = []string{"g1", fakeNoCoordinator, "g2"}
+	fc.CoordinatorKeys = []string{"g1", fakeNoCoordinator, "g2", fakeUnreachable}
 	fr := c.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
-	require.Len(t, fr.Coordinators, 3)
+	require.Len(t, fr.Coordinators, 4)
+	require.Equal(t, int16(15), fr.Coordinators[3].ErrorCode, "a coordinator clients cannot reach")
+	require.Equal(t, int32(-1), fr.Coordinators[3].NodeID)
 	require.Equal(t, "g1", fr.Coordinators[0].Key)
 	require.Zero(t, fr.Coordinators[0].ErrorCode)
 	require.Equal(t, int32(1), fr.Coordinators[0].NodeID)
