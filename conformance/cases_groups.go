@@ -197,26 +197,42 @@ func requireTakeover(r *sim.Result) error {
 	return nil
 }
 
-// requireResumedFromCommits: after a reassignment, a member starts each
-// partition at the committed offset it fetched (it has one: commits
-// survived), and some commits came after a coordinator crash.
+// requireResumedFromCommits: the group went on committing after each
+// coordinator crash, never below what it had committed before it: the
+// new coordinator had the offsets, and the members resumed from them
+// (whether they kept their partitions or a rebalance moved them, in which
+// case they fetched the committed offsets first).
 func requireResumedFromCommits(r *sim.Result) error {
-	lastCrash := int64(-1)
+	var crashes []int64
 	for _, n := range r.Notes {
 		var id int
 		if _, err := fmt.Sscanf(n.Text, "crash broker %d", &id); err == nil {
-			lastCrash = n.AtMs
+			crashes = append(crashes, n.AtMs)
 		}
 	}
-	resumed := false
-	for _, op := range r.History {
-		if op.Kind == linearizability.KindOffsetFetch && op.Outcome == linearizability.OutcomeOK && op.Call > lastCrash && op.Offset > 0 {
-			resumed = true
-			break
+	for _, at := range crashes {
+		before := map[linearizability.TopicPartition]int64{}
+		after := 0
+		for _, op := range r.History {
+			if op.Kind != linearizability.KindCommit || op.Outcome != linearizability.OutcomeOK {
+				continue
+			}
+			if op.Return < at {
+				before[op.TP()] = max(before[op.TP()], op.Offset)
+			}
 		}
-	}
-	if lastCrash >= 0 && !resumed {
-		return fmt.Errorf("no member found a committed offset after the last coordinator crash (%d ms)", lastCrash)
+		for _, op := range r.History {
+			if op.Kind != linearizability.KindCommit || op.Outcome != linearizability.OutcomeOK || op.Call <= at {
+				continue
+			}
+			after++
+			if op.Offset < before[op.TP()] {
+				return fmt.Errorf("after the coordinator crash at %d ms, op %d committed %s at %d, below the %d committed before", at, op.ID, op.TP(), op.Offset, before[op.TP()])
+			}
+		}
+		if after == 0 && at+2*r.Config.Workload.ConsumerSessionTimeoutMs < r.Config.DurationMs {
+			return fmt.Errorf("no commit succeeded after the coordinator crash at %d ms", at)
+		}
 	}
 	return nil
 }
