@@ -11,6 +11,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/cluster"
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafkawire"
 )
 
@@ -106,7 +107,20 @@ func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, e
 		return nil, err
 	}
 	defer cl.Close()
-	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: liveCluster{c, ctx}, Net: cl, Progress: t.Progress})
+	var own []*kafkawire.Client
+	defer func() {
+		for _, o := range own {
+			o.Close()
+		}
+	}()
+	netFor := func(broker.NodeID) (sim.Exchanger, error) {
+		o, err := kafkawire.NewClient(c.Bootstrap())
+		if err == nil {
+			own = append(own, o)
+		}
+		return o, err
+	}
+	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: liveCluster{c, ctx}, Net: cl, NetFor: netFor, Progress: t.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("run on the cluster in %s: %w", dir, err)
 	}
@@ -134,6 +148,10 @@ func settingsOf(cfg sim.Config) cluster.Settings {
 		UncleanLeaderElection:  cfg.Controller.UncleanLeaderElection,
 		KeepISROnRestart:       cfg.Controller.KeepISROnRestart,
 		AutoLeaderRebalance:    cfg.Controller.AutoLeaderRebalance,
+
+		OffsetsTopicPartitions:        sim.GroupSettings().OffsetsTopicPartitions,
+		OffsetsTopicReplicationFactor: min(sim.GroupSettings().OffsetsTopicReplicationFactor, cfg.Brokers),
+		GroupMinSessionTimeoutMs:      sim.GroupSettings().Coordinator.MinSessionTimeoutMs,
 	}
 }
 

@@ -102,6 +102,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Brokers < 1 {
 		return nil, fmt.Errorf("cluster: %d brokers: want at least 1", opts.Brokers)
 	}
+	if rf := opts.Settings.OffsetsTopicReplicationFactor; rf > opts.Brokers {
+		// A smaller cluster could never have a group coordinator; Kafka
+		// asks the operator to lower offsets.topic.replication.factor,
+		// a local cluster does it for them.
+		opts.Settings.OffsetsTopicReplicationFactor = opts.Brokers
+	}
 	if err := opts.Settings.Validate(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

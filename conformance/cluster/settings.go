@@ -8,6 +8,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -27,6 +28,11 @@ type Settings struct {
 	FlushIntervalMs        int64
 	AdvanceHWBelowMinISR   bool
 	ProducerState          partition.ProducerState
+	// Group coordinators: the offsets topic's partitions and replication
+	// factor, and the shortest session.timeout.ms a member may ask for.
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int
+	GroupMinSessionTimeoutMs      int64
 
 	// The controller's settings.
 	SessionTimeoutMs      int64
@@ -50,6 +56,10 @@ func DefaultSettings() Settings {
 		HWCheckpointIntervalMs: 1000,
 		ProducerState:          partition.ProducerStateReplicated,
 		SessionTimeoutMs:       1500,
+
+		OffsetsTopicPartitions:        3,
+		OffsetsTopicReplicationFactor: 3,
+		GroupMinSessionTimeoutMs:      100,
 	}
 }
 
@@ -70,6 +80,14 @@ func (s Settings) BrokerConfig(id int) (broker.Config, error) {
 		HWCheckpointIntervalMs: s.HWCheckpointIntervalMs,
 		FlushEveryAppend:       s.FlushEveryAppend,
 		FlushIntervalMs:        s.FlushIntervalMs,
+	}
+	cfg.Groups = broker.GroupConfig{
+		OffsetsTopicPartitions:        s.OffsetsTopicPartitions,
+		OffsetsTopicReplicationFactor: s.OffsetsTopicReplicationFactor,
+		Coordinator: group.Config{
+			MinSessionTimeoutMs: max(s.GroupMinSessionTimeoutMs, 1),
+			MaxSessionTimeoutMs: group.DefaultConfig().MaxSessionTimeoutMs,
+		},
 	}
 	return cfg, cfg.Validate()
 }
@@ -111,6 +129,9 @@ func (s Settings) BrokerArgs() []string {
 		"--flush-interval-ms=" + itoa(s.FlushIntervalMs),
 		"--advance-hw-below-min-isr=" + strconv.FormatBool(s.AdvanceHWBelowMinISR),
 		"--producer-state=" + s.ProducerState.String(),
+		"--offsets-topic-partitions=" + strconv.Itoa(int(s.OffsetsTopicPartitions)),
+		"--offsets-topic-replication-factor=" + strconv.Itoa(s.OffsetsTopicReplicationFactor),
+		"--group-min-session-timeout-ms=" + itoa(s.GroupMinSessionTimeoutMs),
 	}
 }
 

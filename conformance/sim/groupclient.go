@@ -51,9 +51,9 @@ type groupConsumer struct {
 }
 
 type queued struct {
-	tp    broker.TopicPartition
-	gen   int32
-	rec   refclient.ConsumerRecord
+	tp   broker.TopicPartition
+	gen  int32
+	rec  refclient.ConsumerRecord
 	last bool // the last record of its delivery: commit after it
 }
 

@@ -43,6 +43,12 @@ type Exchanger interface {
 type LiveOptions struct {
 	Cluster LiveCluster
 	Net     Exchanger
+	// NetFor, when set, gives each client its own connections (as separate
+	// processes would have): a client's JoinGroup, which the coordinator
+	// holds for a whole rebalance, must not hold up another client's
+	// heartbeats on a shared connection (Kafka answers a connection's
+	// requests in order). Net is then used for the runner's own requests.
+	NetFor func(client broker.NodeID) (Exchanger, error)
 	// Progress, if set, is called about once a second with the run's time.
 	Progress func(nowMs, endMs int64)
 }
@@ -101,6 +107,7 @@ type live struct {
 	metaOut bool
 	// firstTick is when each client starts ticking.
 	firstTick map[broker.NodeID]int64
+	nets      map[broker.NodeID]Exchanger
 }
 
 type liveTimer struct {
@@ -138,6 +145,7 @@ func RunLive(ctx context.Context, cfg Config, opts LiveOptions) (*Result, error)
 		down:    make([]bool, cfg.Brokers+1),
 		paused:  make([]bool, cfg.Brokers+1),
 		leaders: map[broker.TopicPartition]broker.PartitionState{},
+		nets:    map[broker.NodeID]Exchanger{},
 	}
 	l.host = l
 	for _, t := range cfg.Topics {
@@ -375,12 +383,13 @@ func (l *live) send(env broker.Envelope) {
 	if dropAnswer {
 		l.stats.Dropped++
 	}
+	ex := l.netFor(env.From)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		ctx, cancel := context.WithTimeout(l.ctx, l.requestTimeout())
 		defer cancel()
-		resp, err := l.opts.Net.Exchange(ctx, env.To, env.Msg)
+		resp, err := ex.Exchange(ctx, env.To, env.Msg)
 		if dropAnswer {
 			return
 		}
@@ -396,6 +405,24 @@ func (l *live) send(env broker.Envelope) {
 		case <-l.ctx.Done():
 		}
 	}()
+}
+
+// netFor is the Exchanger of client id (made on first use; called from
+// the loop only).
+func (l *live) netFor(id broker.NodeID) Exchanger {
+	if l.opts.NetFor == nil || id == metadataWatcher {
+		return l.opts.Net
+	}
+	if ex, ok := l.nets[id]; ok {
+		return ex
+	}
+	ex, err := l.opts.NetFor(id)
+	if err != nil {
+		l.note(fmt.Sprintf("client %d: no connection of its own (%v); it shares the runner's", id, err))
+		ex = l.opts.Net
+	}
+	l.nets[id] = ex
+	return ex
 }
 
 func (l *live) requestTimeout() time.Duration {

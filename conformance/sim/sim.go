@@ -132,7 +132,7 @@ func (w *world) liveBrokers() []broker.NodeID        { return w.host.liveBrokers
 func (w *world) onAck()                              { w.host.onAck() }
 func (w *world) note(text string)                    { w.host.note(text) }
 func (w *world) schedule(id broker.NodeID, at int64) { w.host.scheduleClientTick(id, at) }
-func (w *world) after(at int64, fn func())            { w.host.after(at, fn) }
+func (w *world) after(at int64, fn func())           { w.host.after(at, fn) }
 
 // Sim is one simulated run. Use Run.
 type Sim struct {
