@@ -244,7 +244,11 @@ func fakeGroupAnswer(req any) any {
 	case group.HeartbeatRequest:
 		return group.HeartbeatResponse{}
 	case group.LeaveRequest:
-		return refusal(req, group.None)
+		var a group.LeaveResponse
+		for _, m := range r.Members {
+			a.Members = append(a.Members, group.LeaveMember{MemberID: m})
+		}
+		return a
 	case group.CommitRequest:
 		return refusal(req, group.None)
 	case group.FetchOffsetsRequest:

@@ -140,11 +140,7 @@ func refusal(req any, e group.Error) any {
 	case group.HeartbeatRequest:
 		return group.HeartbeatResponse{Err: e}
 	case group.LeaveRequest:
-		resp := group.LeaveResponse{Err: e}
-		for _, m := range r.Members {
-			resp.Members = append(resp.Members, group.LeaveMember{MemberID: m, Err: e})
-		}
-		return resp
+		return group.LeaveResponse{Err: e} // a group-level error: no member list
 	case group.CommitRequest:
 		var resp group.CommitResponse
 		for _, o := range r.Offsets {
@@ -380,9 +376,13 @@ func (h *handler) leaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (
 		}
 		return resp, nil
 	}
+	if a.Err != group.None {
+		return resp, nil // a group-level error has no member list, as Kafka answers
+	}
 	for i, m := range req.Members {
 		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, int16(a.Err)
+		rm.MemberID, rm.InstanceID = m.MemberID, m.InstanceID
+		rm.ErrorCode = int16(group.UnknownMemberID) // unless the coordinator answered for it
 		if i < len(a.Members) && a.Members[i].MemberID == m.MemberID {
 			rm.ErrorCode = int16(a.Members[i].Err)
 		}
