@@ -1,5 +1,10 @@
-// Package client is the reference producer: Kafka's producer protocol
-// (partitioning, acks, retries, idempotence) as a pure state machine.
+// Package client is the reference producer and consumer: Kafka's producer
+// protocol (partitioning, acks, retries, idempotence) and its consumer
+// protocol (long-poll fetches, positions and offset reset, group
+// membership with generations, the range and round-robin assignors,
+// commits) as pure state machines. The consumer is in consumer*.go; its
+// exactly-once example (the offset stored with the output) is
+// TestExactlyOnceByStoringTheOffsetWithTheOutput.
 //
 // Like partition and controller, the core never reads a clock, a random
 // source or the network. Inputs are method calls carrying a logical time in
