@@ -12,13 +12,21 @@ import (
 )
 
 // TestSaramaConsumerGroup runs the group scenario with IBM sarama's
-// consumer groups (range assignor, eager rebalancing), configured as Kafka
-// 3.0.0, whose requests the reference serves (JoinGroup v7, SyncGroup v5,
-// Heartbeat v4, LeaveGroup v4, OffsetCommit v8, OffsetFetch v8,
-// FindCoordinator v3, Metadata v11, Fetch v12).
+// consumer groups (range assignor, eager rebalancing), configured as two
+// Kafka versions whose requests the reference serves: 3.0.0 (JoinGroup v7,
+// SyncGroup v5, Heartbeat v4, LeaveGroup v4, OffsetCommit v8, OffsetFetch
+// v8, Metadata v11, Fetch v12) and 2.0.0 (JoinGroup v3, before KIP-394,
+// SyncGroup v2, Heartbeat v2, LeaveGroup v2 with one member, OffsetCommit
+// v4, OffsetFetch v4, FindCoordinator v2).
 // Reference: KIP-62, KIP-394.
 func TestSaramaConsumerGroup(t *testing.T) {
-	runGroupScenario(t, startSaramaMember)
+	for _, v := range []sarama.KafkaVersion{sarama.V3_0_0_0, sarama.V2_0_0_0} {
+		t.Run(v.String(), func(t *testing.T) {
+			runGroupScenario(t, func(t *testing.T, bootstrap []string, g, topic, name string, explicit bool, l *ledger) member {
+				return startSaramaMember(t, v, bootstrap, g, topic, name, explicit, l)
+			})
+		})
+	}
 }
 
 type saramaMember struct {
@@ -32,11 +40,11 @@ type saramaMember struct {
 // startSaramaMember starts an unmodified sarama consumer group member. The
 // explicit member disables auto-commit and commits its marked offsets
 // itself whenever it has caught up, and every 200 ms.
-func startSaramaMember(t *testing.T, bootstrap []string, g, topic, name string, explicit bool, l *ledger) member {
+func startSaramaMember(t *testing.T, version sarama.KafkaVersion, bootstrap []string, g, topic, name string, explicit bool, l *ledger) member {
 	t.Helper()
 	d := &crashableDialer{}
 	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_0_0_0
+	cfg.Version = version
 	cfg.ClientID = "watermark-" + name
 	cfg.Net.Proxy.Enable = true
 	cfg.Net.Proxy.Dialer = d

@@ -147,6 +147,9 @@ func (h *handler) fillFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, sl
 	size := 0
 	for _, s := range slots {
 		rp := &resp.Topics[s.t].Partitions[s.p]
+		// Empty, never null, as Kafka answers: sarama (Fetch v4-v11)
+		// fails to decode a null record set.
+		rp.RecordBatches = []byte{}
 		rp.LogStartOffset = 0
 		rp.HighWatermark, rp.LastStableOffset = -1, -1
 		switch {
@@ -159,7 +162,7 @@ func (h *handler) fillFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, sl
 			continue
 		}
 		rp.HighWatermark, rp.LastStableOffset = s.answer.HW, s.answer.HW
-		var records []byte
+		records := []byte{}
 		for i := range s.answer.Batches {
 			b := &s.answer.Batches[i]
 			if size > 0 && size+b.Size() > limit {
