@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -66,77 +67,88 @@ func TestClientGroupExchanges(t *testing.T) {
 			coord := findCoordinator(t, cl, g)
 			require.Equal(t, testBrokerID, coord)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			ask := func(req any) any {
-				t.Helper()
-				out, err := cl.Exchange(ctx, coord, broker.GroupRequest{Correlation: 3, Req: req})
-				require.NoError(t, err)
-				require.Equal(t, uint64(3), out.(broker.GroupResponse).Correlation)
-				return out.(broker.GroupResponse).Resp
-			}
-			tp0 := group.TopicPartition{Topic: "t", Partition: 0}
-			tp1 := group.TopicPartition{Topic: "t", Partition: 1}
-			join := group.JoinRequest{Group: g, ClientID: "c", SessionTimeoutMs: 10_000, RebalanceTimeoutMs: 10_000,
-				ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range", Metadata: []byte{1, 2, 3}}}}
-
-			first := ask(join).(group.JoinResponse)
-			member := first.MemberID
-			require.NotEmpty(t, member)
-			if tc.name == "newest" {
-				require.Equal(t, group.MemberIDRequired, first.Err, "KIP-394 from JoinGroup v4")
-				join.MemberID = member
-				first = ask(join).(group.JoinResponse)
-			}
-			require.Equal(t, group.None, first.Err)
-			require.Equal(t, member, first.MemberID)
-			require.Equal(t, member, first.LeaderID)
-			require.Equal(t, "range", first.Protocol)
-			require.Equal(t, []group.JoinMember{{MemberID: member, Metadata: []byte{1, 2, 3}}}, first.Members)
-			gen := first.Generation
-
-			steps := []struct {
-				name string
-				req  any
-				want any
-			}{
-				{"sync", group.SyncRequest{Group: g, MemberID: member, Generation: gen, Assignments: map[string][]byte{member: {9, 9}}},
-					group.SyncResponse{Assignment: []byte{9, 9}}},
-				{"heartbeat", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen}, group.HeartbeatResponse{}},
-				{"heartbeat of an old generation", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen - 1},
-					group.HeartbeatResponse{Err: group.IllegalGeneration}},
-				{"commit", group.CommitRequest{Group: g, MemberID: member, Generation: gen, Offsets: []group.OffsetToCommit{
-					{TopicPartition: tp0, Offset: 7, Metadata: "m"}, {TopicPartition: tp1, Offset: 8}}},
-					group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0}, {TopicPartition: tp1}}}},
-				{"commit of an unknown member", group.CommitRequest{Group: g, MemberID: "nobody", Generation: gen, Offsets: []group.OffsetToCommit{
-					{TopicPartition: tp0, Offset: 1}}},
-					group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0, Err: group.UnknownMemberID}}}},
-				{"fetch named partitions", group.FetchOffsetsRequest{Group: g, Partitions: []group.TopicPartition{tp1, {Topic: "u"}}},
-					group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp1, Offset: 8}, {TopicPartition: group.TopicPartition{Topic: "u"}, Offset: -1}}}},
-				{"leave", group.LeaveRequest{Group: g, Members: []string{member}},
-					group.LeaveResponse{Members: []group.LeaveMember{{MemberID: member}}}},
-				{"heartbeat after leaving", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen},
-					group.HeartbeatResponse{Err: group.UnknownMemberID}},
-			}
-			if tc.name == "newest" { // a nil topic list needs OffsetFetch v2+
-				steps = append(steps, struct {
-					name string
-					req  any
-					want any
-				}{"fetch all", group.FetchOffsetsRequest{Group: g},
-					group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp0, Offset: 7, Metadata: "m"}, {TopicPartition: tp1, Offset: 8}}}})
-			}
-			for _, s := range steps {
-				got := ask(s.req)
-				if want, ok := s.want.(group.SyncResponse); ok {
-					got := got.(group.SyncResponse)
-					require.Equal(t, want.Err, got.Err, s.name)
-					require.Equal(t, want.Assignment, got.Assignment, s.name)
-					continue
-				}
-				require.Equal(t, s.want, got, s.name)
-			}
+			exchangeGroupLifecycle(t, cl, coord, g, tc.name == "newest")
 		})
+	}
+}
+
+// exchangeGroupLifecycle drives group g through one member's whole life
+// with cl's conversions against coordinator coord: each step is a group
+// request and the group response the coordinator must give. modern says
+// the versions are new enough for KIP-394 (JoinGroup v4+) and a nil topic
+// list (OffsetFetch v2+). Topics "t" (two partitions) and "u" may need to
+// exist at the broker.
+func exchangeGroupLifecycle(t *testing.T, cl *Client, coord broker.NodeID, g string, modern bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ask := func(req any) any {
+		t.Helper()
+		out, err := cl.Exchange(ctx, coord, broker.GroupRequest{Correlation: 3, Req: req})
+		require.NoError(t, err)
+		require.Equal(t, uint64(3), out.(broker.GroupResponse).Correlation)
+		return out.(broker.GroupResponse).Resp
+	}
+	tp0 := group.TopicPartition{Topic: "t", Partition: 0}
+	tp1 := group.TopicPartition{Topic: "t", Partition: 1}
+	join := group.JoinRequest{Group: g, ClientID: "c", SessionTimeoutMs: 10_000, RebalanceTimeoutMs: 10_000,
+		ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range", Metadata: []byte{1, 2, 3}}}}
+
+	first := ask(join).(group.JoinResponse)
+	member := first.MemberID
+	require.NotEmpty(t, member)
+	if modern {
+		require.Equal(t, group.MemberIDRequired, first.Err, "KIP-394 from JoinGroup v4")
+		join.MemberID = member
+		first = ask(join).(group.JoinResponse)
+	}
+	require.Equal(t, group.None, first.Err)
+	require.Equal(t, member, first.MemberID)
+	require.Equal(t, member, first.LeaderID)
+	require.Equal(t, "range", first.Protocol)
+	require.Equal(t, []group.JoinMember{{MemberID: member, Metadata: []byte{1, 2, 3}}}, first.Members)
+	gen := first.Generation
+
+	steps := []struct {
+		name string
+		req  any
+		want any
+	}{
+		{"sync", group.SyncRequest{Group: g, MemberID: member, Generation: gen, Assignments: map[string][]byte{member: {9, 9}}},
+			group.SyncResponse{Assignment: []byte{9, 9}}},
+		{"heartbeat", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen}, group.HeartbeatResponse{}},
+		{"heartbeat of an old generation", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen - 1},
+			group.HeartbeatResponse{Err: group.IllegalGeneration}},
+		{"commit", group.CommitRequest{Group: g, MemberID: member, Generation: gen, Offsets: []group.OffsetToCommit{
+			{TopicPartition: tp0, Offset: 7, Metadata: "m"}, {TopicPartition: tp1, Offset: 8}}},
+			group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0}, {TopicPartition: tp1}}}},
+		{"commit of an unknown member", group.CommitRequest{Group: g, MemberID: "nobody", Generation: gen, Offsets: []group.OffsetToCommit{
+			{TopicPartition: tp0, Offset: 1}}},
+			group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0, Err: group.UnknownMemberID}}}},
+		{"fetch named partitions", group.FetchOffsetsRequest{Group: g, Partitions: []group.TopicPartition{tp1, {Topic: "u"}}},
+			group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp1, Offset: 8}, {TopicPartition: group.TopicPartition{Topic: "u"}, Offset: -1}}}},
+		{"leave", group.LeaveRequest{Group: g, Members: []string{member}},
+			group.LeaveResponse{Members: []group.LeaveMember{{MemberID: member}}}},
+		{"heartbeat after leaving", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen},
+			group.HeartbeatResponse{Err: group.UnknownMemberID}},
+	}
+	if modern { // a nil topic list needs OffsetFetch v2+
+		steps = append(steps, struct {
+			name string
+			req  any
+			want any
+		}{"fetch all", group.FetchOffsetsRequest{Group: g},
+			group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp0, Offset: 7, Metadata: "m"}, {TopicPartition: tp1, Offset: 8}}}})
+	}
+	for _, s := range steps {
+		got := ask(s.req)
+		if want, ok := s.want.(group.SyncResponse); ok {
+			got := got.(group.SyncResponse)
+			require.Equal(t, want.Err, got.Err, s.name)
+			require.Equal(t, want.Assignment, got.Assignment, s.name)
+			continue
+		}
+		require.Equal(t, s.want, got, s.name)
 	}
 }
 
@@ -257,4 +269,32 @@ func TestHeldJoinOutlastsTheServersOwnWait(t *testing.T) {
 	require.Equal(t, first.Generation+1, second.Generation)
 	require.Equal(t, second.MemberID, second.LeaderID, "member 1 was expelled")
 	require.Len(t, second.Members, 1)
+}
+
+// TestClientGroupExchangesAgainstKfake runs the same group life through
+// the Client against franz-go's in-memory Kafka (kfake), another
+// implementation of the protocol: the conversions must hold for any
+// Kafka-compatible broker, not only for the server in this package.
+func TestClientGroupExchangesAgainstKfake(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t", "u"))
+	require.NoError(t, err)
+	defer kc.Close()
+	cl, err := NewClient(kc.ListenAddrs())
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := cl.Exchange(ctx, 0, broker.MetadataRequest{})
+	require.NoError(t, err)
+	var id broker.NodeID = -1
+	for _, b := range out.(broker.MetadataResponse).LiveBrokers {
+		id = broker.NodeID(b)
+	}
+	require.GreaterOrEqual(t, id, broker.NodeID(0))
+	out, err = cl.Exchange(ctx, id, broker.FindCoordinatorRequest{Correlation: 4, Group: "kfake-group"})
+	require.NoError(t, err)
+	fc := out.(broker.FindCoordinatorResponse)
+	require.NoError(t, fc.Err)
+	require.Equal(t, uint64(4), fc.Correlation)
+	exchangeGroupLifecycle(t, cl, broker.NodeID(fc.Coordinator), "kfake-group", true)
 }
