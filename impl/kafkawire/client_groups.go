@@ -1,8 +1,11 @@
 package kafkawire
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -206,7 +209,8 @@ func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.Com
 }
 
 // offsetFetch asks for one group's offsets. A group-level error of v0-v1
-// (carried by every partition) comes back as the response's Err.
+// (carried by every partition) comes back as the response's Err; all of a
+// group's offsets come back sorted by topic and partition.
 func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.FetchOffsetsRequest) (any, error) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = r.Group
@@ -274,6 +278,12 @@ func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.Fetc
 	}
 	if out.Err != group.None {
 		out.Partitions = nil
+	}
+	if r.Partitions == nil {
+		// group.FetchOffsetsResponse's order for "all"; Kafka promises none.
+		slices.SortFunc(out.Partitions, func(a, b group.FetchedOffset) int {
+			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
 	}
 	return out, nil
 }
