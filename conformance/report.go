@@ -24,9 +24,10 @@ func ReplayCommand(r *RunResult) string {
 	}
 	if r.Target != "" && r.Target != Simulator.Name() {
 		cmd += " --target " + r.Target
-		if r.Target == "cluster" {
-			cmd += fmt.Sprintf(" --duration %dms --settle %dms", r.Sim.Config.DurationMs, r.Sim.Config.SettleMs)
+		if r.Target == "kafka" {
+			cmd += " --bootstrap HOST:PORT" // the user's cluster, and its fault commands
 		}
+		cmd += fmt.Sprintf(" --duration %dms --settle %dms", r.Sim.Config.DurationMs, r.Sim.Config.SettleMs)
 	}
 	return cmd
 }

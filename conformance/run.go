@@ -150,7 +150,14 @@ func RunOne(c *Case, seed uint64, opts Options, checkTimeout time.Duration) (*Ru
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := target.Run(ctx, c.config(seed, opts))
+	cfg := c.config(seed, opts)
+	var res *sim.Result
+	var err error
+	if why := missing(cfg, target.Capabilities()); why != "" {
+		err = &SkipError{Reason: why}
+	} else {
+		res, err = target.Run(ctx, cfg)
+	}
 	var skip *SkipError
 	if errors.As(err, &skip) {
 		return &RunResult{Case: c.Name, Seed: seed, Verdict: Skipped, Reasons: []string{skip.Reason}, Elapsed: time.Since(start), Target: target.Name()}, nil

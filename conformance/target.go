@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance/cluster"
@@ -25,6 +26,53 @@ type Target interface {
 	Run(ctx context.Context, cfg sim.Config) (*sim.Result, error)
 	// Parallel reports whether runs may overlap.
 	Parallel() bool
+	// Capabilities are the faults the target can inject. A case that
+	// needs one it lacks is skipped, with the reason, before it runs.
+	Capabilities() Capabilities
+}
+
+// Capabilities are the broker faults a target can inject. Faults on the
+// client side (lost answers, crashed consumers, restarted producers) need
+// none: the harness does them itself.
+type Capabilities struct {
+	Crash   bool // kill a broker and restart it on its data
+	Pause   bool // stop a broker and let it go on (SIGSTOP/SIGCONT)
+	Isolate bool // cut a broker off from the other brokers and the clients, and heal
+	Slow    bool // add latency to a broker's links
+}
+
+// AllCapabilities is what the reference targets offer.
+var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true}
+
+// missing names the capabilities cfg's faults need and have does not
+// offer, with how to get each where that helps; "" when none is missing.
+func missing(cfg sim.Config, have Capabilities) string {
+	kinds := slices.Clone(cfg.Nemesis.Kinds)
+	for _, f := range cfg.Faults {
+		kinds = append(kinds, f.Kind)
+	}
+	var need []string
+	add := func(ok bool, what string) {
+		if !ok && !slices.Contains(need, what) {
+			need = append(need, what)
+		}
+	}
+	for _, k := range kinds {
+		switch k {
+		case sim.FaultCrash:
+			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd)")
+		case sim.FaultPause:
+			add(have.Pause, "pausing brokers (--pause-cmd and --resume-cmd)")
+		case sim.FaultIsolate, sim.FaultHeal:
+			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd)")
+		case sim.FaultSlow:
+			add(have.Slow, "slowing brokers' links")
+		}
+	}
+	if len(need) == 0 {
+		return ""
+	}
+	return "needs " + strings.Join(need, ", ") + ", which this target does not offer"
 }
 
 // SkipError is a run a target cannot carry out, and why.
@@ -37,8 +85,9 @@ var Simulator Target = simulator{}
 
 type simulator struct{}
 
-func (simulator) Name() string   { return "sim" }
-func (simulator) Parallel() bool { return true }
+func (simulator) Name() string               { return "sim" }
+func (simulator) Parallel() bool             { return true }
+func (simulator) Capabilities() Capabilities { return AllCapabilities }
 func (simulator) Run(_ context.Context, cfg sim.Config) (*sim.Result, error) {
 	return sim.Run(cfg)
 }
@@ -67,6 +116,9 @@ func (t *ClusterTarget) Name() string { return "cluster" }
 
 // Parallel implements Target.
 func (t *ClusterTarget) Parallel() bool { return false }
+
+// Capabilities implements Target: signals, and a proxy on every link.
+func (t *ClusterTarget) Capabilities() Capabilities { return AllCapabilities }
 
 // Run implements Target.
 func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, error) {

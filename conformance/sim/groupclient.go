@@ -266,16 +266,6 @@ func (c *client) flushGroup() {
 	}
 }
 
-func compareTP(a, b broker.TopicPartition) int {
-	if a.Topic != b.Topic {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		return 1
-	}
-	return int(a.Partition - b.Partition)
-}
-
 // recordAt appends a finished operation with its own call and return times.
 func (s *world) recordAt(op linearizability.Op, call, ret int64) {
 	op.ID = len(s.history)

@@ -214,7 +214,7 @@ func (l *live) awaitLeaders(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("live run: partitions without a leader 20 s after creating the topics (%d of %d led)", len(l.leaders), len(l.partitions()))
+			return fmt.Errorf("live run: partitions without a leader 20 s after creating the topics (%d of %d led; brokers must be numbered 1..%d, or from 0 with the ids shifted)", led, len(l.partitions()), l.cfg.Brokers)
 		}
 		select {
 		case <-ctx.Done():

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,6 +33,31 @@ import (
 // Produce v12, Fetch v12, OffsetCommit v8 and OffsetFetch v8.
 type Client struct {
 	cl *kgo.Client
+	// shift is added to the cluster's broker ids on the way in and taken
+	// off on the way out (see ShiftBrokerIDs).
+	shift int32
+}
+
+// ShiftBrokerIDs makes the client number brokers from the cluster's ids
+// plus n. The harness numbers brokers from 1 (0 is its controller); a
+// cluster whose brokers start at 0, as many Kafka deployments and kfake
+// do, is driven with n = 1, and every broker id the harness sees or names
+// is the cluster's plus one.
+func (c *Client) ShiftBrokerIDs(n int32) { c.shift = n }
+
+func (c *Client) in(id int32) int32 {
+	if id < 0 {
+		return id
+	}
+	return id + c.shift
+}
+
+func (c *Client) ins(ids []int32) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = c.in(id)
+	}
+	return out
 }
 
 // NewClient connects lazily to seeds; opts are extra franz-go options.
@@ -58,11 +85,23 @@ func (c *Client) Kgo() *kgo.Client { return c.cl }
 // already is not an error: a harness may run again on the same cluster
 // only with a fresh topic name, which is the caller's business.
 func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int) error {
+	return c.CreateTopicWithConfigs(ctx, name, partitions, replicationFactor, nil)
+}
+
+// CreateTopicWithConfigs is CreateTopic with topic configs (for example
+// min.insync.replicas), set in sorted order.
+func (c *Client) CreateTopicWithConfigs(ctx context.Context, name string, partitions int32, replicationFactor int, configs map[string]string) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic = name
 	t.NumPartitions = partitions
 	t.ReplicationFactor = int16(replicationFactor)
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name = k
+		cfg.Value = kmsg.StringPtr(configs[k])
+		t.Configs = append(t.Configs, cfg)
+	}
 	req.Topics = append(req.Topics, t)
 	req.TimeoutMillis = 10000
 	resp, err := req.RequestWith(ctx, c.cl)
@@ -79,6 +118,23 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 		return fmt.Errorf("create topic %q: %w", name, err)
 	}
 	return nil
+}
+
+// Brokers asks any broker for the cluster's brokers: how many, and the
+// lowest id (as the cluster numbers them).
+func (c *Client) Brokers(ctx context.Context) (n int, lowest int32, err error) {
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.cl)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(resp.Brokers) == 0 {
+		return 0, 0, errors.New("the cluster lists no brokers")
+	}
+	lowest = resp.Brokers[0].NodeID
+	for _, b := range resp.Brokers {
+		lowest = min(lowest, b.NodeID)
+	}
+	return len(resp.Brokers), lowest, nil
 }
 
 // Exchange sends msg to broker `to` and returns its answer; nil, nil for an
@@ -108,7 +164,7 @@ func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg any) (any, 
 }
 
 func (c *Client) request(ctx context.Context, to broker.NodeID, req kmsg.Request) (kmsg.Response, error) {
-	return c.cl.Broker(int(to)).Request(ctx, req)
+	return c.cl.Broker(int(int32(to)-c.shift)).Request(ctx, req)
 }
 
 // wireError turns a Kafka error code into the reference's error: the
@@ -291,15 +347,15 @@ func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.Metada
 	resp := raw.(*kmsg.MetadataResponse)
 	out := broker.MetadataResponse{Correlation: m.Correlation, Addresses: map[int32]string{}}
 	for _, b := range resp.Brokers {
-		out.LiveBrokers = append(out.LiveBrokers, b.NodeID)
-		out.Addresses[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		out.LiveBrokers = append(out.LiveBrokers, c.in(b.NodeID))
+		out.Addresses[c.in(b.NodeID)] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || t.ErrorCode != 0 {
 			continue
 		}
 		for _, p := range t.Partitions {
-			s := broker.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR}
+			s := broker.PartitionState{Leader: c.in(p.Leader), LeaderEpoch: p.LeaderEpoch, Replicas: c.ins(p.Replicas), ISR: c.ins(p.ISR)}
 			s.Topic, s.Partition = *t.Topic, p.Partition
 			if p.ErrorCode != 0 && !errors.Is(kerr.ErrorForCode(p.ErrorCode), kerr.LeaderNotAvailable) {
 				continue

@@ -27,7 +27,7 @@ func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker
 	if resp.Version < 4 {
 		out.Err = wireError(resp.ErrorCode, resp.ErrorMessage)
 		if out.Err == nil {
-			out.Coordinator = resp.NodeID
+			out.Coordinator = c.in(resp.NodeID)
 		}
 		return out, nil
 	}
@@ -37,7 +37,7 @@ func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker
 		}
 		out.Err = wireError(a.ErrorCode, a.ErrorMessage)
 		if out.Err == nil {
-			out.Coordinator = a.NodeID
+			out.Coordinator = c.in(a.NodeID)
 		}
 		return out, nil
 	}

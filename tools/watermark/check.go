@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,11 +36,19 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "porcupine's time limit per run; past it the verdict is unknown")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs in parallel")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	target := fs.String("target", "sim", "what the cases run against: sim (the deterministic simulated reference) or cluster (a fresh local cluster of `watermark serve` processes per run, with SIGKILL, SIGSTOP and proxy faults, in real time)")
+	target := fs.String("target", "sim", "what the cases run against: sim (the deterministic simulated reference), cluster (a fresh local cluster of watermark serve processes per run, with SIGKILL, SIGSTOP and proxy faults, in real time) or kafka (any running Kafka-compatible cluster at --bootstrap)")
+	bootstrap := fs.StringSlice("bootstrap", nil, "with --target kafka: HOST:PORT of the cluster's brokers (comma-separated or repeated)")
+	killCmd := fs.String("kill-cmd", "", "with --target kafka: shell command that kills broker {id} (e.g. 'docker kill kafka{id}'); with --restart-cmd it enables the crash cases")
+	restartCmd := fs.String("restart-cmd", "", "with --target kafka: shell command that restarts broker {id} on its data (e.g. 'docker start kafka{id}')")
+	pauseCmd := fs.String("pause-cmd", "", "with --target kafka: shell command that pauses broker {id} (e.g. 'docker pause kafka{id}')")
+	resumeCmd := fs.String("resume-cmd", "", "with --target kafka: shell command that resumes broker {id} (e.g. 'docker unpause kafka{id}')")
+	isolateCmd := fs.String("isolate-cmd", "", "with --target kafka: shell command that cuts broker {id} off from the other brokers and the clients")
+	healCmd := fs.String("heal-cmd", "", "with --target kafka: shell command that ends every isolation")
+	junit := fs.String("junit", "", "write the result as JUnit XML to FILE, for CI systems")
 	binary := fs.String("binary", "", "with --target cluster: the watermark executable the nodes run (default: this one)")
 	clusterDir := fs.String("cluster-dir", "", "with --target cluster: where each run's cluster keeps its data and logs (default: <report-dir>/clusters; runs that hold are removed)")
-	duration := fs.Duration("duration", 0, "with --target cluster: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
-	settle := fs.Duration("settle", 0, "with --target cluster: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
+	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
+	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, fs, err)
@@ -110,8 +119,27 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		if !fs.Changed("seeds") {
 			*seeds = 1
 		}
+	case "kafka":
+		if len(*bootstrap) == 0 {
+			return usageError(stderr, fs, fmt.Errorf("--target kafka needs --bootstrap HOST:PORT"))
+		}
+		if *duration < 0 || *settle < 0 {
+			return usageError(stderr, fs, fmt.Errorf("--duration %s --settle %s: want both >= 0 (0: the case's own)", *duration, *settle))
+		}
+		kt := &conformance.KafkaTarget{Bootstrap: *bootstrap, KillCmd: *killCmd, RestartCmd: *restartCmd,
+			PauseCmd: *pauseCmd, ResumeCmd: *resumeCmd, IsolateCmd: *isolateCmd, HealCmd: *healCmd,
+			DurationMs: duration.Milliseconds(), SettleMs: settle.Milliseconds()}
+		// Fail fast, before any case, when nothing answers.
+		if _, _, err := kt.Probe(context.Background()); err != nil {
+			fmt.Fprintf(stderr, "watermark check: %v\n", err)
+			return exitViolated
+		}
+		opts.Target = kt
+		if !fs.Changed("seeds") {
+			*seeds = 1
+		}
 	default:
-		return usageError(stderr, fs, fmt.Errorf("--target %q: want sim or cluster", *target))
+		return usageError(stderr, fs, fmt.Errorf("--target %q: want sim, cluster or kafka", *target))
 	}
 	seedList := make([]uint64, 0, *seeds)
 	if fs.Changed("seed") {
@@ -142,6 +170,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	index, err := conformance.WriteIndex(*reportDir, rep, written)
 	if err != nil {
 		fmt.Fprintf(stderr, "watermark check: %v\n", err)
+	}
+	if *junit != "" {
+		if err := writeJUnitFile(*junit, rep, *target); err != nil {
+			fmt.Fprintf(stderr, "watermark check: --junit %s: %v\n", *junit, err)
+			return exitViolated
+		}
 	}
 	if *asJSON {
 		if err := writeJSONReport(stdout, rep, written); err != nil {
@@ -303,4 +337,18 @@ func runCases(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// writeJUnitFile writes rep as JUnit XML to path, atomically enough for a
+// CI system that reads it after the command exits.
+func writeJUnitFile(path string, rep *conformance.Report, target string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := conformance.WriteJUnit(f, rep, target); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

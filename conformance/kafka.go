@@ -1,0 +1,275 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
+)
+
+// KafkaTarget is any Kafka-compatible cluster that is already running,
+// reached at Bootstrap. The harness cannot reach inside it: faults are
+// commands the user gives (with {id} replaced by the broker id, run with
+// sh -c), and a case needing a fault without a command is skipped. Every
+// run creates topics and a group with names of its own, so runs on one
+// cluster never see each other's records; each topic is created with the
+// case's min.insync.replicas and unclean.leader.election.enable.
+type KafkaTarget struct {
+	Bootstrap []string
+	// Fault commands: e.g. "docker kill kafka{id}" and "docker start
+	// kafka{id}". Restart must bring the broker back on its data.
+	KillCmd, RestartCmd, PauseCmd, ResumeCmd, IsolateCmd, HealCmd string
+	// DurationMs and SettleMs, when > 0, replace the cases' own times.
+	DurationMs, SettleMs int64
+	// Prefix starts every topic and group name (default "watermark").
+	Prefix   string
+	Progress func(nowMs, endMs int64)
+	Logf     func(format string, args ...any)
+}
+
+// Name implements Target.
+func (t *KafkaTarget) Name() string { return "kafka" }
+
+// Parallel implements Target: runs share the cluster, and faults on it.
+func (t *KafkaTarget) Parallel() bool { return false }
+
+// Capabilities implements Target: what the fault commands allow.
+func (t *KafkaTarget) Capabilities() Capabilities {
+	return Capabilities{
+		Crash:   t.KillCmd != "" && t.RestartCmd != "",
+		Pause:   t.PauseCmd != "" && t.ResumeCmd != "",
+		Isolate: t.IsolateCmd != "" && t.HealCmd != "",
+	}
+}
+
+// ErrNoBroker is returned when nothing answers at the bootstrap address.
+var ErrNoBroker = errors.New("no Kafka broker answered")
+
+// Probe asks the cluster for its brokers, failing fast with a clear
+// message when there is none. shift is what the harness adds to the
+// cluster's broker ids (1 when they start at 0: the harness's own
+// numbering starts at 1).
+func (t *KafkaTarget) Probe(ctx context.Context) (brokers int, shift int32, err error) {
+	if len(t.Bootstrap) == 0 {
+		return 0, 0, fmt.Errorf("%w: no bootstrap address: give --bootstrap HOST:PORT", ErrNoBroker)
+	}
+	cl, err := kafkawire.NewClient(t.Bootstrap)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, lowest, err := cl.Brokers(pctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w at %s within 10 s (%v): is it running, and is --bootstrap right?", ErrNoBroker, strings.Join(t.Bootstrap, ","), err)
+	}
+	if lowest < 1 {
+		shift = 1 - lowest
+	}
+	return n, shift, nil
+}
+
+// newClient is a client of the cluster that numbers brokers as the
+// harness does.
+func (t *KafkaTarget) newClient(shift int32) (*kafkawire.Client, error) {
+	cl, err := kafkawire.NewClient(t.Bootstrap)
+	if err == nil {
+		cl.ShiftBrokerIDs(shift)
+	}
+	return cl, err
+}
+
+// Run implements Target.
+func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, error) {
+	if why := sim.LiveUnsupported(cfg); why != "" {
+		return nil, &SkipError{Reason: why}
+	}
+	n, shift, err := t.Probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if t.DurationMs > 0 {
+		cfg.DurationMs = t.DurationMs
+	}
+	if t.SettleMs > 0 {
+		cfg.SettleMs = t.SettleMs
+	}
+	for _, tp := range cfg.Topics {
+		if tp.ReplicationFactor > n {
+			return nil, &SkipError{Reason: fmt.Sprintf("needs %d brokers for replication factor %d; the cluster has %d", tp.ReplicationFactor, tp.ReplicationFactor, n)}
+		}
+	}
+	cfg.Brokers = n
+	prefix := t.Prefix
+	if prefix == "" {
+		prefix = "watermark"
+	}
+	suffix := fmt.Sprintf("%d-%d", cfg.Seed, time.Now().UnixNano()%1_000_000_000)
+	renamed := map[string]string{}
+	for i := range cfg.Topics {
+		name := fmt.Sprintf("%s-%s-%s", prefix, cfg.Topics[i].Name, suffix)
+		renamed[cfg.Topics[i].Name] = name
+		cfg.Topics[i].Name = name
+	}
+	for i := range cfg.Faults {
+		if p := cfg.Faults[i].Partition; p != nil {
+			q := *p
+			q.Topic = renamed[q.Topic]
+			cfg.Faults[i].Partition = &q
+		}
+	}
+	if cfg.Workload.Group != "" {
+		cfg.Workload.Group = fmt.Sprintf("%s-%s-%s", prefix, cfg.Workload.Group, suffix)
+	}
+	cl, err := t.newClient(shift)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var own []*kafkawire.Client
+	defer func() {
+		for _, o := range own {
+			o.Close()
+		}
+	}()
+	netFor := func(broker.NodeID) (sim.Exchanger, error) {
+		o, err := t.newClient(shift)
+		if err == nil {
+			own = append(own, o)
+		}
+		return o, err
+	}
+	configs := map[string]string{
+		"min.insync.replicas":            strconv.Itoa(cfg.Broker.MinInsyncReplicas),
+		"unclean.leader.election.enable": strconv.FormatBool(cfg.Controller.UncleanLeaderElection),
+	}
+	net := topicConfigs{Client: cl, configs: configs}
+	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: &cmdCluster{t: t, n: n, shift: shift, ctx: ctx}, Net: net, NetFor: netFor, Progress: t.Progress})
+	if err == nil && shift != 0 {
+		res.Notes = append(res.Notes, sim.Note{AtMs: res.Stats.EndMs, Text: fmt.Sprintf("broker ids in this run are the cluster's plus %d", shift)})
+	}
+	return res, err
+}
+
+// topicConfigs creates topics with the run's topic configs.
+type topicConfigs struct {
+	*kafkawire.Client
+	configs map[string]string
+}
+
+func (c topicConfigs) CreateTopic(ctx context.Context, name string, partitions int32, rf int) error {
+	return c.CreateTopicWithConfigs(ctx, name, partitions, rf, c.configs)
+}
+
+// cmdCluster carries out faults with the user's commands.
+type cmdCluster struct {
+	t     *KafkaTarget
+	n     int
+	shift int32 // the harness's broker id is the cluster's plus shift
+	ctx   context.Context
+}
+
+func (c *cmdCluster) Brokers() int { return c.n }
+
+func (c *cmdCluster) run(what, cmd string, id int) error {
+	if cmd == "" {
+		return fmt.Errorf("no command to %s a broker", what)
+	}
+	line := strings.ReplaceAll(cmd, "{id}", strconv.Itoa(id-int(c.shift)))
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "sh", "-c", line).CombinedOutput()
+	if c.t.Logf != nil {
+		c.t.Logf("%s broker %d: %s: %s", what, id, line, strings.TrimSpace(string(out)))
+	}
+	if err != nil {
+		return fmt.Errorf("%s broker %d: %q: %v: %s", what, id, line, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func (c *cmdCluster) Kill(id int) error    { return c.run("kill", c.t.KillCmd, id) }
+func (c *cmdCluster) Restart(id int) error { return c.run("restart", c.t.RestartCmd, id) }
+func (c *cmdCluster) Pause(id int) error   { return c.run("pause", c.t.PauseCmd, id) }
+func (c *cmdCluster) Resume(id int) error  { return c.run("resume", c.t.ResumeCmd, id) }
+func (c *cmdCluster) Isolate(id int) error { return c.run("isolate", c.t.IsolateCmd, id) }
+func (c *cmdCluster) Heal() error {
+	if c.t.HealCmd == "" {
+		return nil // nothing was isolated: Isolate needs a command too
+	}
+	return c.run("heal", c.t.HealCmd, 0)
+}
+func (c *cmdCluster) SetLatency(id int, d time.Duration) error {
+	if d == 0 {
+		return nil
+	}
+	return fmt.Errorf("slowing broker %d: not possible on this target", id)
+}
+
+// Run checks a target from its own go test, as testing/fstest.TestFS does
+// for file systems: every case with opts' seeds (1 by default), as
+// subtests named case/seed-N, so `go test -run 'TestX/acks-all'` picks
+// cases. A run that does not hold fails its subtest with its reasons and
+// replay command; a case the target cannot run is skipped with the reason.
+func Run(t *testing.T, target Target, opts RunOptions) {
+	t.Helper()
+	cases := opts.Cases
+	if cases == nil {
+		cases = Cases
+	}
+	seeds := opts.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{1}
+	}
+	o := Options{Target: target, Context: opts.Context}
+	timeout := opts.CheckTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	for i := range cases {
+		c := &cases[i]
+		t.Run(c.Name, func(t *testing.T) {
+			for _, seed := range seeds {
+				t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+					r, err := RunOne(c, seed, o, timeout)
+					if err != nil {
+						t.Fatalf("%v", err)
+						return
+					}
+					switch r.Verdict {
+					case Skipped:
+						t.Skipf("%s", strings.Join(r.Reasons, "; "))
+					case Holds:
+					default:
+						if opts.ReportDir != "" {
+							if dir, err := WriteRun(opts.ReportDir, r); err == nil {
+								t.Logf("report: %s", dir)
+							}
+						}
+						t.Errorf("%s seed %d %s on %s:\n  %s\nreplay: %s", c.Name, seed, r.Verdict, target.Name(),
+							strings.Join(r.Reasons, "\n  "), ReplayCommand(r))
+					}
+				})
+			}
+		})
+	}
+}
+
+// RunOptions shape Run.
+type RunOptions struct {
+	Cases        []Case   // default: every case
+	Seeds        []uint64 // default: 1
+	CheckTimeout time.Duration
+	Context      context.Context
+	// ReportDir, when set, keeps every run that does not hold there.
+	ReportDir string
+}
