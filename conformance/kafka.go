@@ -50,6 +50,10 @@ func (t *KafkaTarget) Capabilities() Capabilities {
 	}
 }
 
+// KafkaMinSessionTimeoutMs is Kafka's default group.min.session.timeout.ms:
+// group members on a KafkaTarget ask for at least this.
+const KafkaMinSessionTimeoutMs = 6000
+
 // ErrNoBroker is returned when nothing answers at the bootstrap address.
 var ErrNoBroker = errors.New("no Kafka broker answered")
 
@@ -129,6 +133,9 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 	}
 	if cfg.Workload.Group != "" {
 		cfg.Workload.Group = fmt.Sprintf("%s-%s-%s", prefix, cfg.Workload.Group, suffix)
+		// Kafka refuses sessions below group.min.session.timeout.ms,
+		// 6 s by default; the reference allows the cases' 1.5 s.
+		cfg.Workload.ConsumerSessionTimeoutMs = max(cfg.Workload.ConsumerSessionTimeoutMs, KafkaMinSessionTimeoutMs)
 	}
 	cl, err := t.newClient(shift)
 	if err != nil {
