@@ -77,3 +77,22 @@ func TestClusterTargetRunResult(t *testing.T) {
 		require.Empty(t, entries)
 	}
 }
+
+// The kit as a Go implementation uses it: Run from a test, on the
+// simulated reference and on a real reference cluster. (kfake_test.go
+// runs it on a third-party broker.)
+func TestRunKitOnTheSimulator(t *testing.T) {
+	cases, err := Lookup([]string{"acks-all-leader-crash", "lost-answers", "coordinator-failover"})
+	require.NoError(t, err)
+	Run(t, Simulator, RunOptions{Cases: cases, Seeds: []uint64{1, 2}})
+}
+
+func TestRunKitOnTheClusterTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes; run without -short")
+	}
+	cases, err := Lookup([]string{"lost-answers", "follower-restart", "power-loss-minority"})
+	require.NoError(t, err)
+	Run(t, &ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000},
+		RunOptions{Cases: cases, ReportDir: t.TempDir()})
+}
