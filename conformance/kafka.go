@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/watermarkhq/watermark/conformance/cluster"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafkawire"
@@ -41,12 +44,15 @@ func (t *KafkaTarget) Name() string { return "kafka" }
 // Parallel implements Target: runs share the cluster, and faults on it.
 func (t *KafkaTarget) Parallel() bool { return false }
 
-// Capabilities implements Target: what the fault commands allow.
+// Capabilities implements Target: what the fault commands allow, and
+// slowing brokers, which the harness does with a proxy of its own in front
+// of each broker (its clients reach every broker through it).
 func (t *KafkaTarget) Capabilities() Capabilities {
 	return Capabilities{
 		Crash:   t.KillCmd != "" && t.RestartCmd != "",
 		Pause:   t.PauseCmd != "" && t.ResumeCmd != "",
 		Isolate: t.IsolateCmd != "" && t.HealCmd != "",
+		Slow:    true,
 	}
 }
 
@@ -83,13 +89,52 @@ func (t *KafkaTarget) Probe(ctx context.Context) (brokers int, shift int32, err 
 }
 
 // newClient is a client of the cluster that numbers brokers as the
-// harness does.
-func (t *KafkaTarget) newClient(shift int32) (*kafkawire.Client, error) {
-	cl, err := kafkawire.NewClient(t.Bootstrap)
+// harness does and reaches each broker through its proxy (via, by the
+// broker's address).
+func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkawire.Client, error) {
+	var d net.Dialer
+	dial := func(ctx context.Context, network, host string) (net.Conn, error) {
+		if p, ok := via[host]; ok {
+			host = p
+		}
+		return d.DialContext(ctx, network, host)
+	}
+	cl, err := kafkawire.NewClient(t.Bootstrap, kgo.Dialer(dial))
 	if err == nil {
 		cl.ShiftBrokerIDs(shift)
 	}
 	return cl, err
+}
+
+// proxies puts a proxy of the harness in front of every broker, for its
+// clients' links: by the harness's broker id, and the dial map from each
+// broker's address to its proxy.
+func (t *KafkaTarget) proxies(ctx context.Context, shift int32) (map[int]*cluster.Proxy, map[string]string, error) {
+	probe, err := kafkawire.NewClient(t.Bootstrap)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer probe.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addrs, err := probe.BrokerAddrs(pctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w at %s: %v", ErrNoBroker, strings.Join(t.Bootstrap, ","), err)
+	}
+	byID := map[int]*cluster.Proxy{}
+	via := map[string]string{}
+	for id, addr := range addrs {
+		p, err := cluster.NewProxy("127.0.0.1:0", addr)
+		if err != nil {
+			for _, q := range byID {
+				_ = q.Close()
+			}
+			return nil, nil, err
+		}
+		byID[int(id+shift)] = p
+		via[addr] = p.Addr()
+	}
+	return byID, via, nil
 }
 
 // Run implements Target.
@@ -137,7 +182,16 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 		// 6 s by default; the reference allows the cases' 1.5 s.
 		cfg.Workload.ConsumerSessionTimeoutMs = max(cfg.Workload.ConsumerSessionTimeoutMs, KafkaMinSessionTimeoutMs)
 	}
-	cl, err := t.newClient(shift)
+	proxies, via, err := t.proxies(ctx, shift)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, p := range proxies {
+			_ = p.Close()
+		}
+	}()
+	cl, err := t.newClient(shift, via)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +203,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 		}
 	}()
 	netFor := func(broker.NodeID) (sim.Exchanger, error) {
-		o, err := t.newClient(shift)
+		o, err := t.newClient(shift, via)
 		if err == nil {
 			own = append(own, o)
 		}
@@ -160,7 +214,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 		"unclean.leader.election.enable": strconv.FormatBool(cfg.Controller.UncleanLeaderElection),
 	}
 	net := topicConfigs{Client: cl, configs: configs}
-	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: &cmdCluster{t: t, n: n, shift: shift, ctx: ctx}, Net: net, NetFor: netFor, Progress: t.Progress})
+	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: &cmdCluster{t: t, n: n, shift: shift, ctx: ctx, proxies: proxies}, Net: net, NetFor: netFor, Progress: t.Progress})
 	if err == nil && shift != 0 {
 		res.Notes = append(res.Notes, sim.Note{AtMs: res.Stats.EndMs, Text: fmt.Sprintf("broker ids in this run are the cluster's plus %d", shift)})
 	}
@@ -179,10 +233,11 @@ func (c topicConfigs) CreateTopic(ctx context.Context, name string, partitions i
 
 // cmdCluster carries out faults with the user's commands.
 type cmdCluster struct {
-	t     *KafkaTarget
-	n     int
-	shift int32 // the harness's broker id is the cluster's plus shift
-	ctx   context.Context
+	t       *KafkaTarget
+	n       int
+	shift   int32 // the harness's broker id is the cluster's plus shift
+	ctx     context.Context
+	proxies map[int]*cluster.Proxy
 }
 
 func (c *cmdCluster) Brokers() int { return c.n }
@@ -210,16 +265,24 @@ func (c *cmdCluster) Pause(id int) error   { return c.run("pause", c.t.PauseCmd,
 func (c *cmdCluster) Resume(id int) error  { return c.run("resume", c.t.ResumeCmd, id) }
 func (c *cmdCluster) Isolate(id int) error { return c.run("isolate", c.t.IsolateCmd, id) }
 func (c *cmdCluster) Heal() error {
+	for _, p := range c.proxies {
+		p.SetLatency(0)
+	}
 	if c.t.HealCmd == "" {
 		return nil // nothing was isolated: Isolate needs a command too
 	}
 	return c.run("heal", c.t.HealCmd, 0)
 }
+
+// SetLatency slows the links between the harness's clients and broker
+// id (the links between brokers are the cluster's own).
 func (c *cmdCluster) SetLatency(id int, d time.Duration) error {
-	if d == 0 {
-		return nil
+	p, ok := c.proxies[id]
+	if !ok {
+		return fmt.Errorf("no proxy in front of broker %d", id)
 	}
-	return fmt.Errorf("slowing broker %d: not possible on this target", id)
+	p.SetLatency(d)
+	return nil
 }
 
 // Run checks a target from its own go test, as testing/fstest.TestFS does

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/watermarkhq/watermark/conformance/sim"
 )
 
 // kfakeExpected is franz-go's kfake, run in-process as a third-party
@@ -107,4 +108,30 @@ func TestCapabilitiesSkipWithTheReason(t *testing.T) {
 	require.True(t, target.Capabilities().Crash)
 	require.Empty(t, missing(caseNamed("acks-all-leader-crash").config(1, Options{}), target.Capabilities()))
 	require.Contains(t, missing(caseNamed("leader-isolated").config(1, Options{}), target.Capabilities()), "--isolate-cmd")
+}
+
+// TestKafkaTargetSlowsBrokersThroughItsProxies: the harness reaches every
+// broker of a kafka target through a proxy of its own, so it can slow a
+// broker's links to the clients; here kfake's, under the no-faults
+// workload, still holds.
+func TestKafkaTargetSlowsBrokersThroughItsProxies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time; run without -short")
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	require.NoError(t, err)
+	defer c.Close()
+	target := &KafkaTarget{Bootstrap: c.ListenAddrs(), DurationMs: 4000, SettleMs: 4000, Prefix: "slow"}
+	require.True(t, target.Capabilities().Slow)
+	slow := Case{Name: "slow-leader", Config: func(seed uint64) sim.Config {
+		cfg := base(seed)
+		cfg.Faults = []sim.Fault{{When: sim.Trigger{AtMs: 500}, Kind: sim.FaultSlow, Role: sim.RoleLeader, ForMs: 2000, DelayMs: 300}}
+		return cfg
+	}}
+	r, err := RunOne(&slow, 1, Options{Target: target, Context: context.Background()}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, Holds, r.Verdict, "%v", r.Reasons)
+	slowed := slices.ContainsFunc(r.Sim.Notes, func(n sim.Note) bool { return strings.HasPrefix(n.Text, "slow broker") })
+	require.True(t, slowed, "no broker was slowed: %v", r.Sim.Notes)
+	require.Positive(t, r.Sim.Stats.Faults)
 }

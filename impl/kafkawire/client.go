@@ -120,6 +120,20 @@ func (c *Client) CreateTopicWithConfigs(ctx context.Context, name string, partit
 	return nil
 }
 
+// BrokerAddrs asks any broker for the cluster's brokers' addresses
+// (host:port), by id as the cluster numbers them.
+func (c *Client) BrokerAddrs(ctx context.Context) (map[int32]string, error) {
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.cl)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]string{}
+	for _, b := range resp.Brokers {
+		out[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	return out, nil
+}
+
 // Brokers asks any broker for the cluster's brokers: how many, and the
 // lowest id (as the cluster numbers them).
 func (c *Client) Brokers(ctx context.Context) (n int, lowest int32, err error) {
