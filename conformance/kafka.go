@@ -30,6 +30,12 @@ type KafkaTarget struct {
 	// Fault commands: e.g. "docker kill kafka{id}" and "docker start
 	// kafka{id}". Restart must bring the broker back on its data.
 	KillCmd, RestartCmd, PauseCmd, ResumeCmd, IsolateCmd, HealCmd string
+	// Faults, for a system in the same process (a Go implementation
+	// checking itself), is a value implementing Crasher, Pauser and/or
+	// Isolator: its methods are used instead of the commands. If it has
+	// a Capabilities() Capabilities method, that says which it offers;
+	// otherwise the interfaces it implements do.
+	Faults any
 	// DurationMs and SettleMs, when > 0, replace the cases' own times.
 	DurationMs, SettleMs int64
 	// Prefix starts every topic and group name (default "watermark").
@@ -44,16 +50,42 @@ func (t *KafkaTarget) Name() string { return "kafka" }
 // Parallel implements Target: runs share the cluster, and faults on it.
 func (t *KafkaTarget) Parallel() bool { return false }
 
-// Capabilities implements Target: what the fault commands allow, and
-// slowing brokers, which the harness does with a proxy of its own in front
-// of each broker (its clients reach every broker through it).
+// Crasher kills broker id (no clean shutdown) and restarts it on its data.
+type Crasher interface {
+	Kill(id int) error
+	Restart(id int) error
+}
+
+// Pauser stops broker id and lets it go on.
+type Pauser interface {
+	Pause(id int) error
+	Resume(id int) error
+}
+
+// Isolator cuts broker id off from the other brokers and the clients, and
+// heals every cut.
+type Isolator interface {
+	Isolate(id int) error
+	Heal() error
+}
+
+// Capabilities implements Target: what Faults or the fault commands
+// allow, and slowing brokers, which the harness does with a proxy of its
+// own in front of each broker (its clients reach every broker through it).
 func (t *KafkaTarget) Capabilities() Capabilities {
-	return Capabilities{
-		Crash:   t.KillCmd != "" && t.RestartCmd != "",
-		Pause:   t.PauseCmd != "" && t.ResumeCmd != "",
-		Isolate: t.IsolateCmd != "" && t.HealCmd != "",
-		Slow:    true,
+	var c Capabilities
+	if d, ok := t.Faults.(interface{ Capabilities() Capabilities }); ok {
+		c = d.Capabilities()
+	} else {
+		_, c.Crash = t.Faults.(Crasher)
+		_, c.Pause = t.Faults.(Pauser)
+		_, c.Isolate = t.Faults.(Isolator)
 	}
+	c.Crash = c.Crash || t.KillCmd != "" && t.RestartCmd != ""
+	c.Pause = c.Pause || t.PauseCmd != "" && t.ResumeCmd != ""
+	c.Isolate = c.Isolate || t.IsolateCmd != "" && t.HealCmd != ""
+	c.Slow = true
+	return c
 }
 
 // KafkaMinSessionTimeoutMs is Kafka's default group.min.session.timeout.ms:
@@ -259,14 +291,49 @@ func (c *cmdCluster) run(what, cmd string, id int) error {
 	return nil
 }
 
-func (c *cmdCluster) Kill(id int) error    { return c.run("kill", c.t.KillCmd, id) }
-func (c *cmdCluster) Restart(id int) error { return c.run("restart", c.t.RestartCmd, id) }
-func (c *cmdCluster) Pause(id int) error   { return c.run("pause", c.t.PauseCmd, id) }
-func (c *cmdCluster) Resume(id int) error  { return c.run("resume", c.t.ResumeCmd, id) }
-func (c *cmdCluster) Isolate(id int) error { return c.run("isolate", c.t.IsolateCmd, id) }
+// The faults go to Faults' methods when it has them, else to the
+// commands. Ids are the cluster's own (the harness's minus shift).
+func (c *cmdCluster) Kill(id int) error {
+	if f, ok := c.t.Faults.(Crasher); ok {
+		return f.Kill(id - int(c.shift))
+	}
+	return c.run("kill", c.t.KillCmd, id)
+}
+
+func (c *cmdCluster) Restart(id int) error {
+	if f, ok := c.t.Faults.(Crasher); ok {
+		return f.Restart(id - int(c.shift))
+	}
+	return c.run("restart", c.t.RestartCmd, id)
+}
+
+func (c *cmdCluster) Pause(id int) error {
+	if f, ok := c.t.Faults.(Pauser); ok {
+		return f.Pause(id - int(c.shift))
+	}
+	return c.run("pause", c.t.PauseCmd, id)
+}
+
+func (c *cmdCluster) Resume(id int) error {
+	if f, ok := c.t.Faults.(Pauser); ok {
+		return f.Resume(id - int(c.shift))
+	}
+	return c.run("resume", c.t.ResumeCmd, id)
+}
+
+func (c *cmdCluster) Isolate(id int) error {
+	if f, ok := c.t.Faults.(Isolator); ok {
+		return f.Isolate(id - int(c.shift))
+	}
+	return c.run("isolate", c.t.IsolateCmd, id)
+}
+
 func (c *cmdCluster) Heal() error {
 	for _, p := range c.proxies {
 		p.SetLatency(0)
+	}
+	if f, ok := c.t.Faults.(Isolator); ok && c.t.Capabilities().Isolate {
+		return f.Heal()
 	}
 	if c.t.HealCmd == "" {
 		return nil // nothing was isolated: Isolate needs a command too
@@ -290,8 +357,13 @@ func (c *cmdCluster) SetLatency(id int, d time.Duration) error {
 // subtests named case/seed-N, so `go test -run 'TestX/acks-all'` picks
 // cases. A run that does not hold fails its subtest with its reasons and
 // replay command; a case the target cannot run is skipped with the reason.
-func Run(t *testing.T, target Target, opts RunOptions) {
+// At most one RunOptions is used.
+func Run(t *testing.T, target Target, options ...RunOptions) {
 	t.Helper()
+	var opts RunOptions
+	if len(options) > 0 {
+		opts = options[0]
+	}
 	cases := opts.Cases
 	if cases == nil {
 		cases = Cases

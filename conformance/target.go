@@ -60,11 +60,11 @@ func missing(cfg sim.Config, have Capabilities) string {
 	for _, k := range kinds {
 		switch k {
 		case sim.FaultCrash:
-			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd)")
+			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
 		case sim.FaultPause:
-			add(have.Pause, "pausing brokers (--pause-cmd and --resume-cmd)")
+			add(have.Pause, "pausing brokers (--pause-cmd and --resume-cmd, or a Pauser)")
 		case sim.FaultIsolate, sim.FaultHeal:
-			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd)")
+			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
 		case sim.FaultSlow:
 			add(have.Slow, "slowing brokers' links")
 		}

@@ -1,0 +1,51 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/node"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// crashOnly offers an in-process cluster's crashes, and says it offers
+// nothing else (its Pause and Isolate only return errors).
+type crashOnly struct{ *node.LocalCluster }
+
+func (crashOnly) Capabilities() Capabilities { return Capabilities{Crash: true} }
+
+// TestAGoImplementationChecksItself is the kit as a Go implementation
+// uses it from its own go test: its brokers in the test's process (here
+// the reference's own, on real TCP), its Kill and Restart as the crash
+// capability, and conformance.Run.
+func TestAGoImplementationChecksItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time; run without -short")
+	}
+	d := sim.DefaultConfig(1)
+	lc, err := node.StartLocalCluster(node.LocalOptions{
+		Brokers: 3,
+		Dir:     t.TempDir(),
+		Broker: func(id int) broker.Config {
+			p := partition.DefaultConfig(int32(id))
+			p.MinInsyncReplicas = d.Broker.MinInsyncReplicas
+			p.ReplicaLagTimeMaxMs = d.Broker.ReplicaLagTimeMaxMs
+			p.ReplicaFetchWaitMaxMs = d.Broker.ReplicaFetchWaitMaxMs
+			p.RequestTimeoutMs = d.Broker.RequestTimeoutMs
+			return broker.Config{Partition: p, HeartbeatIntervalMs: d.Broker.HeartbeatIntervalMs,
+				HWCheckpointIntervalMs: d.Broker.HWCheckpointIntervalMs, Groups: sim.GroupSettings()}
+		},
+		Controller: controller.Config{SessionTimeoutMs: d.Controller.SessionTimeoutMs},
+	})
+	require.NoError(t, err)
+	defer lc.Close()
+
+	target := &KafkaTarget{Bootstrap: lc.Bootstrap(), Faults: crashOnly{lc}, DurationMs: 6000, SettleMs: 6000}
+	require.Equal(t, Capabilities{Crash: true, Slow: true}, target.Capabilities())
+	cases, err := Lookup([]string{"acks-all-leader-crash", "isr-shrink-expand"})
+	require.NoError(t, err)
+	Run(t, target, RunOptions{Cases: cases}) // isr-shrink-expand needs pauses: skipped
+}
