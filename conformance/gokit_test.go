@@ -1,21 +1,37 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
 	"github.com/watermarkhq/watermark/impl/node"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // crashOnly offers an in-process cluster's crashes, and says it offers
-// nothing else (its Pause and Isolate only return errors).
-type crashOnly struct{ *node.LocalCluster }
+// nothing else (its Pause and Isolate only return errors). It creates
+// topics itself (a TopicCreator), through the wire all the same, counting.
+type crashOnly struct {
+	*node.LocalCluster
+	created *int
+}
 
 func (crashOnly) Capabilities() Capabilities { return Capabilities{Crash: true} }
+
+func (c crashOnly) CreateTopic(ctx context.Context, name string, partitions int32, rf int, configs map[string]string) error {
+	cl, err := kafkawire.NewClient(c.Bootstrap())
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	*c.created++
+	return cl.CreateTopicWithConfigs(ctx, name, partitions, rf, configs)
+}
 
 // TestAGoImplementationChecksItself is the kit as a Go implementation
 // uses it from its own go test: its brokers in the test's process (here
@@ -43,9 +59,11 @@ func TestAGoImplementationChecksItself(t *testing.T) {
 	require.NoError(t, err)
 	defer lc.Close()
 
-	target := &KafkaTarget{Bootstrap: lc.Bootstrap(), Faults: crashOnly{lc}, DurationMs: 6000, SettleMs: 6000}
+	created := 0
+	target := &KafkaTarget{Bootstrap: lc.Bootstrap(), Faults: crashOnly{lc, &created}, DurationMs: 6000, SettleMs: 6000}
 	require.Equal(t, Capabilities{Crash: true, Slow: true}, target.Capabilities())
 	cases, err := Lookup([]string{"acks-all-leader-crash", "isr-shrink-expand"})
 	require.NoError(t, err)
 	Run(t, target, RunOptions{Cases: cases}) // isr-shrink-expand needs pauses: skipped
+	require.Equal(t, 1, created, "the run's topic came from the system's TopicCreator")
 }

@@ -34,7 +34,8 @@ type KafkaTarget struct {
 	// checking itself), is a value implementing Crasher, Pauser and/or
 	// Isolator: its methods are used instead of the commands. If it has
 	// a Capabilities() Capabilities method, that says which it offers;
-	// otherwise the interfaces it implements do.
+	// otherwise the interfaces it implements do. If it is a TopicCreator,
+	// topics are created through it.
 	Faults any
 	// DurationMs and SettleMs, when > 0, replace the cases' own times.
 	DurationMs, SettleMs int64
@@ -60,6 +61,13 @@ type Crasher interface {
 type Pauser interface {
 	Pause(id int) error
 	Resume(id int) error
+}
+
+// TopicCreator creates a topic the way the system under test does, for a
+// system without the CreateTopics API (or with one the harness should not
+// use). Without it, topics are created through CreateTopics.
+type TopicCreator interface {
+	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int, configs map[string]string) error
 }
 
 // Isolator cuts broker id off from the other brokers and the clients, and
@@ -246,6 +254,9 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 		"unclean.leader.election.enable": strconv.FormatBool(cfg.Controller.UncleanLeaderElection),
 	}
 	net := topicConfigs{Client: cl, configs: configs}
+	if tc, ok := t.Faults.(TopicCreator); ok {
+		net.create = tc
+	}
 	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: &cmdCluster{t: t, n: n, shift: shift, ctx: ctx, proxies: proxies}, Net: net, NetFor: netFor, Progress: t.Progress})
 	if err == nil && shift != 0 {
 		res.Notes = append(res.Notes, sim.Note{AtMs: res.Stats.EndMs, Text: fmt.Sprintf("broker ids in this run are the cluster's plus %d", shift)})
@@ -253,13 +264,18 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 	return res, err
 }
 
-// topicConfigs creates topics with the run's topic configs.
+// topicConfigs creates topics with the run's topic configs, through the
+// system's own TopicCreator when it has one.
 type topicConfigs struct {
 	*kafkawire.Client
 	configs map[string]string
+	create  TopicCreator
 }
 
 func (c topicConfigs) CreateTopic(ctx context.Context, name string, partitions int32, rf int) error {
+	if c.create != nil {
+		return c.create.CreateTopic(ctx, name, partitions, rf, c.configs)
+	}
 	return c.CreateTopicWithConfigs(ctx, name, partitions, rf, c.configs)
 }
 
