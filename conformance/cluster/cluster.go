@@ -120,29 +120,45 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	c := &Cluster{
-		opts: opts, dir: opts.Dir,
-		brokers: map[int]*process{}, listen: map[int]string{}, advertised: map[int]string{}, fpAddr: map[int]string{},
-		clientProxy: map[int]*Proxy{}, ctrlProxy: map[int]*Proxy{}, links: map[[2]int]*Proxy{},
-	}
-	if c.dir == "" {
+	dir := opts.Dir
+	if dir == "" {
 		d, err := os.MkdirTemp("", "watermark-cluster-")
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
-		c.dir = d
-	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		dir = d
 	}
-	if err := c.start(ctx); err != nil {
+	// Ports are picked free up front (so that a restarted node keeps its
+	// address), and another process can take one before the node binds
+	// it. Then the whole cluster starts again, on new ports, in a
+	// directory of its own.
+	for attempt := 1; ; attempt++ {
+		c := &Cluster{
+			opts: opts, dir: dir,
+			brokers: map[int]*process{}, listen: map[int]string{}, advertised: map[int]string{}, fpAddr: map[int]string{},
+			clientProxy: map[int]*Proxy{}, ctrlProxy: map[int]*Proxy{}, links: map[[2]int]*Proxy{},
+		}
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		err := c.start(ctx)
+		if err == nil {
+			return c, nil
+		}
 		_ = c.Stop()
-		return nil, err
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+		opts.Logf("cluster: a port was taken before a node could bind it; starting again on new ports")
+		dir = filepath.Join(opts.Dir, fmt.Sprintf("retry-%d", attempt))
+		if opts.Dir == "" {
+			dir = filepath.Join(c.dir, fmt.Sprintf("retry-%d", attempt))
+		}
 	}
-	return c, nil
 }
 
 func (c *Cluster) start(ctx context.Context) error {
-	ctrlAddr, err := freeAddr()
+	ctrlAddr, err := pickAddr()
 	if err != nil {
 		return err
 	}
@@ -155,12 +171,12 @@ func (c *Cluster) start(ctx context.Context) error {
 
 	n := c.opts.Brokers
 	for id := 1; id <= n; id++ {
-		if c.listen[id], err = freeAddr(); err != nil {
+		if c.listen[id], err = pickAddr(); err != nil {
 			return err
 		}
 		c.advertised[id] = c.listen[id]
 		if c.opts.FailpointHTTP {
-			if c.fpAddr[id], err = freeAddr(); err != nil {
+			if c.fpAddr[id], err = pickAddr(); err != nil {
 				return err
 			}
 		}
@@ -254,6 +270,9 @@ func (c *Cluster) newProcess(name string, id int, args []string) *process {
 // freeAddr picks a loopback port nobody listens on. The port is chosen up
 // front, not by the node, so that a restarted node comes back on the same
 // address.
+// pickAddr picks the nodes' ports; tests replace it.
+var pickAddr = freeAddr
+
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
