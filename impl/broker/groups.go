@@ -161,9 +161,10 @@ func (b *Broker) handleFindCoordinator(from NodeID, m FindCoordinatorRequest) {
 	resp := FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: -1}
 	tp := b.offsetsPartition(m.Group)
 	st, ok := b.metadata[tp]
+	// An empty group id has a coordinator too, as in Kafka: the group
+	// requests that follow are refused there with INVALID_GROUP_ID, which
+	// tells a client to stop, where "not available" makes it retry forever.
 	switch {
-	case m.Group == "":
-		resp.Err = fmt.Errorf("%w: empty group id", ErrCoordinatorNotAvailable)
 	case !ok:
 		b.createOffsetsTopic()
 		resp.Err = fmt.Errorf("%w: creating %s", ErrCoordinatorNotAvailable, OffsetsTopic)

@@ -112,3 +112,13 @@ func TestFindCoordinatorCreatesTheOffsetsTopicOnce(t *testing.T) {
 	id := c.coordinator(2, "g")
 	require.Equal(t, st.Leader, int32(id))
 }
+
+// An empty group id gets a coordinator, and the coordinator refuses the
+// group with INVALID_GROUP_ID, which clients do not retry.
+func TestEmptyGroupIDIsRefusedByItsCoordinator(t *testing.T) {
+	c := newCluster(t, opts{})
+	coord := c.coordinator(1, "")
+	jr := groupCall[group.JoinResponse](c, coord, group.JoinRequest{Group: "", SessionTimeoutMs: 10_000, ProtocolType: "consumer",
+		Protocols: []group.Protocol{{Name: "range"}}})
+	require.Equal(t, group.InvalidGroupID, jr.Err)
+}
