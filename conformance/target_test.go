@@ -96,3 +96,18 @@ func TestRunKitOnTheClusterTarget(t *testing.T) {
 	Run(t, &ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000},
 		RunOptions{Cases: cases, ReportDir: t.TempDir()})
 }
+
+// A consumer-group case on real processes: the coordinator's broker is
+// SIGKILLed while members commit; offsets survive in the replicated
+// offsets topic and the group goes on from them.
+func TestClusterTargetRunsAGroupCase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes; run without -short")
+	}
+	ct := &ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 8000, Logf: t.Logf}
+	r, err := RunOne(caseNamed("coordinator-failover"), 1, Options{Target: ct}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, Holds, r.Verdict, "%v", r.Reasons)
+	require.Positive(t, r.Sim.Stats.Crashes)
+	require.Positive(t, r.Sim.Stats.Commits)
+}
