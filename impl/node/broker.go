@@ -69,24 +69,20 @@ const incarnationIDBits = 10
 
 // Broker is a running broker process.
 type Broker struct {
-	cfg   BrokerConfig
-	ln    net.Listener
-	disk  *trackingDisk
-	b     *broker.Broker
-	tr    *transport
-	wire  *kafkawire.Server
-	start time.Time
+	cfg  BrokerConfig
+	ln   net.Listener
+	disk *trackingDisk
+	b    *broker.Broker
+	tr   *transport
+	wire *kafkawire.Server
+	life
 
 	inbox chan broker.Envelope
-	stop  chan struct{}
-	done  chan struct{}
-	err   error // why the loop stopped; set before done closes
 
 	mu       sync.Mutex
 	sessions map[broker.NodeID]*session
 	nextSess int32
 	conns    map[net.Conn]bool
-	stopOnce sync.Once
 }
 
 // ErrClosed is what Err reports after Close.
@@ -138,10 +134,8 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		fpctx = failpoint.WithHook(context.Background(), func(context.Context, string) bool { return true })
 	}
 	n := &Broker{
-		cfg: cfg, ln: ln, disk: disk, start: time.Now(),
+		cfg: cfg, ln: ln, disk: disk, life: newLife(),
 		inbox:    make(chan broker.Envelope, 8192),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
 		sessions: map[broker.NodeID]*session{},
 		conns:    map[net.Conn]bool{},
 	}
@@ -194,37 +188,6 @@ func (n *Broker) ID() broker.NodeID { return n.cfg.Broker.ID }
 
 // Incarnation is this process's incarnation.
 func (n *Broker) Incarnation() int64 { return n.b.Incarnation() }
-
-// Done is closed when the broker has stopped; Err says why.
-func (n *Broker) Done() <-chan struct{} { return n.done }
-
-// Err is why the broker stopped: ErrClosed after Close, a
-// *broker.FailpointError when a failpoint crashed it or cut its power.
-func (n *Broker) Err() error {
-	select {
-	case <-n.done:
-		return n.err
-	default:
-		return nil
-	}
-}
-
-// Close stops the broker the way a crash would: nothing is flushed or
-// synced on the way out.
-func (n *Broker) Close() error {
-	n.halt(ErrClosed)
-	<-n.done
-	return nil
-}
-
-func (n *Broker) halt(err error) {
-	n.stopOnce.Do(func() {
-		n.err = err
-		close(n.stop)
-	})
-}
-
-func (n *Broker) now() int64 { return time.Since(n.start).Milliseconds() + 1 }
 
 // fromNetwork takes what the transport delivers: messages for the broker
 // go to its loop, answers for a client session go to the session.

@@ -48,14 +48,10 @@ type Controller struct {
 	disk  *storage.FileDisk
 	node  *broker.ControllerNode
 	tr    *transport
-	start time.Time
 	saved []byte
+	life
 
-	inbox    chan broker.Envelope
-	stop     chan struct{}
-	done     chan struct{}
-	err      error
-	stopOnce sync.Once
+	inbox chan broker.Envelope
 
 	mu    sync.Mutex
 	conns map[net.Conn]bool
@@ -83,10 +79,8 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 		return nil, fmt.Errorf("controller: data directory: %w", err)
 	}
 	c := &Controller{
-		cfg: cfg, disk: disk, start: time.Now(),
+		cfg: cfg, disk: disk, life: newLife(),
 		inbox: make(chan broker.Envelope, 8192),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
 		conns: map[net.Conn]bool{},
 	}
 	data, err := disk.ReadFile(snapshotFile)
@@ -120,35 +114,6 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 
 // Addr is the address the controller listens on.
 func (c *Controller) Addr() string { return c.ln.Addr().String() }
-
-// Done is closed when the controller has stopped; Err says why.
-func (c *Controller) Done() <-chan struct{} { return c.done }
-
-// Err is why the controller stopped (ErrClosed after Close).
-func (c *Controller) Err() error {
-	select {
-	case <-c.done:
-		return c.err
-	default:
-		return nil
-	}
-}
-
-// Close stops the controller as a crash would.
-func (c *Controller) Close() error {
-	c.halt(ErrClosed)
-	<-c.done
-	return nil
-}
-
-func (c *Controller) halt(err error) {
-	c.stopOnce.Do(func() {
-		c.err = err
-		close(c.stop)
-	})
-}
-
-func (c *Controller) now() int64 { return time.Since(c.start).Milliseconds() + 1 }
 
 func (c *Controller) fromNetwork(env broker.Envelope) {
 	if env.To != broker.ControllerID {
