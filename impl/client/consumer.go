@@ -86,10 +86,7 @@ type Consumer struct {
 	corr uint64
 
 	// Metadata.
-	leaders       map[broker.TopicPartition]leaderInfo
-	topics        map[string]int32 // partition count
-	live          []broker.NodeID  // sorted
-	silent        broker.NodeID    // the broker that last left a request unanswered
+	clusterView
 	meta          ctl
 	metaWanted    bool
 	metaNotBefore int64
@@ -121,13 +118,11 @@ func NewConsumer(id broker.NodeID, cfg ConsumerConfig, rng *rand.Rand) (*Consume
 	cfg.Bootstrap = slices.Clone(cfg.Bootstrap)
 	cfg.Topics = slices.Compact(slices.Sorted(slices.Values(cfg.Topics)))
 	c := &Consumer{
-		id:      id,
-		cfg:     cfg,
-		rng:     rng,
-		leaders: map[broker.TopicPartition]leaderInfo{},
-		topics:  map[string]int32{},
-		silent:  -1,
-		parts:   map[broker.TopicPartition]*consumedPart{},
+		id:          id,
+		cfg:         cfg,
+		rng:         rng,
+		clusterView: newClusterView(-1),
+		parts:       map[broker.TopicPartition]*consumedPart{},
 		// As the producer's: a restarted client must not take its
 		// predecessor's answers for its own.
 		corr: rng.Uint64() >> 1,
@@ -388,46 +383,13 @@ func (c *Consumer) maybeRequestMetadata() {
 	c.send(to, broker.MetadataRequest{Correlation: c.meta.corr})
 }
 
-// pickBroker chooses a random broker among the live ones metadata named
-// and the bootstrap ones, avoiding the one that last left a request
-// unanswered, as the producer does.
-func (c *Consumer) pickBroker() (broker.NodeID, bool) {
-	cands := slices.Clone(c.live)
-	for _, id := range c.cfg.Bootstrap {
-		if !slices.Contains(cands, broker.NodeID(id)) {
-			cands = append(cands, broker.NodeID(id))
-		}
-	}
-	if len(cands) > 1 {
-		cands = slices.DeleteFunc(cands, func(id broker.NodeID) bool { return id == c.silent })
-	}
-	if len(cands) == 0 {
-		return 0, false
-	}
-	return cands[c.rng.IntN(len(cands))], true
-}
+// pickBroker chooses a broker to ask for metadata or the coordinator.
+func (c *Consumer) pickBroker() (broker.NodeID, bool) { return c.pick(c.cfg.Bootstrap, c.rng) }
 
-// applyMetadata merges partition states, keeping per partition the one
-// with the highest leader epoch: a lagging broker's answer must not move a
-// partition back to a deposed leader.
+// applyMetadata merges partition states (clusterView.merge), then lets a
+// leader waiting for partition counts assign.
 func (c *Consumer) applyMetadata(parts []broker.PartitionState, live []int32) {
-	for _, s := range parts {
-		tp := broker.TopicPartition{Topic: s.Topic, Partition: s.Partition}
-		if cur, ok := c.leaders[tp]; ok && s.LeaderEpoch < cur.epoch {
-			continue
-		}
-		c.leaders[tp] = leaderInfo{leader: s.Leader, epoch: s.LeaderEpoch}
-		if s.Partition+1 > c.topics[s.Topic] {
-			c.topics[s.Topic] = s.Partition + 1
-		}
-	}
-	if len(live) > 0 {
-		c.live = c.live[:0]
-		for _, id := range live {
-			c.live = append(c.live, broker.NodeID(id))
-		}
-		slices.Sort(c.live)
-	}
+	c.merge(parts, live)
 	c.maybeAssign()
 }
 

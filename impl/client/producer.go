@@ -50,10 +50,7 @@ type Producer struct {
 	corr   uint64 // of requests
 
 	// Metadata.
-	leaders       map[broker.TopicPartition]leaderInfo
-	topics        map[string]int32 // partition count
-	live          []broker.NodeID  // sorted
-	silent        broker.NodeID    // the broker that last left a control request unanswered
+	clusterView
 	meta          control
 	metaSent      uint64 // metadata requests sent so far
 	metaWanted    bool
@@ -86,15 +83,14 @@ func NewProducer(id broker.NodeID, cfg Config, rng *rand.Rand) (*Producer, error
 	}
 	cfg.Bootstrap = slices.Clone(cfg.Bootstrap)
 	return &Producer{
-		id:      id,
-		cfg:     cfg,
-		rng:     rng,
-		part:    NewPartitioner(rng),
-		leaders: map[broker.TopicPartition]leaderInfo{},
-		topics:  map[string]int32{},
-		sess:    noSession,
-		parts:   map[broker.TopicPartition]*partState{},
-		byCorr:  map[uint64]*batch{},
+		id:          id,
+		cfg:         cfg,
+		rng:         rng,
+		part:        NewPartitioner(rng),
+		clusterView: newClusterView(0),
+		sess:        noSession,
+		parts:       map[broker.TopicPartition]*partState{},
+		byCorr:      map[uint64]*batch{},
 		// Correlation ids start at a random point: a real client's new
 		// process has new connections and never sees its predecessor's
 		// answers, but in the simulator they reach the same node id.
@@ -283,48 +279,13 @@ func (p *Producer) maybeRequestControl() {
 	}
 }
 
-// pickBroker chooses a random broker among the live ones the last metadata
-// named and the bootstrap ones, avoiding the one that last left a request
-// unanswered: metadata can be stale (it may name a broker that died since),
-// and a client must not keep asking a dead broker.
-func (p *Producer) pickBroker() (broker.NodeID, bool) {
-	cands := slices.Clone(p.live)
-	for _, id := range p.cfg.Bootstrap {
-		if !slices.Contains(cands, broker.NodeID(id)) {
-			cands = append(cands, broker.NodeID(id))
-		}
-	}
-	if len(cands) > 1 {
-		cands = slices.DeleteFunc(cands, func(id broker.NodeID) bool { return id == p.silent })
-	}
-	if len(cands) == 0 {
-		return 0, false
-	}
-	return cands[p.rng.IntN(len(cands))], true
-}
+// pickBroker chooses a broker to ask for metadata or a producer id.
+func (p *Producer) pickBroker() (broker.NodeID, bool) { return p.pick(p.cfg.Bootstrap, p.rng) }
 
-// applyMetadata merges partition states, keeping per partition the one with
-// the highest leader epoch (a lagging broker's answer must not move a
-// partition back to a deposed leader), then partitions waiting sends whose
-// topic became known.
+// applyMetadata merges partition states (clusterView.merge), then
+// partitions waiting sends whose topic became known.
 func (p *Producer) applyMetadata(parts []broker.PartitionState, live []int32) {
-	for _, s := range parts {
-		tp := broker.TopicPartition{Topic: s.Topic, Partition: s.Partition}
-		if cur, ok := p.leaders[tp]; ok && s.LeaderEpoch < cur.epoch {
-			continue
-		}
-		p.leaders[tp] = leaderInfo{leader: s.Leader, epoch: s.LeaderEpoch}
-		if s.Partition+1 > p.topics[s.Topic] {
-			p.topics[s.Topic] = s.Partition + 1
-		}
-	}
-	if len(live) > 0 {
-		p.live = p.live[:0]
-		for _, id := range live {
-			p.live = append(p.live, broker.NodeID(id))
-		}
-		slices.Sort(p.live)
-	}
+	p.merge(parts, live)
 	if len(p.pending) == 0 {
 		return
 	}
