@@ -183,23 +183,12 @@ func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, e
 // settingsOf turns a run's broker and controller settings into a real
 // cluster's.
 func settingsOf(cfg sim.Config) cluster.Settings {
-	b := cfg.Broker
 	return cluster.Settings{
-		MinInsyncReplicas:      b.MinInsyncReplicas,
-		Truncation:             b.Truncation,
-		ReplicaLagTimeMaxMs:    b.ReplicaLagTimeMaxMs,
-		ReplicaFetchWaitMaxMs:  b.ReplicaFetchWaitMaxMs,
-		RequestTimeoutMs:       b.RequestTimeoutMs,
-		HeartbeatIntervalMs:    b.HeartbeatIntervalMs,
-		HWCheckpointIntervalMs: b.HWCheckpointIntervalMs,
-		FlushEveryAppend:       b.FlushEveryAppend,
-		FlushIntervalMs:        b.FlushIntervalMs,
-		AdvanceHWBelowMinISR:   b.AdvanceHWBelowMinISR,
-		ProducerState:          b.ProducerState,
-		SessionTimeoutMs:       cfg.Controller.SessionTimeoutMs,
-		UncleanLeaderElection:  cfg.Controller.UncleanLeaderElection,
-		KeepISROnRestart:       cfg.Controller.KeepISROnRestart,
-		AutoLeaderRebalance:    cfg.Controller.AutoLeaderRebalance,
+		BrokerSettings:        cfg.Broker,
+		SessionTimeoutMs:      cfg.Controller.SessionTimeoutMs,
+		UncleanLeaderElection: cfg.Controller.UncleanLeaderElection,
+		KeepISROnRestart:      cfg.Controller.KeepISROnRestart,
+		AutoLeaderRebalance:   cfg.Controller.AutoLeaderRebalance,
 
 		OffsetsTopicPartitions:        sim.GroupSettings().OffsetsTopicPartitions,
 		OffsetsTopicReplicationFactor: min(sim.GroupSettings().OffsetsTopicReplicationFactor, cfg.Brokers),

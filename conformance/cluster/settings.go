@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"github.com/watermarkhq/watermark/conformance/sim"
 	"strconv"
 	"strings"
 
@@ -17,17 +18,9 @@ import (
 // (DefaultSettings) are Kafka's strong-consistency recipe with timeouts
 // shrunk for tests on one machine.
 type Settings struct {
-	MinInsyncReplicas      int
-	Truncation             partition.Truncation
-	ReplicaLagTimeMaxMs    int64
-	ReplicaFetchWaitMaxMs  int64
-	RequestTimeoutMs       int64
-	HeartbeatIntervalMs    int64
-	HWCheckpointIntervalMs int64
-	FlushEveryAppend       bool
-	FlushIntervalMs        int64
-	AdvanceHWBelowMinISR   bool
-	ProducerState          partition.ProducerState
+	// The brokers' protocol settings, the simulator's own type: a case's
+	// settings carry over to a real cluster as they are.
+	sim.BrokerSettings
 	// Group coordinators: the offsets topic's partitions and replication
 	// factor, and the shortest session.timeout.ms a member may ask for.
 	OffsetsTopicPartitions        int32
@@ -47,15 +40,17 @@ type Settings struct {
 // election.
 func DefaultSettings() Settings {
 	return Settings{
-		MinInsyncReplicas:      2,
-		Truncation:             partition.TruncateToEpoch,
-		ReplicaLagTimeMaxMs:    3000,
-		ReplicaFetchWaitMaxMs:  200,
-		RequestTimeoutMs:       2000,
-		HeartbeatIntervalMs:    100,
-		HWCheckpointIntervalMs: 1000,
-		ProducerState:          partition.ProducerStateReplicated,
-		SessionTimeoutMs:       1500,
+		BrokerSettings: sim.BrokerSettings{
+			MinInsyncReplicas:      2,
+			Truncation:             partition.TruncateToEpoch,
+			ReplicaLagTimeMaxMs:    3000,
+			ReplicaFetchWaitMaxMs:  200,
+			RequestTimeoutMs:       2000,
+			HeartbeatIntervalMs:    100,
+			HWCheckpointIntervalMs: 1000,
+			ProducerState:          partition.ProducerStateReplicated,
+		},
+		SessionTimeoutMs: 1500,
 
 		OffsetsTopicPartitions:        3,
 		OffsetsTopicReplicationFactor: 3,
@@ -65,31 +60,14 @@ func DefaultSettings() Settings {
 
 // BrokerConfig is the configuration of broker id under s.
 func (s Settings) BrokerConfig(id int) (broker.Config, error) {
-	p := partition.DefaultConfig(int32(id))
-	p.MinInsyncReplicas = s.MinInsyncReplicas
-	p.Truncation = s.Truncation
-	p.ReplicaLagTimeMaxMs = s.ReplicaLagTimeMaxMs
-	p.ReplicaFetchWaitMaxMs = s.ReplicaFetchWaitMaxMs
-	p.RequestTimeoutMs = s.RequestTimeoutMs
-	p.AdvanceHWBelowMinISR = s.AdvanceHWBelowMinISR
-	p.ProducerState = s.ProducerState
-	cfg := broker.Config{
-		ID:                     broker.NodeID(id),
-		Partition:              p,
-		HeartbeatIntervalMs:    s.HeartbeatIntervalMs,
-		HWCheckpointIntervalMs: s.HWCheckpointIntervalMs,
-		FlushEveryAppend:       s.FlushEveryAppend,
-		FlushIntervalMs:        s.FlushIntervalMs,
-	}
-	cfg.Groups = broker.GroupConfig{
+	return s.BrokerSettings.BrokerConfig(id, broker.GroupConfig{
 		OffsetsTopicPartitions:        s.OffsetsTopicPartitions,
 		OffsetsTopicReplicationFactor: s.OffsetsTopicReplicationFactor,
 		Coordinator: group.Config{
 			MinSessionTimeoutMs: max(s.GroupMinSessionTimeoutMs, 1),
 			MaxSessionTimeoutMs: group.DefaultConfig().MaxSessionTimeoutMs,
 		},
-	}
-	return cfg, cfg.Validate()
+	})
 }
 
 // ControllerConfig is the controller's configuration under s.

@@ -257,8 +257,13 @@ func (c *Config) Validate() error {
 
 // brokerConfig is the configuration of broker id.
 func (c *Config) brokerConfig(id int) (broker.Config, error) {
+	return c.Broker.BrokerConfig(id, GroupSettings())
+}
+
+// BrokerConfig is the configuration of broker id under s, with groups'
+// coordinator settings.
+func (s BrokerSettings) BrokerConfig(id int, groups broker.GroupConfig) (broker.Config, error) {
 	p := partition.DefaultConfig(int32(id))
-	s := c.Broker
 	p.MinInsyncReplicas = s.MinInsyncReplicas
 	p.Truncation = s.Truncation
 	p.ReplicaLagTimeMaxMs = s.ReplicaLagTimeMaxMs
@@ -273,7 +278,7 @@ func (c *Config) brokerConfig(id int) (broker.Config, error) {
 		HWCheckpointIntervalMs: s.HWCheckpointIntervalMs,
 		FlushEveryAppend:       s.FlushEveryAppend,
 		FlushIntervalMs:        s.FlushIntervalMs,
-		Groups:                 GroupSettings(),
+		Groups:                 groups,
 	}
 	return cfg, cfg.Validate()
 }
