@@ -115,6 +115,7 @@ type Broker struct {
 	groupWaiters map[uint64]groupWaiter
 	nextGroupReq uint64
 	offsetsAsked int64 // when the offsets topic was last asked for
+	rolesChanged bool  // a StateUpdate came since syncCoordinators ran
 
 	out    []Envelope
 	events []Event
@@ -331,6 +332,7 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 	if m.Incarnation != b.incarnation {
 		return nil // addressed to a previous life of this broker
 	}
+	b.rolesChanged = true
 	if m.Full {
 		b.registered = true
 		b.lastHeartbeat = b.now

@@ -221,6 +221,10 @@ func (b *Broker) handleGroupRequest(from NodeID, m GroupRequest) {
 // loaded from its log; one it no longer leads has its coordinator
 // unloaded, which answers whatever waited NOT_COORDINATOR.
 func (b *Broker) syncCoordinators() error {
+	if !b.rolesChanged {
+		return nil // only a StateUpdate moves leadership
+	}
+	b.rolesChanged = false
 	for _, tp := range b.order {
 		if tp.Topic != OffsetsTopic {
 			continue
