@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,4 +48,83 @@ func TestLongPollCatchesBusyPolling(t *testing.T) {
 	require.NoError(t, err)
 	res.Config.Workload.FetchMaxWaitMs = c.config(1, Options{}).Workload.FetchMaxWaitMs
 	require.ErrorContains(t, requireLongPoll(res), "busy polling")
+}
+
+// withoutOps returns a copy of r whose history lacks the ops drop matches.
+func withoutOps(r *sim.Result, drop func(op linearizability.Op) bool) *sim.Result {
+	c := *r
+	c.History = nil
+	for _, op := range r.History {
+		if !drop(op) {
+			c.History = append(c.History, op)
+		}
+	}
+	return &c
+}
+
+// The group cases' own expectations catch runs that did not do what the
+// case is about, and stay quiet on the runs that did.
+func TestGroupCaseExpectationsCatchWhatTheyClaim(t *testing.T) {
+	crash := caseNamed("group-member-crash")
+	res, err := sim.Run(crash.config(1, Options{}))
+	require.NoError(t, err)
+	require.NoError(t, requireTakeover(res))
+	require.NoError(t, requireConsumedToEnd(res))
+	require.NoError(t, requireCommitsEverywhere(res))
+
+	noT0Commits := withoutOps(res, func(op linearizability.Op) bool {
+		return op.Kind == linearizability.KindCommit && op.Partition == 0
+	})
+	require.ErrorContains(t, requireConsumedToEnd(noT0Commits), "t-0 committed 0")
+	require.ErrorContains(t, requireCommitsEverywhere(noT0Commits), "t-0")
+	noAssignments := withoutOps(res, func(op linearizability.Op) bool { return op.Kind == linearizability.KindAssignment })
+	require.ErrorContains(t, requireTakeover(noAssignments), "no member was assigned partitions")
+
+	failover := caseNamed("coordinator-failover")
+	res, err = sim.Run(failover.config(1, Options{}))
+	require.NoError(t, err)
+	require.NoError(t, requireResumedFromCommits(res))
+	// A commit after the crash that went back below what was committed.
+	var crashAt int64 = -1
+	for _, n := range res.Notes {
+		if len(n.Text) > 12 && n.Text[:12] == "crash broker" {
+			crashAt = n.AtMs
+			break
+		}
+	}
+	require.GreaterOrEqual(t, crashAt, int64(0))
+	back := *res
+	back.History = append([]linearizability.Op(nil), res.History...)
+	for i := range back.History {
+		op := &back.History[i]
+		if op.Kind == linearizability.KindCommit && op.Outcome == linearizability.OutcomeOK && op.Call > crashAt {
+			op.Offset = 0
+			break
+		}
+	}
+	require.ErrorContains(t, requireResumedFromCommits(&back), "below the")
+
+	reconsume := caseNamed("reconsume")
+	res, err = sim.Run(reconsume.config(1, Options{}))
+	require.NoError(t, err)
+	require.NoError(t, requireReread(res))
+	noSeeks := *res
+	noSeeks.Stats.Seeks = 0
+	require.ErrorContains(t, requireReread(&noSeeks), "no member sought back")
+	// Keep each record's first read only: nothing was read twice.
+	seen := map[string]bool{}
+	once := withoutOps(res, func(op linearizability.Op) bool {
+		if op.Kind != linearizability.KindFetch || op.Final {
+			return false
+		}
+		for _, rec := range op.Records {
+			k := fmt.Sprint(op.Client, op.TP(), rec.Offset)
+			if seen[k] {
+				return true
+			}
+			seen[k] = true
+		}
+		return false
+	})
+	require.ErrorContains(t, requireReread(once), "no record was read twice")
 }
