@@ -78,8 +78,9 @@ type Isolator interface {
 }
 
 // Capabilities implements Target: what Faults or the fault commands
-// allow, and slowing brokers, which the harness does with a proxy of its
-// own in front of each broker (its clients reach every broker through it).
+// allow (never failpoints), and slowing brokers, which the harness does
+// with a proxy of its own in front of each broker (its clients reach every
+// broker through it).
 func (t *KafkaTarget) Capabilities() Capabilities {
 	var c Capabilities
 	if d, ok := t.Faults.(interface{ Capabilities() Capabilities }); ok {
@@ -93,6 +94,9 @@ func (t *KafkaTarget) Capabilities() Capabilities {
 	c.Pause = c.Pause || t.PauseCmd != "" && t.ResumeCmd != ""
 	c.Isolate = c.Isolate || t.IsolateCmd != "" && t.HealCmd != ""
 	c.Slow = true
+	// A broker the harness reaches over the network cannot have its
+	// failpoints switched at an exact protocol step, whatever Faults says.
+	c.Failpoints = false
 	return c
 }
 

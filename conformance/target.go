@@ -39,10 +39,14 @@ type Capabilities struct {
 	Pause   bool // stop a broker and let it go on (SIGSTOP/SIGCONT)
 	Isolate bool // cut a broker off from the other brokers and the clients, and heal
 	Slow    bool // add latency to a broker's links
+	// Failpoints: switch the reference broker's failpoints at exact
+	// protocol steps, across brokers. Only the simulator can: it runs
+	// every broker in one process and steps them one message at a time.
+	Failpoints bool
 }
 
-// AllCapabilities is what the reference targets offer.
-var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true}
+// AllCapabilities is every capability: what the simulator offers.
+var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, Failpoints: true}
 
 // missing names the capabilities cfg's faults need and have does not
 // offer, with how to get each where that helps; "" when none is missing.
@@ -68,6 +72,9 @@ func missing(cfg sim.Config, have Capabilities) string {
 		case sim.FaultSlow:
 			add(have.Slow, "slowing brokers' links")
 		}
+	}
+	if len(cfg.Failpoints) > 0 {
+		add(have.Failpoints, "switching failpoints at exact protocol steps (only the simulator can: --target sim)")
 	}
 	if len(need) == 0 {
 		return ""
@@ -118,7 +125,13 @@ func (t *ClusterTarget) Name() string { return "cluster" }
 func (t *ClusterTarget) Parallel() bool { return false }
 
 // Capabilities implements Target: signals, and a proxy on every link.
-func (t *ClusterTarget) Capabilities() Capabilities { return AllCapabilities }
+// Not failpoints: the processes have them (GO_FAILPOINTS), but the
+// harness cannot switch them at an exact step of a run across processes.
+// What else real processes cannot do (power loss, dropping single
+// messages) Run reports as a *SkipError.
+func (t *ClusterTarget) Capabilities() Capabilities {
+	return Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true}
+}
 
 // Run implements Target.
 func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/failpoints"
 )
 
 // clusterBinary is built (or taken from WATERMARK_BIN) once for the
@@ -110,4 +111,50 @@ func TestClusterTargetRunsAGroupCase(t *testing.T) {
 	require.Equal(t, Holds, r.Verdict, "%v", r.Reasons)
 	require.Positive(t, r.Sim.Stats.Crashes)
 	require.Positive(t, r.Sim.Stats.Commits)
+}
+
+// allFaults declares every capability, failpoints included, as a Go
+// implementation's Faults value might.
+type allFaults struct{}
+
+func (allFaults) Capabilities() Capabilities { return AllCapabilities }
+
+// A case that switches failpoints at exact protocol steps is skipped, with
+// the reason and where it does run, on every target but the simulator: the
+// real reference cluster (its processes have failpoints, but the harness
+// cannot switch them at a step across processes) and any Kafka cluster,
+// even one whose Faults claims every capability. It is skipped before the
+// target is asked to run anything: no binary, no broker is needed.
+func TestFailpointCasesSkipWithoutTheCapability(t *testing.T) {
+	c := caseNamed("kip101-data-loss")
+	require.NotEmpty(t, c.Config(1).Failpoints, "the case must switch failpoints for this test to mean anything")
+	for name, target := range map[string]Target{
+		"cluster":            &ClusterTarget{Binary: "/nonexistent/watermark"},
+		"kafka":              &KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}},
+		"kafka-claiming-all": &KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}, Faults: allFaults{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.False(t, target.Capabilities().Failpoints)
+			r, err := RunOne(c, 1, Options{Target: target}, time.Minute)
+			require.NoError(t, err, "skipped before the target runs anything")
+			require.Equal(t, Skipped, r.Verdict)
+			require.Len(t, r.Reasons, 1)
+			require.Contains(t, r.Reasons[0], "switching failpoints")
+			require.Contains(t, r.Reasons[0], "--target sim")
+		})
+	}
+	// A case without failpoints is not held back by the missing capability.
+	require.Empty(t, missing(caseNamed("acks-all-leader-crash").config(1, Options{}), (&ClusterTarget{}).Capabilities()))
+}
+
+// The simulator offers failpoints, so the same case runs there and holds.
+func TestSimulatorRunsFailpointCases(t *testing.T) {
+	c := caseNamed("kip101-data-loss")
+	require.True(t, Simulator.Capabilities().Failpoints)
+	require.Empty(t, missing(c.config(1, Options{}), Simulator.Capabilities()))
+	failpoints.Require(t)
+	r, err := RunOne(c, 1, Options{Target: Simulator}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, Holds, r.Verdict, "%v", r.Reasons)
+	require.Positive(t, r.Sim.Stats.FailpointsFired)
 }
