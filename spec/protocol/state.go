@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -278,12 +279,9 @@ type State struct {
 
 // Clone returns a deep copy: steps modify the copy.
 func (s *State) Clone() *State {
-	c := &State{Replicas: make([]Replica, len(s.Replicas)), Ctrl: s.Ctrl, Ghost: s.Ghost}
-	for i := range s.Replicas {
-		// Logs and caches are only ever re-sliced to full capacity before
-		// an append, so sharing backing arrays between states is safe.
-		c.Replicas[i] = s.Replicas[i]
-	}
+	// Logs and caches are only ever re-sliced to full capacity before an
+	// append, so sharing their backing arrays between states is safe.
+	c := &State{Replicas: slices.Clone(s.Replicas), Ctrl: s.Ctrl, Ghost: s.Ghost}
 	c.Net = append([]Msg(nil), s.Net...)
 	c.Ghost.Acked = append([]int32(nil), s.Ghost.Acked...)
 	c.Ghost.Pending = append([]Pending(nil), s.Ghost.Pending...)
