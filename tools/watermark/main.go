@@ -30,6 +30,7 @@ var commands = map[string]command{
 	"verify":  {"re-check a saved history (JSON lines) for anomalies and linearizability", runVerify},
 	"repro":   {"run run files (failpoints/RUNFILE.md) and compare the outcome with their expect", runRepro},
 	"search":  {"random search for a violation on an unsafe variant (random faults and failpoints)", runSearch},
+	"explore": {"explore every state of the abstract protocol model within bounds and check its invariants", runExplore},
 	"serve":   {"run one node (broker or controller) of a real cluster in the foreground", runServe},
 	"cluster": {"run a local real cluster (controller and N brokers) until Ctrl-C", runCluster},
 	"version": {"print the version and whether failpoints are compiled in", runVersion},
