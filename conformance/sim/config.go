@@ -18,6 +18,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
 // Config describes one run completely.
@@ -54,6 +55,15 @@ type Config struct {
 	// clients' history shows what the failure did (each invariant is
 	// reported once, at its first failure). By default a run stops there.
 	ContinueAfterViolation bool
+	// ValidateProtocol checks every replication step of the run against
+	// spec/protocol's model (trace validation, protocoltrace.go); the
+	// verdict is Result.Protocol. It slows a run down several times.
+	ValidateProtocol bool
+	// ProtocolModel, when set, is the model variant trace validation
+	// judges the run by, instead of the one matching the brokers' own
+	// configuration (to show that validation catches a broker that does
+	// not follow the model).
+	ProtocolModel *protocol.Variant `json:",omitempty"`
 	// NoFinalRead skips the read of every partition to its end after the
 	// faults heal.
 	NoFinalRead bool

@@ -113,6 +113,9 @@ func (s *Sim) kill(n *node, powerLoss bool, downMs int64, why string) {
 	if n.b == nil {
 		return
 	}
+	if s.proto != nil {
+		s.proto.onKill(n)
+	}
 	if n.paused {
 		n.faulted-- // the pause ends with the process
 	}

@@ -52,6 +52,8 @@ type Result struct {
 	// Live marks a run on real processes (RunLive): real time, no
 	// invariants, and statistics seen from outside through metadata.
 	Live bool
+	// Protocol is trace validation's verdict (Config.ValidateProtocol).
+	Protocol *ProtocolReport
 }
 
 func (s *Sim) result() *Result {
@@ -65,7 +67,7 @@ func (s *Sim) result() *Result {
 	if len(s.inv.violations) > 0 {
 		first = s.inv.violations[0]
 	}
-	return &Result{
+	r := &Result{
 		Config:     s.cfg,
 		Violation:  first,
 		Violations: s.inv.violations,
@@ -74,4 +76,8 @@ func (s *Sim) result() *Result {
 		Stats:      s.stats,
 		TraceHash:  s.trace.sum(),
 	}
+	if s.proto != nil {
+		r.Protocol = &s.proto.report
+	}
+	return r
 }

@@ -151,6 +151,7 @@ type Sim struct {
 	fpPercent []float64
 
 	inv   *invariants
+	proto *protoTracker // nil unless Config.ValidateProtocol
 	trace trace
 }
 
@@ -230,6 +231,9 @@ func newSim(cfg Config) (*Sim, error) {
 	}
 	s.flushController()
 	s.inv = newInvariants(s)
+	if cfg.ValidateProtocol {
+		s.proto = newProtoTracker(s)
+	}
 	s.startClients()
 	for i, f := range cfg.Faults {
 		s.trigger(event{kind: evFault, fault: f, fp: i}, f.When)
@@ -299,7 +303,13 @@ func (s *Sim) loop() {
 		s.now = e.at
 		s.steps++
 		s.trace.step(s.now, e)
+		if s.proto != nil {
+			s.proto.beforeStep(e)
+		}
 		s.step(e)
+		if s.proto != nil {
+			s.proto.afterStep(e)
+		}
 		s.inv.check()
 	}
 	s.stats.Steps = s.steps
@@ -495,6 +505,9 @@ func (s *Sim) afterBroker(n *node, err error) {
 		}
 		s.failpointFired(fe, n.id)
 		return
+	}
+	if s.proto != nil {
+		s.proto.onSend(out)
 	}
 	for _, env := range out {
 		s.send(env)

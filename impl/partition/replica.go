@@ -308,6 +308,34 @@ func (r *Replica) Resolved() bool {
 	return r.role == RoleLeader || (r.role == RoleFollower && !r.follower.awaitingEpoch)
 }
 
+// AwaitingEpoch reports whether a follower is still asking its leader where
+// an epoch ended (OffsetsForLeaderEpoch), and which epoch it asks about.
+func (r *Replica) AwaitingEpoch() (epoch int32, ok bool) {
+	if r.role != RoleFollower || !r.follower.awaitingEpoch {
+		return -1, false
+	}
+	return r.follower.queryEpoch, true
+}
+
+// FollowerProgress is what a leader knows of one follower in its epoch.
+type FollowerProgress struct {
+	LEO         int64 // the follower's last fetch offset; -1 before its first fetch
+	Incarnation int64 // the process that fetch came from
+}
+
+// FollowerProgress reports what the leader knows of follower id, for
+// checkers; ok is false unless the replica leads and id is a follower.
+func (r *Replica) FollowerProgress(id int32) (FollowerProgress, bool) {
+	if r.role != RoleLeader {
+		return FollowerProgress{}, false
+	}
+	f := r.leader.followers[id]
+	if f == nil {
+		return FollowerProgress{}, false
+	}
+	return FollowerProgress{LEO: f.leo, Incarnation: f.incarnation}, true
+}
+
 // Truncations counts the truncations that removed records; a checker can
 // trust a log prefix it verified while this count stands still.
 func (r *Replica) Truncations() uint64 { return r.truncations }

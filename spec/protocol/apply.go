@@ -281,7 +281,7 @@ func (m Model) maybeAdvanceHW(s *State, id int32) {
 // its log holds what was committed before (otherwise an invariant fails).
 func (m Model) extendCommitted(s *State) {
 	a := s.acting()
-	if a == None {
+	if a == None || m.noGhost {
 		return
 	}
 	r := &s.Replicas[a]

@@ -332,10 +332,17 @@ func setString(set uint32) string {
 	return b.String()
 }
 
+// entries renders a log; a long one (from trace validation) shows its
+// length and last entries only.
 func entries(es []Entry) string {
 	var b strings.Builder
 	b.WriteByte('[')
-	for i, e := range es {
+	from := 0
+	if len(es) > 8 {
+		from = len(es) - 4
+		fmt.Fprintf(&b, "%d entries: ... ", len(es))
+	}
+	for i, e := range es[from:] {
 		if i > 0 {
 			b.WriteByte(' ')
 		}

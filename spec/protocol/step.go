@@ -196,6 +196,10 @@ type needChoice struct {
 type Model struct {
 	Variant Variant
 	N       int
+	// noGhost skips the ghost state (committed records, acknowledgements)
+	// that only the invariants read: CheckTransition compares processes,
+	// and trace validation's logs are long.
+	noGhost bool
 }
 
 // Init is the state after topic creation: replica 0 leads epoch 1, every
@@ -340,7 +344,8 @@ func (m Model) isrChangeEnabled(s *State, a Action) error {
 	if a.R != s.acting() || r.ISR != c.ISR {
 		// Kafka's controller refuses a proposal from a stale leader epoch or
 		// partition epoch (KIP-497); the proposal changes nothing.
-		return refuse("replica %d is not the leader the controller knows, with its ISR", a.R)
+		return refuse("replica %d (epoch %d, isr %s) is not the leader the controller knows (%d in epoch %d), with its ISR %s",
+			a.R, r.Epoch, setString(r.ISR), c.Leader, c.Epoch, setString(c.ISR))
 	}
 	if a.F < 0 || int(a.F) >= s.N() || a.F == a.R {
 		return refuse("no follower %d", a.F)

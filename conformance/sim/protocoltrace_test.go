@@ -1,0 +1,103 @@
+package sim_test
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/spec/protocol"
+)
+
+// validate runs cfg with trace validation.
+func validate(t *testing.T, cfg sim.Config) *sim.ProtocolReport {
+	t.Helper()
+	cfg.ValidateProtocol = true
+	res, err := sim.Run(cfg)
+	require.NoError(t, err)
+	require.NotNil(t, res.Protocol)
+	return res.Protocol
+}
+
+// Every replication step of every conformance case's runs (those without
+// failpoints, which need the failpoint build), over several seeds, is a
+// transition spec/protocol's model allows. The model is judged by the
+// variant each run's brokers are configured with.
+func TestTraceValidationOverCases(t *testing.T) {
+	const seeds = 2
+	checked, skipped := map[string]int{}, map[string]int{}
+	for _, c := range conformance.Cases {
+		for seed := uint64(1); seed <= seeds; seed++ {
+			cfg := c.Config(seed)
+			if len(cfg.Failpoints) > 0 {
+				continue
+			}
+			// A leader that holds a fetch answers it later with what it has
+			// then; the model answers at once. Validation runs without holds.
+			cfg.Broker.ReplicaFetchWaitMaxMs = 0
+			p := validate(t, cfg)
+			if p.Failure != "" {
+				t.Errorf("case %s seed %d: the model does not allow a step (replay: conformance case %s, seed %d, Config.ValidateProtocol and Broker.ReplicaFetchWaitMaxMs 0):\n%s",
+					c.Name, seed, c.Name, seed, p.Failure)
+				continue
+			}
+			for k, v := range p.Checked {
+				checked[k] += v
+			}
+			for k, v := range p.Skipped {
+				skipped[k] += v
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(checked)) {
+		t.Logf("checked %-28s %8d", k, checked[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(skipped)) {
+		t.Logf("skipped %-28s %8d", k, skipped[k])
+	}
+	// Each kind of protocol step was exercised, so a clean verdict covers
+	// them all.
+	for _, k := range []string{"deliver fetch", "deliver fetch-answer", "deliver epoch-query", "deliver epoch-answer",
+		"produce", "learn", "learn-isr", "shrink-isr", "expand-isr", "fence", "restart", "crash"} {
+		assert.Positive(t, checked[k], "no %q step was checked", k)
+	}
+}
+
+// Validation catches a broker that does not follow the model: KAFKA-7164's
+// run on the broker that skips truncation when the same leader returns,
+// judged by the model of the fixed rule, fails at the step where the
+// follower keeps fetching instead of truncating; judged by the model of
+// its own rule, it passes. Reference: KAFKA-7164.
+func TestTraceValidationCatchesADifferentTruncationRule(t *testing.T) {
+	cfg := sim.KAFKA7164(1, partition.TruncateToEpochNoBump)
+	cfg.Broker.ReplicaFetchWaitMaxMs = 0
+	own := validate(t, cfg)
+	require.Empty(t, own.Failure)
+
+	fixed := protocol.Variant{Truncation: protocol.TruncateEpoch, MinISR: cfg.Broker.MinInsyncReplicas,
+		KeepISROnRestart: cfg.Controller.KeepISROnRestart, Unclean: cfg.Controller.UncleanLeaderElection}
+	cfg.ProtocolModel = &fixed
+	judged := validate(t, cfg)
+	require.NotEmpty(t, judged.Failure, "a broker skipping truncation passed as one that truncates")
+	assert.Contains(t, judged.Failure, "learns")
+	t.Log(judged.Failure)
+}
+
+// And the other way: a broker that truncates by epochs, judged by the
+// model of truncation to the HW, fails when a replica becomes a follower.
+func TestTraceValidationCatchesEpochTruncationJudgedAsHW(t *testing.T) {
+	c, err := conformance.Lookup([]string{"acks-all-leader-crash"})
+	require.NoError(t, err)
+	cfg := c[0].Config(1)
+	cfg.Broker.ReplicaFetchWaitMaxMs = 0
+	v := protocol.Variant{Truncation: protocol.TruncateHW, MinISR: cfg.Broker.MinInsyncReplicas}
+	cfg.ProtocolModel = &v
+	p := validate(t, cfg)
+	require.NotEmpty(t, p.Failure)
+	assert.Contains(t, p.Failure, "learns")
+}
