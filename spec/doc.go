@@ -17,4 +17,10 @@
 // effect), and every function is pure, so a linearizability checker
 // (linearizability/, with porcupine) can search the orders in which a
 // concurrent history's operations could have taken effect.
+//
+// Package spec/protocol is the other half: the replication protocol itself
+// (replicas, controller, messages, faults) as an abstract state machine,
+// with an explorer that checks the protocol invariants in every state
+// reachable within bounds, and the transition check the simulator's trace
+// validation uses. See spec/protocol/README.md.
 package spec

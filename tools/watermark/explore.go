@@ -266,7 +266,11 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	case res.Violation != nil:
 		fmt.Fprintf(stdout, "\nVIOLATION: %s\n", res.Violation)
 		fmt.Fprintf(stdout, "replay: %s\n", replay)
-		if named.Safe {
+		switch {
+		case named.Safe && b.PowerLosses > 0:
+			fmt.Fprintln(stdout, "the safe recipe does not survive every power loss without fsync: the last ISR member can lose\n"+
+				"acknowledged records and lead again (KIP-966 is Kafka's fix); see spec/protocol/README.md")
+		case named.Safe:
 			fmt.Fprintln(stdout, "a violation on the safe variant is a bug in the model or its invariants: please report it")
 		}
 	case !res.Complete:
