@@ -173,6 +173,9 @@ func caseOutput(cr *CaseResult) string {
 	fmt.Fprintf(&b, "operations: %d\n", cr.Ops)
 	fmt.Fprintf(&b, "anomalies found: %s\n", countsOrNone(cr.Found))
 	fmt.Fprintf(&b, "allowed anomalies seen: %s\n", countsOrNone(cr.Allowed))
+	if cr.StepsChecked+cr.StepsSkipped > 0 {
+		fmt.Fprintf(&b, "trace validation: %d steps checked, %d skipped\n", cr.StepsChecked, cr.StepsSkipped)
+	}
 	if cr.Skipped != "" {
 		// Some seeds ran and some could not: say so, since the verdict
 		// covers only the ones that ran.

@@ -22,6 +22,9 @@ func ReplayCommand(r *RunResult) string {
 	if ps := r.Sim.Config.Broker.ProducerState; ps != partition.ProducerStateReplicated {
 		cmd += " --producer-state " + ps.String()
 	}
+	if r.Sim.Config.ValidateProtocol {
+		cmd += " --validate-protocol"
+	}
 	if r.Target != "" && r.Target != Simulator.Name() {
 		cmd += " --target " + r.Target
 		if r.Target == "kafka" {
@@ -141,6 +144,12 @@ func writeVerdict(f *os.File, r *RunResult) error {
 	for _, v := range r.Invariants {
 		fmt.Fprintf(&b, "\ninvariant %s\nlast steps before it:\n", v.Error())
 		for _, line := range v.Trace {
+			fmt.Fprintf(&b, "  %s\n", line)
+		}
+	}
+	if p := r.Sim.Protocol; p != nil && p.Failure != "" {
+		fmt.Fprintf(&b, "\ntrace validation: step %d at %d ms is not a transition spec/protocol's model allows:\n", p.Step, p.AtMs)
+		for _, line := range strings.Split(strings.TrimRight(p.Failure, "\n"), "\n") {
 			fmt.Fprintf(&b, "  %s\n", line)
 		}
 	}

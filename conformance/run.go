@@ -61,6 +61,10 @@ type RunResult struct {
 	Target string
 }
 
+// ErrValidateNeedsSimulator is returned for trace validation on a target
+// other than the simulator: only it exposes every replication step.
+var ErrValidateNeedsSimulator = errors.New("trace validation needs the simulator (--target sim)")
+
 // Judge checks one simulated run against the case's guarantees.
 func Judge(c *Case, res *sim.Result, checkTimeout time.Duration) *RunResult {
 	r := &RunResult{Case: c.Name, Seed: res.Config.Seed, Verdict: Holds, Ops: len(res.History), Sim: res}
@@ -101,6 +105,10 @@ func Judge(c *Case, res *sim.Result, checkTimeout time.Duration) *RunResult {
 		// Without the final read, acknowledged writes that vanished go
 		// unnoticed ("unseen" is judged only where it finished).
 		fail(Unknown, "the final read did not finish: unseen writes could not be judged; rerun with a longer settle time")
+	}
+	if p := res.Protocol; p != nil && p.Failure != "" {
+		first, _, _ := strings.Cut(p.Failure, "\n")
+		fail(Violated, "trace validation: %s", first)
 	}
 	if c.Require != nil {
 		if err := c.Require(res); err != nil {
@@ -146,6 +154,9 @@ func formatCounts(counts map[string]int) string {
 func RunOne(c *Case, seed uint64, opts Options, checkTimeout time.Duration) (*RunResult, error) {
 	start := time.Now()
 	target := opts.target()
+	if opts.ValidateProtocol && target.Name() != Simulator.Name() {
+		return nil, fmt.Errorf("case %s on %s: %w", c.Name, target.Name(), ErrValidateNeedsSimulator)
+	}
 	ctx := opts.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -189,6 +200,11 @@ type CaseResult struct {
 	Failed []*RunResult
 	// Skipped says why the target could not run the case, if it could not.
 	Skipped string
+	// StepsChecked and StepsSkipped count the replication steps trace
+	// validation checked and left unchecked, over every run (both 0
+	// without Options.ValidateProtocol).
+	StepsChecked int
+	StepsSkipped int
 }
 
 // Report is the outcome of a check.
@@ -197,6 +213,15 @@ type Report struct {
 	Cases   []*CaseResult
 	Runs    int
 	Elapsed time.Duration
+}
+
+// Steps sums trace validation's counts over every case.
+func (rep *Report) Steps() (checked, skipped int) {
+	for _, cr := range rep.Cases {
+		checked += cr.StepsChecked
+		skipped += cr.StepsSkipped
+	}
+	return checked, skipped
 }
 
 // Check runs every case with every seed, workers at a time, and calls
@@ -286,6 +311,14 @@ func add(cr *CaseResult, r *RunResult, lossAllowed bool) {
 	}
 	for _, a := range r.Allowed {
 		cr.Allowed[a.Name]++
+	}
+	if r.Sim != nil && r.Sim.Protocol != nil {
+		for _, n := range r.Sim.Protocol.Checked {
+			cr.StepsChecked += n
+		}
+		for _, n := range r.Sim.Protocol.Skipped {
+			cr.StepsSkipped += n
+		}
 	}
 	if len(r.Invariants) > 0 {
 		for _, v := range r.Invariants {

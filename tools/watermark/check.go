@@ -49,6 +49,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	clusterDir := fs.String("cluster-dir", "", "with --target cluster: where each run's cluster keeps its data and logs (default: <report-dir>/clusters; runs that hold are removed)")
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
+	validate := fs.Bool("validate-protocol", false, "with --target sim: check every replication step of each run against spec/protocol's model (trace validation; runs are several times slower, and leaders answer replica fetches at once); a step the model does not allow violates the run; cases driven by failpoints run without it")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, fs, err)
@@ -66,7 +67,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, fs, err)
 	}
-	var opts conformance.Options
+	opts := conformance.Options{ValidateProtocol: *validate}
+	if *validate && *target != "sim" {
+		return usageError(stderr, fs, fmt.Errorf("--validate-protocol needs the simulator (--target sim), not --target %s", *target))
+	}
 	if *truncation != "" {
 		t, err := partition.ParseTruncation(*truncation)
 		if err != nil {
@@ -178,12 +182,16 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		if err := writeJSONReport(stdout, rep, written); err != nil {
+		if err := writeJSONReport(stdout, rep, written, *validate); err != nil {
 			fmt.Fprintf(stderr, "watermark check: %v\n", err)
 			return exitViolated
 		}
 	} else {
 		printTable(stdout, rep, written)
+		if *validate {
+			checked, skipped := rep.Steps()
+			fmt.Fprintf(stdout, "trace validation: %d protocol steps checked against spec/protocol's model, %d skipped\n", checked, skipped)
+		}
 		if index != "" {
 			fmt.Fprintf(stdout, "summary: %s\n", index)
 		}
@@ -286,10 +294,19 @@ func counts(m map[string]int) string {
 
 // jsonReport is the machine-readable result of `watermark check --json`.
 type jsonReport struct {
-	Verdict   string     `json:"verdict"`
-	Runs      int        `json:"runs"`
-	ElapsedMs int64      `json:"elapsed_ms"`
-	Cases     []jsonCase `json:"cases"`
+	Verdict   string `json:"verdict"`
+	Runs      int    `json:"runs"`
+	ElapsedMs int64  `json:"elapsed_ms"`
+	// TraceValidation is there with --validate-protocol.
+	TraceValidation *jsonSteps `json:"trace_validation,omitempty"`
+	Cases           []jsonCase `json:"cases"`
+}
+
+// jsonSteps counts the replication steps trace validation checked and
+// left unchecked.
+type jsonSteps struct {
+	Checked int `json:"steps_checked"`
+	Skipped int `json:"steps_skipped"`
 }
 
 type jsonCase struct {
@@ -299,7 +316,9 @@ type jsonCase struct {
 	Verdict string         `json:"verdict"`
 	Found   map[string]int `json:"anomalies_found"`
 	Allowed map[string]int `json:"allowed_anomalies_seen"`
-	Failed  []jsonRun      `json:"failed_runs"`
+	// TraceValidation is there with --validate-protocol.
+	TraceValidation *jsonSteps `json:"trace_validation,omitempty"`
+	Failed          []jsonRun  `json:"failed_runs"`
 }
 
 type jsonRun struct {
@@ -310,11 +329,18 @@ type jsonRun struct {
 	Replay  string   `json:"replay"`
 }
 
-func writeJSONReport(w io.Writer, rep *conformance.Report, written map[*conformance.RunResult]string) error {
+func writeJSONReport(w io.Writer, rep *conformance.Report, written map[*conformance.RunResult]string, validate bool) error {
 	out := jsonReport{Verdict: string(rep.Verdict), Runs: rep.Runs, ElapsedMs: rep.Elapsed.Milliseconds()}
+	if validate {
+		checked, skipped := rep.Steps()
+		out.TraceValidation = &jsonSteps{Checked: checked, Skipped: skipped}
+	}
 	for _, cr := range rep.Cases {
 		jc := jsonCase{Name: cr.Name, Seeds: cr.Seeds, Ops: cr.Ops, Verdict: string(cr.Verdict),
 			Found: cr.Found, Allowed: cr.Allowed, Failed: []jsonRun{}}
+		if validate {
+			jc.TraceValidation = &jsonSteps{Checked: cr.StepsChecked, Skipped: cr.StepsSkipped}
+		}
 		for _, r := range cr.Failed {
 			jc.Failed = append(jc.Failed, jsonRun{Seed: r.Seed, Verdict: string(r.Verdict), Reasons: r.Reasons,
 				Report: written[r], Replay: conformance.ReplayCommand(r)})
