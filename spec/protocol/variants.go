@@ -57,7 +57,7 @@ var Variants = []Named{
 		Name:      "epoch-kip101",
 		Summary:   "KIP-101 without KIP-279's rule: truncate to the leader's end offset, no epoch compared",
 		Variant:   Variant{Truncation: TruncateEpochKIP101, MinISR: 2},
-		Bounds:    with(DefaultBounds(), func(b *Bounds) { b.Crashes = 2 }),
+		Bounds:    with(DefaultBounds(), func(b *Bounds) { b.Reelections = 1 }),
 		Repro:     "kafka-6361.yaml",
 		Reference: "KAFKA-6361, KIP-279",
 	},
@@ -73,7 +73,7 @@ var Variants = []Named{
 		Name:      "no-fencing",
 		Summary:   "KIP-101+279 without KIP-320: a leader serves fetches of any epoch",
 		Variant:   Variant{Truncation: TruncateEpoch, MinISR: 2, NoFencing: true},
-		Bounds:    with(DefaultBounds(), func(b *Bounds) { b.Crashes = 2 }),
+		Bounds:    with(DefaultBounds(), func(b *Bounds) { b.Reelections = 1 }),
 		Reference: "KIP-320",
 	},
 	{

@@ -49,7 +49,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	clusterDir := fs.String("cluster-dir", "", "with --target cluster: where each run's cluster keeps its data and logs (default: <report-dir>/clusters; runs that hold are removed)")
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
-	validate := fs.Bool("validate-protocol", false, "with --target sim: check every replication step of each run against spec/protocol's model (trace validation; runs are several times slower, and leaders answer replica fetches at once); a step the model does not allow violates the run; cases driven by failpoints run without it")
+	validate := fs.Bool("validate-protocol", false, "with --target sim: check every replication step of each run against spec/protocol's model (trace validation; runs are several times slower, and leaders answer replica fetches at once); a step the model does not allow violates the run")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, fs, err)
