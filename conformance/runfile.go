@@ -51,6 +51,8 @@ type RunFile struct {
 	TraceTail              int  `yaml:"trace_tail"`
 	ContinueAfterViolation bool `yaml:"continue_after_violation"`
 	NoFinalRead            bool `yaml:"no_final_read"`
+	// ValidateProtocol turns on trace validation (sim.Config's field).
+	ValidateProtocol bool `yaml:"validate_protocol,omitempty"`
 
 	// Expect is what the run must show; Allowed the anomalies and
 	// invariant failures it may show besides (consequences of the expected
@@ -334,6 +336,7 @@ func runFileFromConfig(cfg sim.Config) *RunFile {
 		MaxSteps:               cfg.MaxSteps,
 		TraceTail:              cfg.TraceTail,
 		ContinueAfterViolation: cfg.ContinueAfterViolation,
+		ValidateProtocol:       cfg.ValidateProtocol,
 		NoFinalRead:            cfg.NoFinalRead,
 		Expect:                 Expect{Holds: true},
 		Allowed:                []string{},
@@ -438,6 +441,7 @@ func (f *RunFile) SimConfig() sim.Config {
 	cfg.MaxSteps = f.MaxSteps
 	cfg.TraceTail = f.TraceTail
 	cfg.ContinueAfterViolation = f.ContinueAfterViolation
+	cfg.ValidateProtocol = f.ValidateProtocol
 	cfg.NoFinalRead = f.NoFinalRead
 	return cfg
 }

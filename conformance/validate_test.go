@@ -69,4 +69,10 @@ func TestTraceValidationFailureViolatesTheRun(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(res.Protocol.Failure), "\n") {
 		assert.Contains(t, string(verdict), strings.TrimSpace(line))
 	}
+	// The run file replays it with validation on.
+	f, err := LoadRunFile(filepath.Join(dir, "run.yaml"))
+	require.NoError(t, err)
+	assert.True(t, f.ValidateProtocol)
+	assert.True(t, f.SimConfig().ValidateProtocol)
+	assert.Zero(t, f.SimConfig().Broker.ReplicaFetchWaitMaxMs)
 }
