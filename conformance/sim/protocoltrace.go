@@ -165,15 +165,10 @@ func (t *protoTracker) concerns(e event) ([]broker.TopicPartition, string) {
 		if n.b == nil || n.paused || t.s.cut(e.env.From, e.env.To) {
 			return nil, ""
 		}
+		if k, ok := t.keyOf(e.env); ok {
+			return t.only(k.tp), ""
+		}
 		switch m := e.env.Msg.(type) {
-		case partition.FetchRequest:
-			return t.only(m.TopicPartition), ""
-		case partition.FetchResponse:
-			return t.only(m.TopicPartition), ""
-		case partition.EpochEndRequest:
-			return t.only(m.TopicPartition), ""
-		case partition.EpochEndResponse:
-			return t.only(m.TopicPartition), ""
 		case broker.AlterISRAnswer:
 			return t.only(m.TopicPartition), ""
 		case broker.ProduceRequest:
@@ -492,34 +487,19 @@ func (t *protoTracker) replica(tp broker.TopicPartition, p controller.PartitionS
 // keeps it until it arrives; false for messages the model has no
 // counterpart of (answers carrying errors, other partitions).
 func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
-	var tp broker.TopicPartition
-	switch m := env.Msg.(type) {
-	case broker.AlterISR:
+	if m, ok := env.Msg.(broker.AlterISR); ok {
 		if st, ok := t.abstract(m.TopicPartition); ok {
 			if i := t.index(m.TopicPartition, int32(env.From)); i >= 0 {
 				t.proposals[proposalKey{m.TopicPartition, m.ProposalID}] = st.Replicas[i]
 			}
 		}
 		return protoKey{}, false
-	case partition.FetchRequest:
-		tp = m.TopicPartition
-	case partition.FetchResponse:
-		tp = m.TopicPartition
-	case partition.EpochEndRequest:
-		tp = m.TopicPartition
-	case partition.EpochEndResponse:
-		tp = m.TopicPartition
-	default:
+	}
+	k, ok := t.keyOf(env)
+	if !ok || !slices.Contains(t.tps, k.tp) {
 		return protoKey{}, false
 	}
-	if !slices.Contains(t.tps, tp) {
-		return protoKey{}, false
-	}
-	p, ok := t.state(tp)
-	if !ok {
-		return protoKey{}, false
-	}
-	from, to := t.id(p, int32(env.From)), t.id(p, int32(env.To))
+	tp, from, to := k.tp, k.from, k.to
 	sender := t.s.nodes[env.From]
 	if sender.b == nil || from < 0 || to < 0 {
 		return protoKey{}, false
@@ -534,9 +514,9 @@ func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
 	case partition.FetchRequest:
 		msg := protocol.Msg{Kind: protocol.FetchRequest, From: from, To: to, Inc: t.inc(int32(env.From), m.ReplicaIncarnation),
 			Epoch: epoch(m.CurrentLeaderEpoch), Offset: offsetIndex(log, m.FetchOffset)}
-		return t.keep(protoKey{protocol.FetchRequest, from, to, m.ID, tp}, msg, msg.Offset >= 0)
+		return t.keep(k, msg, msg.Offset >= 0)
 	case partition.EpochEndRequest:
-		return t.keep(protoKey{protocol.EpochRequest, from, to, m.ID, tp}, protocol.Msg{Kind: protocol.EpochRequest, From: from, To: to,
+		return t.keep(k, protocol.Msg{Kind: protocol.EpochRequest, From: from, To: to,
 			Inc: inc, Epoch: epoch(m.CurrentLeaderEpoch), Query: epoch(m.Epoch)}, true)
 	case partition.FetchResponse:
 		req, ok := t.inflight[protoKey{protocol.FetchRequest, to, from, m.ID, tp}]
@@ -551,7 +531,7 @@ func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
 			msg.Entries = t.entries(m.Batches)
 			msg.HW = offsetIndex(log, m.HW)
 		}
-		return t.keep(protoKey{protocol.FetchAnswer, from, to, m.ID, tp}, msg, msg.End >= 0 && msg.HW >= 0)
+		return t.keep(k, msg, msg.End >= 0 && msg.HW >= 0)
 	case partition.EpochEndResponse:
 		req, ok := t.inflight[protoKey{protocol.EpochRequest, to, from, m.ID, tp}]
 		if !ok || m.Err != nil {
@@ -562,7 +542,7 @@ func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
 		if m.EndOffset >= 0 {
 			msg.End = offsetIndex(log, m.EndOffset)
 		}
-		return t.keep(protoKey{protocol.EpochAnswer, from, to, m.ID, tp}, msg, msg.End >= 0 || m.EndOffset < 0)
+		return t.keep(k, msg, msg.End >= 0 || m.EndOffset < 0)
 	}
 	return protoKey{}, false
 }

@@ -139,10 +139,7 @@ func (r *Replica) endOffsetFor(asked int32) (epoch, end int32) {
 	if asked == r.latestEpoch() {
 		return asked, r.LEO()
 	}
-	next := 0
-	for next < len(r.Epochs) && r.Epochs[next].Epoch <= asked {
-		next++
-	}
+	next := r.firstAfter(asked)
 	switch {
 	case next == len(r.Epochs):
 		return -1, -1
@@ -152,6 +149,16 @@ func (r *Replica) endOffsetFor(asked int32) (epoch, end int32) {
 	return r.Epochs[next-1].Epoch, r.Epochs[next].Start
 }
 
+// firstAfter is the index of the first cache entry of an epoch newer than
+// asked (len(Epochs) if none).
+func (r *Replica) firstAfter(asked int32) int {
+	next := 0
+	for next < len(r.Epochs) && r.Epochs[next].Epoch <= asked {
+		next++
+	}
+	return next
+}
+
 // endOffsetKIP101 answers OffsetsForLeaderEpoch as Kafka 0.11 did, before
 // KIP-279: the start of the first epoch after the one asked (the LEO for the
 // latest), with no epoch to check it against; -1 when there is none.
@@ -159,10 +166,7 @@ func (r *Replica) endOffsetKIP101(asked int32) int32 {
 	if len(r.Epochs) > 0 && asked == r.latestEpoch() {
 		return r.LEO()
 	}
-	next := 0
-	for next < len(r.Epochs) && r.Epochs[next].Epoch <= asked {
-		next++
-	}
+	next := r.firstAfter(asked)
 	if next == len(r.Epochs) || next == 0 {
 		return -1
 	}
