@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -199,7 +200,7 @@ var Cases = []Case{
 				// The reference producer retries the refusal until its delivery
 				// timeout, then fails the send with the refusal as the cause.
 				if op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeFail &&
-					strings.Contains(op.Error, partition.ErrNotEnoughReplicas.Error()) {
+					strings.Contains(op.Error, kafka.ErrNotEnoughReplicas.Error()) {
 					return nil
 				}
 			}
@@ -289,7 +290,7 @@ var Cases = []Case{
 		Allowed: []string{linearizability.AnomalyUnseen, linearizability.AnomalyNonmonotonicSend},
 		Require: func(r *sim.Result) error {
 			for _, op := range r.History {
-				if op.Kind == linearizability.KindProduce && strings.Contains(op.Error, partition.ErrOutOfOrderSequence.Error()) {
+				if op.Kind == linearizability.KindProduce && strings.Contains(op.Error, kafka.ErrOutOfOrderSequence.Error()) {
 					return nil
 				}
 			}

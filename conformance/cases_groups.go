@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -140,9 +141,9 @@ var groupCases = []Case{
 // committedEnds is, per partition, the highest offset the group committed
 // (ok commits), and finalEnds the end of each partition as the final
 // reads found it.
-func committedEnds(r *sim.Result) (committed, final map[linearizability.TopicPartition]int64) {
-	committed = map[linearizability.TopicPartition]int64{}
-	final = map[linearizability.TopicPartition]int64{}
+func committedEnds(r *sim.Result) (committed, final map[kafka.TopicPartition]int64) {
+	committed = map[kafka.TopicPartition]int64{}
+	final = map[kafka.TopicPartition]int64{}
 	for _, op := range r.History {
 		switch {
 		case op.Kind == linearizability.KindCommit && op.Outcome == linearizability.OutcomeOK:
@@ -229,7 +230,7 @@ func requireResumedFromCommits(r *sim.Result) error {
 		}
 	}
 	for _, at := range crashes {
-		before := map[linearizability.TopicPartition]int64{}
+		before := map[kafka.TopicPartition]int64{}
 		after := 0
 		for _, op := range r.History {
 			if op.Kind != linearizability.KindCommit || op.Outcome != linearizability.OutcomeOK {
@@ -317,7 +318,7 @@ func requireReread(r *sim.Result) error {
 	}
 	type key struct {
 		client int
-		tp     linearizability.TopicPartition
+		tp     kafka.TopicPartition
 		offset int64
 	}
 	read := map[key]bool{}

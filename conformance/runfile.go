@@ -16,6 +16,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -423,7 +424,7 @@ func (f *RunFile) SimConfig() sim.Config {
 		sf := sim.Fault{When: sim.Trigger{AtMs: x.AtMs, AfterAcks: x.AfterAcks}, Kind: sim.FaultKind(x.Kind),
 			Node: x.Node, Role: parseRole(x.Role), ForMs: x.ForMs, DelayMs: x.DelayMs}
 		if x.Partition != nil {
-			sf.Partition = &broker.TopicPartition{Topic: x.Partition.Topic, Partition: x.Partition.Partition}
+			sf.Partition = &kafka.TopicPartition{Topic: x.Partition.Topic, Partition: x.Partition.Partition}
 		}
 		cfg.Faults = append(cfg.Faults, sf)
 	}

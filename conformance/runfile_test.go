@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -36,7 +37,7 @@ func TestRunFileRoundTripsEveryCase(t *testing.T) {
 		}(),
 		"fault-with-partition": func() sim.Config {
 			c := sim.DefaultConfig(6)
-			c.Faults = []sim.Fault{{Kind: sim.FaultSlow, Role: sim.RoleFollower, Partition: &partition.TopicPartition{Topic: "t", Partition: 1}, DelayMs: 50, When: sim.Trigger{AfterAcks: 3}}}
+			c.Faults = []sim.Fault{{Kind: sim.FaultSlow, Role: sim.RoleFollower, Partition: &kafka.TopicPartition{Topic: "t", Partition: 1}, DelayMs: 50, When: sim.Trigger{AfterAcks: 3}}}
 			c.Network.DropRate = 0.1234567
 			return c
 		}(),

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Anomaly names, as SEMANTICS.md's table "Anomalies the checkers name"
@@ -100,7 +102,9 @@ type Anomaly struct {
 }
 
 // TP is the anomaly's partition.
-func (a Anomaly) TP() TopicPartition { return TopicPartition{a.Topic, a.Partition} }
+func (a Anomaly) TP() kafka.TopicPartition {
+	return kafka.TopicPartition{Topic: a.Topic, Partition: a.Partition}
+}
 
 // String renders "topic-partition name: detail".
 func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Name, a.Detail) }
@@ -227,7 +231,7 @@ func CheckAnomalies(h []Op) []Anomaly {
 
 // partitionOps is one partition's operations, as indexes into the history.
 type partitionOps struct {
-	tp  TopicPartition
+	tp  kafka.TopicPartition
 	ops []int32
 }
 
@@ -265,12 +269,8 @@ func groupByPartition(h []Op) []partitionOps {
 		}
 		groups[g].ops = append(groups[g].ops, int32(i))
 	}
-	slices.SortFunc(groups, func(a, b partitionOps) int { return compareTP(a.tp, b.tp) })
+	slices.SortFunc(groups, func(a, b partitionOps) int { return kafka.TopicPartition.Compare(a.tp, b.tp) })
 	return groups
-}
-
-func compareTP(a, b TopicPartition) int {
-	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
 func span(lo, hi int64) string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // This file judges consumer groups by their operations alone: who was
@@ -118,7 +120,7 @@ func (c *groupCheck) doubleAssignments(assignments []int32) {
 	type key struct {
 		group string
 		gen   int32
-		tp    TopicPartition
+		tp    kafka.TopicPartition
 	}
 	// For each (group, generation, partition), the first assignment to each
 	// member, in history order.
@@ -279,5 +281,5 @@ func (c *groupCheck) lostCommits(commits, fetches []int32) {
 // compareGroupAnomalies orders anomalies as CheckAnomalies returns them:
 // by partition, then as compareAnomalies does, then by group.
 func compareGroupAnomalies(a, b Anomaly) int {
-	return cmp.Or(compareTP(a.TP(), b.TP()), compareAnomalies(a, b), strings.Compare(a.Group, b.Group))
+	return cmp.Or(kafka.TopicPartition.Compare(a.TP(), b.TP()), compareAnomalies(a, b), strings.Compare(a.Group, b.Group))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // never stands for the time of something that did not happen: the return of
@@ -66,7 +68,7 @@ type gap struct {
 // its buffers are reused from one partition to the next.
 type partitionCheck struct {
 	h   []Op
-	tp  TopicPartition
+	tp  kafka.TopicPartition
 	ops []int32 // this partition's operations, indexes into h
 
 	values map[string]int32 // value -> index into vals
@@ -94,7 +96,7 @@ func newPartitionCheck(h []Op, joins map[int][]opKey) *partitionCheck {
 }
 
 // run judges one partition and returns its anomalies in order.
-func (c *partitionCheck) run(tp TopicPartition, ops []int32) []Anomaly {
+func (c *partitionCheck) run(tp kafka.TopicPartition, ops []int32) []Anomaly {
 	c.tp, c.ops = tp, ops
 	clear(c.values)
 	c.vals, c.pairs, c.gaps, c.out = c.vals[:0], c.pairs[:0], c.gaps[:0], nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // checkProcessing judges what consumers' applications processed (process
@@ -28,7 +30,7 @@ import (
 func checkProcessing(h []Op) []Anomaly {
 	type gtp struct {
 		group string
-		tp    TopicPartition
+		tp    kafka.TopicPartition
 	}
 	type rec struct {
 		offset int64
@@ -59,7 +61,7 @@ func checkProcessing(h []Op) []Anomaly {
 		value string
 		op    int
 	}
-	logs := map[TopicPartition]map[int64]seen{}
+	logs := map[kafka.TopicPartition]map[int64]seen{}
 	for k := range committed {
 		logs[k.tp] = map[int64]seen{}
 	}
@@ -80,7 +82,7 @@ func checkProcessing(h []Op) []Anomaly {
 	}
 	var out []Anomaly
 	keys := slices.SortedFunc(maps.Keys(processed), func(a, b gtp) int {
-		if c := compareTP(a.tp, b.tp); c != 0 {
+		if c := kafka.TopicPartition.Compare(a.tp, b.tp); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.group, b.group)
@@ -101,7 +103,7 @@ func checkProcessing(h []Op) []Anomaly {
 		}
 	}
 	ckeys := slices.SortedFunc(maps.Keys(committed), func(a, b gtp) int {
-		if c := compareTP(a.tp, b.tp); c != 0 {
+		if c := kafka.TopicPartition.Compare(a.tp, b.tp); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.group, b.group)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // hist builds a small history on partition t-0. Each operation is called
@@ -498,7 +499,7 @@ func TestCheckAnomaliesPerPartition(t *testing.T) {
 	b.ops[r].Topic = "s"
 	got := CheckAnomalies(b.ops)
 	require.Len(t, got, 1)
-	assert.Equal(t, TopicPartition{"t", 0}, got[0].TP())
+	assert.Equal(t, kafka.TopicPartition{Topic: "t", Partition: 0}, got[0].TP())
 	assert.Equal(t, AnomalyNonmonotonicPoll, got[0].Name)
 }
 

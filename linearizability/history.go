@@ -16,6 +16,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/spec"
 )
 
@@ -145,17 +146,10 @@ type Op struct {
 	Member     string `json:"member,omitempty"`
 }
 
-// TopicPartition names a partition in a history.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// String renders "topic-partition".
-func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
-
 // TP is the operation's partition.
-func (op *Op) TP() TopicPartition { return TopicPartition{op.Topic, op.Partition} }
+func (op *Op) TP() kafka.TopicPartition {
+	return kafka.TopicPartition{Topic: op.Topic, Partition: op.Partition}
+}
 
 // Validate checks a history's invariants and reports the first broken one
 // with the operation's line.

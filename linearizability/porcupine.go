@@ -7,6 +7,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/spec"
 )
 
@@ -35,7 +36,7 @@ type PartitionVerdict struct {
 	// Group is the consumer group whose committed offsets of TP were
 	// checked, "" for TP's log.
 	Group string
-	TP    TopicPartition
+	TP    kafka.TopicPartition
 	// Ops counts the operations checked: assigns and failed reads are left
 	// out; a group's partition counts the joins and assignments it was
 	// given (toGroupOperations, 3 and 4).
@@ -154,13 +155,13 @@ type logReturn struct {
 // logMeta ties a porcupine operation back to the history.
 type logMeta struct {
 	id, client int
-	tp         TopicPartition
+	tp         kafka.TopicPartition
 	group      string // "" for a log operation
 }
 
 type partInfo struct {
 	group string // "" for a log partition
-	tp    TopicPartition
+	tp    kafka.TopicPartition
 	ops   int
 }
 
@@ -232,7 +233,7 @@ const unreadValue = "?"
 func toOperations(h []Op) (ops []porcupine.Operation, parts []partInfo, unread string) {
 	end := int64(0)
 	type tpValue struct {
-		tp    TopicPartition
+		tp    kafka.TopicPartition
 		value string
 	}
 	readAt := map[tpValue]int64{} // first offset a value was read at
@@ -262,7 +263,7 @@ func toOperations(h []Op) (ops []porcupine.Operation, parts []partInfo, unread s
 	}
 	rows := clientRows(h)
 
-	byTP := map[TopicPartition][]porcupine.Operation{}
+	byTP := map[kafka.TopicPartition][]porcupine.Operation{}
 	for i := range h {
 		op := &h[i]
 		call := &logCall{kind: op.Kind}
@@ -329,11 +330,11 @@ func toOperations(h []Op) (ops []porcupine.Operation, parts []partInfo, unread s
 		})
 	}
 
-	tps := make([]TopicPartition, 0, len(byTP))
+	tps := make([]kafka.TopicPartition, 0, len(byTP))
 	for tp := range byTP {
 		tps = append(tps, tp)
 	}
-	slices.SortFunc(tps, func(a, b TopicPartition) int {
+	slices.SortFunc(tps, func(a, b kafka.TopicPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	parts = make([]partInfo, len(tps))
@@ -398,10 +399,10 @@ func clientRows(h []Op) map[int]int {
 // observedWhole reports, per partition, whether every offset below the
 // largest the history shows (a record read or acknowledged with acks=all, a
 // reported HW, a list-offsets answer) holds an observed record.
-func observedWhole(h []Op) map[TopicPartition]bool {
-	seen := map[TopicPartition]map[int64]bool{}
-	need := map[TopicPartition]int64{}
-	mark := func(tp TopicPartition, off int64) {
+func observedWhole(h []Op) map[kafka.TopicPartition]bool {
+	seen := map[kafka.TopicPartition]map[int64]bool{}
+	need := map[kafka.TopicPartition]int64{}
+	mark := func(tp kafka.TopicPartition, off int64) {
 		if seen[tp] == nil {
 			seen[tp] = map[int64]bool{}
 		}
@@ -428,7 +429,7 @@ func observedWhole(h []Op) map[TopicPartition]bool {
 			need[tp] = max(need[tp], op.Offset)
 		}
 	}
-	whole := map[TopicPartition]bool{}
+	whole := map[kafka.TopicPartition]bool{}
 	for tp, n := range need {
 		whole[tp] = int64(len(seen[tp])) >= n && allBelow(seen[tp], n)
 	}

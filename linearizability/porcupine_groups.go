@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/spec"
 )
 
@@ -42,7 +43,7 @@ type groupReturn struct {
 // groupKey names one group's committed offset of one partition.
 type groupKey struct {
 	group string
-	tp    TopicPartition
+	tp    kafka.TopicPartition
 }
 
 // toGroupOperations turns the group operations of a history into porcupine
@@ -133,7 +134,7 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b groupKey) int {
-		return cmp.Or(strings.Compare(a.group, b.group), compareTP(a.tp, b.tp))
+		return cmp.Or(strings.Compare(a.group, b.group), kafka.TopicPartition.Compare(a.tp, b.tp))
 	})
 	part := map[groupKey]int{}
 	for i, k := range keys {

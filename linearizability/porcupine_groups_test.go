@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/spec"
 )
 
@@ -186,9 +187,9 @@ func TestGroupVerdictsPerPartition(t *testing.T) {
 	res := b.check(t)
 	require.Equal(t, VerdictIllegal, res.Verdict)
 	require.Equal(t, []PartitionVerdict{
-		{TP: TopicPartition{"t", 0}, Ops: 2, Verdict: VerdictOK},
-		{Group: "g", TP: TopicPartition{"t", 0}, Ops: 3, Verdict: VerdictOK},
-		{Group: "g", TP: TopicPartition{"t", 1}, Ops: 3, Verdict: VerdictIllegal},
+		{TP: kafka.TopicPartition{Topic: "t", Partition: 0}, Ops: 2, Verdict: VerdictOK},
+		{Group: "g", TP: kafka.TopicPartition{Topic: "t", Partition: 0}, Ops: 3, Verdict: VerdictOK},
+		{Group: "g", TP: kafka.TopicPartition{Topic: "t", Partition: 1}, Ops: 3, Verdict: VerdictIllegal},
 	}, res.Partitions)
 }
 

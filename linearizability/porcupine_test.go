@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/spec"
 )
 
@@ -70,7 +71,7 @@ func TestLinearizableAcksAllWritesAndReads(t *testing.T) {
 	res := b.check(t)
 	assert.Equal(t, VerdictOK, res.Verdict)
 	require.Len(t, res.Partitions, 1)
-	assert.Equal(t, PartitionVerdict{TP: TopicPartition{"t", 0}, Ops: 9, Verdict: VerdictOK}, res.Partitions[0])
+	assert.Equal(t, PartitionVerdict{TP: kafka.TopicPartition{Topic: "t", Partition: 0}, Ops: 9, Verdict: VerdictOK}, res.Partitions[0])
 }
 
 // "acks=1: ... a leader failure before replication can lose an acknowledged
@@ -318,9 +319,9 @@ func TestLinearizabilityPerPartition(t *testing.T) {
 	res := b.check(t)
 	assert.Equal(t, VerdictIllegal, res.Verdict)
 	assert.Equal(t, []PartitionVerdict{
-		{TP: TopicPartition{"s", 0}, Ops: 1, Verdict: VerdictOK},
-		{TP: TopicPartition{"t", 0}, Ops: 2, Verdict: VerdictOK},
-		{TP: TopicPartition{"t", 1}, Ops: 2, Verdict: VerdictIllegal},
+		{TP: kafka.TopicPartition{Topic: "s", Partition: 0}, Ops: 1, Verdict: VerdictOK},
+		{TP: kafka.TopicPartition{Topic: "t", Partition: 0}, Ops: 2, Verdict: VerdictOK},
+		{TP: kafka.TopicPartition{Topic: "t", Partition: 1}, Ops: 2, Verdict: VerdictIllegal},
 	}, res.Partitions)
 }
 

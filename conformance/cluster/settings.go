@@ -3,9 +3,10 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"github.com/watermarkhq/watermark/conformance/sim"
 	"strconv"
 	"strings"
+
+	"github.com/watermarkhq/watermark/conformance/sim"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"

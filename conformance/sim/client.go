@@ -6,6 +6,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	refclient "github.com/watermarkhq/watermark/impl/client"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -15,16 +16,16 @@ type client struct {
 	s        *world
 	id       broker.NodeID
 	producer bool
-	tps      []broker.TopicPartition
+	tps      []kafka.TopicPartition
 	rr       int
-	leaders  map[broker.TopicPartition]int32
+	leaders  map[kafka.TopicPartition]int32
 	needMeta bool
 
 	corr     uint64
 	inflight *inflight
 	nextAt   int64
 	seq      int
-	pos      map[broker.TopicPartition]int64 // consumer positions
+	pos      map[kafka.TopicPartition]int64 // consumer positions
 
 	final *finalRead // set for the final reader
 	group *groupConsumer
@@ -54,10 +55,10 @@ type inflight struct {
 }
 
 func (s *world) startClients() {
-	var tps []broker.TopicPartition
+	var tps []kafka.TopicPartition
 	for _, t := range s.cfg.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
-			tps = append(tps, broker.TopicPartition{Topic: t.Name, Partition: p})
+			tps = append(tps, kafka.TopicPartition{Topic: t.Name, Partition: p})
 		}
 	}
 	w := s.cfg.Workload
@@ -68,9 +69,9 @@ func (s *world) startClients() {
 			producer: i < w.Producers,
 			tps:      tps,
 			rr:       s.rng.IntN(len(tps)),
-			leaders:  map[broker.TopicPartition]int32{},
+			leaders:  map[kafka.TopicPartition]int32{},
 			needMeta: true,
-			pos:      map[broker.TopicPartition]int64{},
+			pos:      map[kafka.TopicPartition]int64{},
 		}
 		if c.producer {
 			c.startProducer()
@@ -87,9 +88,9 @@ func (s *world) startClients() {
 			s:        s,
 			id:       broker.ClientIDBase + broker.NodeID(len(s.clients)),
 			tps:      tps,
-			leaders:  map[broker.TopicPartition]int32{},
+			leaders:  map[kafka.TopicPartition]int32{},
 			needMeta: true,
-			pos:      map[broker.TopicPartition]int64{},
+			pos:      map[kafka.TopicPartition]int64{},
 			final:    &finalRead{target: -1},
 		}
 		s.clients = append(s.clients, c)
@@ -141,7 +142,7 @@ func (c *client) tickFinal() {
 }
 
 // afterFinalFetch advances the final read after one of its fetches.
-func (c *client) afterFinalFetch(tp broker.TopicPartition, ok bool) {
+func (c *client) afterFinalFetch(tp kafka.TopicPartition, ok bool) {
 	f := c.final
 	if !ok {
 		f.target, f.pos, f.ops = -1, 0, nil
@@ -219,7 +220,7 @@ func (c *client) requestMetadata() {
 	c.s.send(broker.Envelope{From: c.id, To: to, Msg: broker.MetadataRequest{Correlation: c.corr}})
 }
 
-func (c *client) fetch(tp broker.TopicPartition, leader broker.NodeID) {
+func (c *client) fetch(tp kafka.TopicPartition, leader broker.NodeID) {
 	s := c.s
 	w := s.cfg.Workload
 	pos := c.pos[tp]
@@ -253,7 +254,7 @@ func (c *client) handle(env broker.Envelope) {
 		}
 		c.inflight = nil
 		for _, p := range m.Partitions {
-			c.leaders[broker.TopicPartition(p.TopicPartition)] = p.Leader
+			c.leaders[p.TopicPartition] = p.Leader
 		}
 		c.needMeta = false
 	case broker.FetchResponse:

@@ -17,6 +17,7 @@ import (
 	refclient "github.com/watermarkhq/watermark/impl/client"
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
@@ -308,8 +309,8 @@ func GroupSettings() broker.GroupConfig {
 
 // GroupPartition is the offsets-topic partition that coordinates group g
 // under GroupSettings.
-func GroupPartition(g string) broker.TopicPartition {
-	return broker.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor(g, GroupSettings().OffsetsTopicPartitions)}
+func GroupPartition(g string) kafka.TopicPartition {
+	return kafka.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor(g, GroupSettings().OffsetsTopicPartitions)}
 }
 
 // producerConfig is the reference producer's configuration for the workload.

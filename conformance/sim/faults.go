@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // FaultKind names a fault.
@@ -71,7 +72,7 @@ type Fault struct {
 	// Role, when set, picks the broker when the fault strikes: the leader
 	// or a follower of Partition (default: the first topic's partition 0).
 	Role      Role
-	Partition *broker.TopicPartition
+	Partition *kafka.TopicPartition
 	// ForMs is how long the fault lasts: downtime for crash and power loss,
 	// pause length, isolation or slowness length. 0 means
 	// Config.RestartAfterMs, except for isolate, where it means "until the

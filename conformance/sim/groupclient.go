@@ -7,6 +7,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	refclient "github.com/watermarkhq/watermark/impl/client"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -51,7 +52,7 @@ type groupConsumer struct {
 }
 
 type queued struct {
-	tp   broker.TopicPartition
+	tp   kafka.TopicPartition
 	gen  int32
 	rec  refclient.ConsumerRecord
 	last bool // the last record of its delivery: commit after it
@@ -318,10 +319,10 @@ func (s *world) nemesisConsumers() bool {
 // its Committed event. The generation and member are filled in then (the
 // consumer stamps the commit with them when it sends it); a commit that
 // never resolves keeps the member's last known ones.
-func (c *client) commit(tp broker.TopicPartition, next int64) uint64 {
+func (c *client) commit(tp kafka.TopicPartition, next int64) uint64 {
 	g := c.group
 	s := c.s
-	id := g.cons.Commit(map[broker.TopicPartition]int64{tp: next}, s.now)
+	id := g.cons.Commit(map[kafka.TopicPartition]int64{tp: next}, s.now)
 	gen, member := g.generation, g.member
 	if gen < 0 || member == "" {
 		gen, member = linearizability.NoGeneration, ""

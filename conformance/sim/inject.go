@@ -8,7 +8,7 @@ import (
 
 	"github.com/pingcap/failpoint"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // inject applies one fault now.
@@ -81,14 +81,14 @@ func (s *Sim) resolve(f Fault) (broker.NodeID, bool) {
 	if f.Role == RoleAny {
 		return broker.NodeID(f.Node), true
 	}
-	tp := broker.TopicPartition{Topic: s.cfg.Topics[0].Name}
+	tp := kafka.TopicPartition{Topic: s.cfg.Topics[0].Name}
 	if f.Partition != nil {
 		tp = *f.Partition
 	}
 	if f.Role == RoleCoordinator {
 		tp = GroupPartition(s.cfg.Workload.Group)
 	}
-	p, ok := s.ctrl.Controller().Partition(controller.TopicPartition(tp))
+	p, ok := s.ctrl.Controller().Partition(tp)
 	if !ok {
 		return 0, false
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -66,7 +67,7 @@ type committedLog struct {
 // verified caches how far two replicas' logs were compared, so each check
 // is incremental; truncation counts and incarnations invalidate it.
 type pairKey struct {
-	tp         broker.TopicPartition
+	tp         kafka.TopicPartition
 	a, b       broker.NodeID
 	incA, incB int64
 	trA, trB   uint64
@@ -74,8 +75,8 @@ type pairKey struct {
 
 type invariants struct {
 	s          *Sim
-	committed  map[broker.TopicPartition]*committedLog
-	leaderEp   map[broker.TopicPartition]int32
+	committed  map[kafka.TopicPartition]*committedLog
+	leaderEp   map[kafka.TopicPartition]int32
 	verified   map[pairKey]int64
 	violations []*Violation // the first failure of each invariant, in order
 	failed     bool         // something failed in this step's check
@@ -84,8 +85,8 @@ type invariants struct {
 func newInvariants(s *Sim) *invariants {
 	return &invariants{
 		s:         s,
-		committed: map[broker.TopicPartition]*committedLog{},
-		leaderEp:  map[broker.TopicPartition]int32{},
+		committed: map[kafka.TopicPartition]*committedLog{},
+		leaderEp:  map[kafka.TopicPartition]int32{},
 		verified:  map[pairKey]int64{},
 	}
 }
@@ -117,7 +118,7 @@ func (inv *invariants) check() {
 		if inv.failed {
 			return
 		}
-		tp := broker.TopicPartition(p.TopicPartition)
+		tp := p.TopicPartition
 		inv.checkController(tp, p)
 		var live []replicaView
 		for _, id := range p.Replicas {
@@ -137,7 +138,7 @@ func (inv *invariants) check() {
 	}
 }
 
-func (inv *invariants) checkController(tp broker.TopicPartition, p controller.PartitionState) {
+func (inv *invariants) checkController(tp kafka.TopicPartition, p kafka.PartitionState) {
 	if p.Leader >= 0 && !slices.Contains(p.ISR, p.Leader) {
 		inv.fail(InvLeaderInISR, fmt.Sprintf("%s: leader %d not in ISR %v", tp, p.Leader, p.ISR))
 	}
@@ -150,7 +151,7 @@ func (inv *invariants) checkController(tp broker.TopicPartition, p controller.Pa
 // actingLeader is the replica that leads in the controller's current epoch
 // and knows it, in the process the controller knows: the one clients can
 // read from and whose HW commits records.
-func (inv *invariants) actingLeader(ctrl *controller.Controller, p controller.PartitionState, live []replicaView) *replicaView {
+func (inv *invariants) actingLeader(ctrl *controller.Controller, p kafka.PartitionState, live []replicaView) *replicaView {
 	if p.Leader < 0 {
 		return nil
 	}
@@ -164,7 +165,7 @@ func (inv *invariants) actingLeader(ctrl *controller.Controller, p controller.Pa
 	return nil
 }
 
-func (inv *invariants) checkLeader(tp broker.TopicPartition, p controller.PartitionState, ctrl *controller.Controller, l replicaView, live []replicaView) {
+func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionState, ctrl *controller.Controller, l replicaView, live []replicaView) {
 	c := inv.committed[tp]
 	if c == nil {
 		c = &committedLog{}
@@ -214,7 +215,7 @@ func (inv *invariants) checkLeader(tp broker.TopicPartition, p controller.Partit
 
 // matchCommitted compares the leader's log with the committed batches,
 // from where the last comparison of this leader process and log stopped.
-func (inv *invariants) matchCommitted(tp broker.TopicPartition, l replicaView, c *committedLog) (int, bool) {
+func (inv *invariants) matchCommitted(tp kafka.TopicPartition, l replicaView, c *committedLog) (int, bool) {
 	key := pairKey{tp: tp, a: l.id, incA: l.inc, trA: l.r.Truncations(), b: -1}
 	from := inv.verified[key]
 	log := l.r.Log()
@@ -234,7 +235,7 @@ func (inv *invariants) matchCommitted(tp broker.TopicPartition, l replicaView, c
 // epoch ended, holds leftovers that the protocol is about to truncate (a
 // committed record lost to a power loss shows up as LeaderCompleteness or
 // TrueHWNeverDecreases, and in the clients' history).
-func (inv *invariants) checkLogMatching(tp broker.TopicPartition, p controller.PartitionState, all []replicaView) {
+func (inv *invariants) checkLogMatching(tp kafka.TopicPartition, p kafka.PartitionState, all []replicaView) {
 	var live []replicaView
 	for _, v := range all {
 		if v.r.Resolved() && v.r.LeaderEpoch() == p.LeaderEpoch {
@@ -256,7 +257,7 @@ func (inv *invariants) checkLogMatching(tp broker.TopicPartition, p controller.P
 
 // agree reports whether a's and b's logs hold the same batches below upTo,
 // and otherwise the first offset where they differ.
-func (inv *invariants) agree(tp broker.TopicPartition, a, b replicaView, upTo int64) (int64, bool) {
+func (inv *invariants) agree(tp kafka.TopicPartition, a, b replicaView, upTo int64) (int64, bool) {
 	if a.id > b.id {
 		a, b = b, a
 	}

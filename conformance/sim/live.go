@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -102,7 +103,7 @@ type live struct {
 	down    []bool
 	paused  []bool
 	acked   int
-	leaders map[broker.TopicPartition]broker.PartitionState
+	leaders map[kafka.TopicPartition]kafka.PartitionState
 	metaDue int64
 	metaOut bool
 	// firstTick is when each client starts ticking.
@@ -144,7 +145,7 @@ func RunLive(ctx context.Context, cfg Config, opts LiveOptions) (*Result, error)
 		faulted: make([]int, cfg.Brokers+1),
 		down:    make([]bool, cfg.Brokers+1),
 		paused:  make([]bool, cfg.Brokers+1),
-		leaders: map[broker.TopicPartition]broker.PartitionState{},
+		leaders: map[kafka.TopicPartition]kafka.PartitionState{},
 		nets:    map[broker.NodeID]Exchanger{},
 	}
 	l.host = l
@@ -224,11 +225,11 @@ func (l *live) awaitLeaders(ctx context.Context) error {
 	}
 }
 
-func (l *live) partitions() []broker.TopicPartition {
-	var tps []broker.TopicPartition
+func (l *live) partitions() []kafka.TopicPartition {
+	var tps []kafka.TopicPartition
 	for _, t := range l.cfg.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
-			tps = append(tps, broker.TopicPartition{Topic: t.Name, Partition: p})
+			tps = append(tps, kafka.TopicPartition{Topic: t.Name, Partition: p})
 		}
 	}
 	return tps
@@ -254,7 +255,7 @@ func (l *live) refreshLeaders(ctx context.Context) {
 // elections, so timelines read the same.
 func (l *live) learnLeaders(m broker.MetadataResponse) {
 	for _, p := range m.Partitions {
-		tp := broker.TopicPartition(p.TopicPartition)
+		tp := p.TopicPartition
 		old, seen := l.leaders[tp]
 		if p.Leader < 0 {
 			continue

@@ -5,13 +5,13 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
 // check names the model action step e is for tp and has the model judge it.
-func (t *protoTracker) check(e event, tp broker.TopicPartition, before, after *protocol.State, sent []protocol.Msg) error {
+func (t *protoTracker) check(e event, tp kafka.TopicPartition, before, after *protocol.State, sent []protocol.Msg) error {
 	tr := protocol.Transition{Before: before, After: after, Sent: sent}
 	p, _ := t.state(tp)
 	switch {
@@ -21,7 +21,7 @@ func (t *protoTracker) check(e event, tp broker.TopicPartition, before, after *p
 		return t.checkController(tr, nil)
 	case e.env.To == broker.ControllerID:
 		var proposer *protocol.Replica
-		if m, ok := e.env.Msg.(broker.AlterISR); ok && broker.TopicPartition(m.TopicPartition) == tp {
+		if m, ok := e.env.Msg.(kafka.AlterPartition); ok && m.TopicPartition == tp {
 			if r, ok := t.proposals[proposalKey{tp, m.ProposalID}]; ok {
 				proposer = &r
 			}
@@ -57,11 +57,11 @@ func (t *protoTracker) check(e event, tp broker.TopicPartition, before, after *p
 		return t.run(tr, "deliver "+msg.Kind.String())
 	case broker.StateUpdate:
 		for _, st := range m.States {
-			if broker.TopicPartition(st.TopicPartition) == tp && m.Incarnation == t.s.nodes[e.env.To].b.Incarnation() {
+			if st.TopicPartition == tp && m.Incarnation == t.s.nodes[e.env.To].b.Incarnation() {
 				return t.checkLearn(tr, p, i, st)
 			}
 		}
-	case broker.AlterISRAnswer:
+	case kafka.AlterPartitionAnswer:
 		return t.checkLearn(tr, p, i, m.State)
 	case broker.ProduceRequest:
 		b, a := &before.Replicas[i], &after.Replicas[i]
@@ -100,13 +100,13 @@ func (t *protoTracker) run(tr protocol.Transition, what string) error {
 // The model's replica learns the controller's state; a real one learns the
 // state the message carries, which may be older than the controller's by
 // now, so the check runs against the carried state.
-func (t *protoTracker) checkLearn(tr protocol.Transition, p controller.PartitionState, i int32, st controller.PartitionState) error {
+func (t *protoTracker) checkLearn(tr protocol.Transition, p kafka.PartitionState, i int32, st kafka.PartitionState) error {
 	b, a := &tr.Before.Replicas[i], &tr.After.Replicas[i]
 	if n := t.s.nodes[p.Replicas[i]]; a.Up && st.Leader < 0 && n.b != nil {
 		// An epoch with no leader: the replica keeps no role, and only
 		// this step tells that it learned the epoch.
-		if r, ok := n.b.Replica(broker.TopicPartition(p.TopicPartition)); ok && r.Role() == partition.RoleNone && r.LeaderEpoch() == st.LeaderEpoch {
-			t.offline[downKey{p.Replicas[i], broker.TopicPartition(p.TopicPartition)}] = st.LeaderEpoch
+		if r, ok := n.b.Replica(p.TopicPartition); ok && r.Role() == partition.RoleNone && r.LeaderEpoch() == st.LeaderEpoch {
+			t.offline[downKey{p.Replicas[i], p.TopicPartition}] = st.LeaderEpoch
 			a.Epoch = epoch(st.LeaderEpoch)
 		}
 	}
@@ -131,7 +131,7 @@ func (t *protoTracker) checkLearn(tr protocol.Transition, p controller.Partition
 }
 
 // checkCrashes checks the processes killed in this step.
-func (t *protoTracker) checkCrashes(tp broker.TopicPartition, tr protocol.Transition) error {
+func (t *protoTracker) checkCrashes(tp kafka.TopicPartition, tr protocol.Transition) error {
 	p, _ := t.state(tp)
 	cur := tr.Before
 	for _, b := range t.killed {

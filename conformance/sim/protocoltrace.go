@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/spec/protocol"
@@ -58,7 +58,7 @@ type protoTracker struct {
 	s      *Sim
 	model  protocol.Model
 	report ProtocolReport
-	tps    []broker.TopicPartition
+	tps    []kafka.TopicPartition
 	// values names each batch (by leader epoch, base offset and first
 	// value) with the model's record value.
 	values map[batchKey]int32
@@ -73,7 +73,7 @@ type protoTracker struct {
 	inflight map[protoKey]protocol.Msg
 	// offline[b] is the epoch broker b's process learned with no leader.
 	offline map[downKey]int32
-	before  map[broker.TopicPartition]*protocol.State
+	before  map[kafka.TopicPartition]*protocol.State
 	killed  []int32 // brokers whose process died in this step
 	memo    map[downKey]*logMemo
 	// proposals keeps each ISR proposal's leader as it was when it sent it.
@@ -81,7 +81,7 @@ type protoTracker struct {
 }
 
 type proposalKey struct {
-	tp broker.TopicPartition
+	tp kafka.TopicPartition
 	id uint64
 }
 
@@ -102,14 +102,14 @@ type batchKey struct {
 
 type downKey struct {
 	b  int32
-	tp broker.TopicPartition
+	tp kafka.TopicPartition
 }
 
 type protoKey struct {
 	kind     protocol.MsgKind
 	from, to int32
 	id       uint64
-	tp       broker.TopicPartition
+	tp       kafka.TopicPartition
 }
 
 func newProtoTracker(s *Sim) *protoTracker {
@@ -141,7 +141,7 @@ func newProtoTracker(s *Sim) *protoTracker {
 		down:      map[downKey]protocol.Replica{},
 		inflight:  map[protoKey]protocol.Msg{},
 		offline:   map[downKey]int32{},
-		before:    map[broker.TopicPartition]*protocol.State{},
+		before:    map[kafka.TopicPartition]*protocol.State{},
 		memo:      map[downKey]*logMemo{},
 		proposals: map[proposalKey]protocol.Replica{},
 	}
@@ -152,7 +152,7 @@ func (t *protoTracker) skip(reason string) { t.report.Skipped[reason]++ }
 
 // kind classifies a step: which partitions it concerns, and whether it is
 // checked at all.
-func (t *protoTracker) concerns(e event) ([]broker.TopicPartition, string) {
+func (t *protoTracker) concerns(e event) ([]kafka.TopicPartition, string) {
 	switch e.kind {
 	case evDeliver:
 		if e.env.To == broker.ControllerID {
@@ -169,14 +169,14 @@ func (t *protoTracker) concerns(e event) ([]broker.TopicPartition, string) {
 			return t.only(k.tp), ""
 		}
 		switch m := e.env.Msg.(type) {
-		case broker.AlterISRAnswer:
+		case kafka.AlterPartitionAnswer:
 			return t.only(m.TopicPartition), ""
 		case broker.ProduceRequest:
 			return t.only(m.TopicPartition), ""
 		case broker.StateUpdate:
-			var tps []broker.TopicPartition
+			var tps []kafka.TopicPartition
 			for _, st := range m.States {
-				tps = append(tps, t.only(broker.TopicPartition(st.TopicPartition))...)
+				tps = append(tps, t.only(st.TopicPartition)...)
 			}
 			return tps, ""
 		}
@@ -198,9 +198,9 @@ func (t *protoTracker) concerns(e event) ([]broker.TopicPartition, string) {
 	return nil, ""
 }
 
-func (t *protoTracker) only(tp broker.TopicPartition) []broker.TopicPartition {
+func (t *protoTracker) only(tp kafka.TopicPartition) []kafka.TopicPartition {
 	if slices.Contains(t.tps, tp) {
-		return []broker.TopicPartition{tp}
+		return []kafka.TopicPartition{tp}
 	}
 	return nil
 }
@@ -301,12 +301,12 @@ func (t *protoTracker) inc(b int32, inc int64) int32 {
 	return int32(len(l) + 1)
 }
 
-func (t *protoTracker) state(tp broker.TopicPartition) (controller.PartitionState, bool) {
-	return t.s.ctrl.Controller().Partition(controller.TopicPartition(tp))
+func (t *protoTracker) state(tp kafka.TopicPartition) (kafka.PartitionState, bool) {
+	return t.s.ctrl.Controller().Partition(tp)
 }
 
 // index is the model id of broker b in tp's assignment.
-func (t *protoTracker) index(tp broker.TopicPartition, b int32) int32 {
+func (t *protoTracker) index(tp kafka.TopicPartition, b int32) int32 {
 	p, ok := t.state(tp)
 	if !ok {
 		return -1
@@ -314,14 +314,14 @@ func (t *protoTracker) index(tp broker.TopicPartition, b int32) int32 {
 	return int32(slices.Index(p.Replicas, b))
 }
 
-func (t *protoTracker) id(p controller.PartitionState, b int32) int32 {
+func (t *protoTracker) id(p kafka.PartitionState, b int32) int32 {
 	if b < 0 {
 		return protocol.None
 	}
 	return int32(slices.Index(p.Replicas, b))
 }
 
-func (t *protoTracker) set(p controller.PartitionState, ids []int32) uint32 {
+func (t *protoTracker) set(p kafka.PartitionState, ids []int32) uint32 {
 	var out uint32
 	for _, b := range ids {
 		if i := t.id(p, b); i >= 0 {
@@ -388,7 +388,7 @@ func (t *protoTracker) logEntries(k downKey, r *partition.Replica, inc int64) []
 
 // abstract maps the implementation's state of tp to a model State; false
 // when an offset does not fall on a batch boundary.
-func (t *protoTracker) abstract(tp broker.TopicPartition) (*protocol.State, bool) {
+func (t *protoTracker) abstract(tp kafka.TopicPartition) (*protocol.State, bool) {
 	p, ok := t.state(tp)
 	if !ok {
 		return nil, false
@@ -415,7 +415,7 @@ func (t *protoTracker) abstract(tp broker.TopicPartition) (*protocol.State, bool
 
 // replica maps broker b's replica of tp. A process the controller has not
 // registered is down to the model: it acts on nothing until it is.
-func (t *protoTracker) replica(tp broker.TopicPartition, p controller.PartitionState, b int32, registered int32) (protocol.Replica, bool) {
+func (t *protoTracker) replica(tp kafka.TopicPartition, p kafka.PartitionState, b int32, registered int32) (protocol.Replica, bool) {
 	n := t.s.nodes[b]
 	var r *partition.Replica
 	if n.b != nil {
@@ -487,7 +487,7 @@ func (t *protoTracker) replica(tp broker.TopicPartition, p controller.PartitionS
 // keeps it until it arrives; false for messages the model has no
 // counterpart of (answers carrying errors, other partitions).
 func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
-	if m, ok := env.Msg.(broker.AlterISR); ok {
+	if m, ok := env.Msg.(kafka.AlterPartition); ok {
 		if st, ok := t.abstract(m.TopicPartition); ok {
 			if i := t.index(m.TopicPartition, int32(env.From)); i >= 0 {
 				t.proposals[proposalKey{m.TopicPartition, m.ProposalID}] = st.Replicas[i]
@@ -520,7 +520,7 @@ func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
 			Inc: inc, Epoch: epoch(m.CurrentLeaderEpoch), Query: epoch(m.Epoch)}, true)
 	case partition.FetchResponse:
 		req, ok := t.inflight[protoKey{protocol.FetchRequest, to, from, m.ID, tp}]
-		if !ok || (m.Err != nil && !errors.Is(m.Err, partition.ErrOffsetOutOfRange)) {
+		if !ok || (m.Err != nil && !errors.Is(m.Err, kafka.ErrOffsetOutOfRange)) {
 			return protoKey{}, false
 		}
 		msg := protocol.Msg{Kind: protocol.FetchAnswer, From: from, To: to, Inc: req.Inc, Epoch: req.Epoch, Offset: req.Offset,

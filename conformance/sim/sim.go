@@ -11,6 +11,7 @@ import (
 	"github.com/pingcap/failpoint"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/storage"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -441,11 +442,11 @@ func (s *Sim) slowness(id broker.NodeID) int64 {
 }
 
 // partitions lists every topic-partition of the run.
-func (s *Sim) partitions() []broker.TopicPartition {
-	var tps []broker.TopicPartition
+func (s *Sim) partitions() []kafka.TopicPartition {
+	var tps []kafka.TopicPartition
 	for _, t := range s.cfg.Topics {
 		for p := int32(0); p < t.Partitions; p++ {
-			tps = append(tps, broker.TopicPartition{Topic: t.Name, Partition: p})
+			tps = append(tps, kafka.TopicPartition{Topic: t.Name, Partition: p})
 		}
 	}
 	return tps

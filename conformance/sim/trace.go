@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -151,8 +152,8 @@ func describeMsg(m any) string {
 		return fmt.Sprintf("EpochEndResponse %s epoch %d end %d err %v", m.TopicPartition, m.Epoch, m.EndOffset, m.Err)
 	case broker.ProduceRequest:
 		v := ""
-		if len(m.Records) > 0 {
-			v = string(m.Records[0].Value)
+		if len(m.Batch.Records) > 0 {
+			v = string(m.Batch.Records[0].Value)
 		}
 		return fmt.Sprintf("Produce %s %q acks %d", m.TopicPartition, v, m.Acks)
 	case broker.ProduceResponse:
@@ -163,10 +164,10 @@ func describeMsg(m any) string {
 		return fmt.Sprintf("FetchResponse %s %d batches hw %d err %v", m.TopicPartition, len(m.Batches), m.HW, m.Err)
 	case broker.StateUpdate:
 		return fmt.Sprintf("StateUpdate %d partitions full=%v", len(m.States), m.Full)
-	case broker.AlterISR:
-		return fmt.Sprintf("AlterISR %s isr %v", m.TopicPartition, m.NewISR)
-	case broker.AlterISRAnswer:
-		return fmt.Sprintf("AlterISRAnswer %s %s isr %v", m.TopicPartition, m.Code, m.State.ISR)
+	case kafka.AlterPartition:
+		return fmt.Sprintf("AlterPartition %s isr %v", m.TopicPartition, m.NewISR)
+	case kafka.AlterPartitionAnswer:
+		return fmt.Sprintf("AlterPartitionAnswer %s %s isr %v", m.TopicPartition, kafka.Name(m.Err), m.State.ISR)
 	}
 	return fmt.Sprintf("%T", m)
 }

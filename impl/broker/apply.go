@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
@@ -14,17 +15,17 @@ import (
 // Each partition lives in "p/<topic>/<partition>/" on the broker's disk.
 const partitionsRoot = "p/"
 
-func partitionDir(tp TopicPartition) string {
+func partitionDir(tp kafka.TopicPartition) string {
 	return fmt.Sprintf("%s%s/%d", partitionsRoot, tp.Topic, tp.Partition)
 }
 
 // listPartitions finds every partition directory that holds a file.
-func listPartitions(d storage.Disk) ([]TopicPartition, error) {
+func listPartitions(d storage.Disk) ([]kafka.TopicPartition, error) {
 	names, err := d.List(partitionsRoot)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
-	var tps []TopicPartition
+	var tps []kafka.TopicPartition
 	for _, n := range names {
 		parts := strings.Split(strings.TrimPrefix(n, partitionsRoot), "/")
 		if len(parts) != 3 {
@@ -34,17 +35,17 @@ func listPartitions(d storage.Disk) ([]TopicPartition, error) {
 		if err != nil {
 			continue
 		}
-		tp := TopicPartition{Topic: parts[0], Partition: int32(p)}
+		tp := kafka.TopicPartition{Topic: parts[0], Partition: int32(p)}
 		if !slices.Contains(tps, tp) {
 			tps = append(tps, tp)
 		}
 	}
-	slices.SortFunc(tps, compareTP)
+	slices.SortFunc(tps, kafka.TopicPartition.Compare)
 	return tps, nil
 }
 
 // load opens (or creates) tp's storage and builds its replica from it.
-func (b *Broker) load(tp TopicPartition) (*hosted, error) {
+func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	dir := partitionDir(tp)
 	log, rec, err := storage.OpenLog(b.disk, dir)
 	if err != nil {
@@ -107,7 +108,7 @@ func (b *Broker) load(tp TopicPartition) (*hosted, error) {
 	}
 	b.parts[tp] = h
 	b.order = append(b.order, tp)
-	slices.SortFunc(b.order, compareTP)
+	slices.SortFunc(b.order, kafka.TopicPartition.Compare)
 	return h, nil
 }
 
@@ -219,11 +220,11 @@ func (b *Broker) apply(h *hosted) error {
 			b.send(NodeID(m.To), m)
 		case partition.EpochEndRequest:
 			b.send(NodeID(m.To), m)
-		case partition.AlterISRRequest:
+		case kafka.AlterPartition:
 			if err := b.failpoint(FPISRChange); err != nil {
 				return err
 			}
-			b.send(ControllerID, AlterISR{AlterISRRequest: m, Incarnation: b.incarnation})
+			b.send(ControllerID, m)
 		}
 	}
 	for _, c := range rd.Completions {
@@ -285,7 +286,7 @@ func (b *Broker) checkpointHW(h *hosted) error {
 	return nil
 }
 
-func storageFailure(tp TopicPartition, err error) error {
+func storageFailure(tp kafka.TopicPartition, err error) error {
 	return &FailpointError{Name: "storage", Action: ActionCrash, Cause: fmt.Errorf("%s: %w", tp, err)}
 }
 
@@ -299,7 +300,7 @@ func pick(leader bool, ifLeader, ifFollower string) string {
 // Event is one protocol step on a broker, for traces.
 type Event struct {
 	Broker NodeID
-	TP     TopicPartition
+	TP     kafka.TopicPartition
 	Kind   string
 	Detail string
 }

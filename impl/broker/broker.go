@@ -14,20 +14,14 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
-)
-
-// Errors a client can get from a broker besides the partition's own.
-var (
-	ErrUnknownTopicOrPartition = errors.New("unknown topic or partition")
-	ErrRequestTimedOut         = errors.New("request timed out")
 )
 
 // Config is one broker's configuration.
@@ -74,7 +68,7 @@ func (c Config) Validate() error {
 
 // hosted is one partition replica and its storage.
 type hosted struct {
-	tp           TopicPartition
+	tp           kafka.TopicPartition
 	replica      *partition.Replica
 	log          *storage.Log
 	dir          string
@@ -97,9 +91,9 @@ type Broker struct {
 	lastCheckpoint int64
 	lastFlush      int64
 
-	parts     map[TopicPartition]*hosted
-	order     []TopicPartition // sorted keys of parts: iteration never depends on map order
-	metadata  map[TopicPartition]PartitionState
+	parts     map[kafka.TopicPartition]*hosted
+	order     []kafka.TopicPartition // sorted keys of parts: iteration never depends on map order
+	metadata  map[kafka.TopicPartition]kafka.PartitionState
 	live      []int32
 	addresses map[int32]string
 
@@ -110,8 +104,8 @@ type Broker struct {
 	replicaFets []*parkedReplicaFetch
 
 	// Group coordinators, one per offsets partition this broker leads.
-	coords       map[TopicPartition]*group.Coordinator
-	coordEpoch   map[TopicPartition]int32 // the leader epoch each was loaded in
+	coords       map[kafka.TopicPartition]*group.Coordinator
+	coordEpoch   map[kafka.TopicPartition]int32 // the leader epoch each was loaded in
 	groupWaiters map[uint64]groupWaiter
 	nextGroupReq uint64
 	offsetsAsked int64 // when the offsets topic was last asked for
@@ -143,12 +137,12 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 		incarnation: incarnation,
 		fpctx:       fpctx,
 		now:         now,
-		parts:       map[TopicPartition]*hosted{},
-		metadata:    map[TopicPartition]PartitionState{},
+		parts:       map[kafka.TopicPartition]*hosted{},
+		metadata:    map[kafka.TopicPartition]kafka.PartitionState{},
 		produces:    map[uint64]*parkedProduce{},
 
-		coords:       map[TopicPartition]*group.Coordinator{},
-		coordEpoch:   map[TopicPartition]int32{},
+		coords:       map[kafka.TopicPartition]*group.Coordinator{},
+		coordEpoch:   map[kafka.TopicPartition]int32{},
 		groupWaiters: map[uint64]groupWaiter{},
 	}
 	tps, err := listPartitions(disk)
@@ -172,7 +166,7 @@ func (b *Broker) Incarnation() int64 { return b.incarnation }
 
 // Replica returns the broker's replica of tp, if it hosts one. Callers must
 // only read it (the simulator's invariant checks do).
-func (b *Broker) Replica(tp TopicPartition) (*partition.Replica, bool) {
+func (b *Broker) Replica(tp kafka.TopicPartition) (*partition.Replica, bool) {
 	h, ok := b.parts[tp]
 	if !ok {
 		return nil, false
@@ -181,7 +175,7 @@ func (b *Broker) Replica(tp TopicPartition) (*partition.Replica, bool) {
 }
 
 // Partitions lists the partitions the broker hosts, sorted.
-func (b *Broker) Partitions() []TopicPartition { return slices.Clone(b.order) }
+func (b *Broker) Partitions() []kafka.TopicPartition { return slices.Clone(b.order) }
 
 // TakeOutbox returns the messages queued since the last call.
 func (b *Broker) TakeOutbox() []Envelope {
@@ -234,8 +228,8 @@ func (b *Broker) dispatch(env Envelope) error {
 	switch m := env.Msg.(type) {
 	case StateUpdate:
 		return b.handleStateUpdate(m)
-	case AlterISRAnswer:
-		return b.handleAlterISRAnswer(m)
+	case kafka.AlterPartitionAnswer:
+		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleAlterPartitionAnswer(m, b.now) })
 	case partition.FetchRequest:
 		return b.handleReplicaFetch(env.From, m)
 	case partition.FetchResponse:
@@ -265,7 +259,7 @@ func (b *Broker) dispatch(env Envelope) error {
 }
 
 // withReplica runs fn on tp's replica and applies what it produced.
-func (b *Broker) withReplica(tp TopicPartition, fn func(*partition.Replica)) error {
+func (b *Broker) withReplica(tp kafka.TopicPartition, fn func(*partition.Replica)) error {
 	h, ok := b.parts[tp]
 	if !ok {
 		return nil
@@ -344,8 +338,8 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 		b.addresses = maps.Clone(m.Addresses)
 	}
 	for _, s := range m.States {
-		tp := TopicPartition(s.TopicPartition)
-		if old, ok := b.metadata[tp]; ok && !newer(s, old) {
+		tp := s.TopicPartition
+		if old, ok := b.metadata[tp]; ok && !s.NewerThan(old) {
 			continue
 		}
 		b.metadata[tp] = s.Clone()
@@ -362,13 +356,7 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 		}
 		epochBefore := h.replica.LeaderEpoch()
 		before := h.replica.Role()
-		h.replica.UpdateState(partition.State{
-			Leader:         s.Leader,
-			LeaderEpoch:    s.LeaderEpoch,
-			ISR:            s.ISR,
-			Replicas:       s.Replicas,
-			PartitionEpoch: s.PartitionEpoch,
-		}, b.now)
+		h.replica.UpdateState(s, b.now)
 		if err := b.applyState(h, before, epochBefore); err != nil {
 			return err
 		}
@@ -376,38 +364,10 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 	return nil
 }
 
-func newer(s, old PartitionState) bool {
-	if s.LeaderEpoch != old.LeaderEpoch {
-		return s.LeaderEpoch > old.LeaderEpoch
-	}
-	return s.PartitionEpoch > old.PartitionEpoch
-}
-
-func (b *Broker) handleAlterISRAnswer(m AlterISRAnswer) error {
-	var err error
-	if m.Code != 0 {
-		err = fmt.Errorf("alter partition: %s", m.Code)
-	}
-	return b.withReplica(m.TopicPartition, func(r *partition.Replica) {
-		r.HandleAlterISRResponse(partition.AlterISRResponse{
-			TopicPartition: m.TopicPartition,
-			ProposalID:     m.ProposalID,
-			Err:            err,
-			State: partition.State{
-				Leader:         m.State.Leader,
-				LeaderEpoch:    m.State.LeaderEpoch,
-				ISR:            m.State.ISR,
-				Replicas:       m.State.Replicas,
-				PartitionEpoch: m.State.PartitionEpoch,
-			},
-		}, b.now)
-	})
-}
-
 func (b *Broker) handleEpochEnd(from NodeID, m partition.EpochEndRequest) error {
 	h, ok := b.parts[m.TopicPartition]
 	if !ok {
-		b.send(from, partition.EpochEndResponse{TopicPartition: m.TopicPartition, ID: m.ID, Err: partition.ErrNotLeader, Epoch: -1, EndOffset: -1})
+		b.send(from, partition.EpochEndResponse{TopicPartition: m.TopicPartition, ID: m.ID, Err: kafka.ErrNotLeader, Epoch: -1, EndOffset: -1})
 		return nil
 	}
 	b.send(from, h.replica.EpochEnd(m))
@@ -421,7 +381,7 @@ func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {
 	case !ok:
 		resp.Err = b.unknownOrNotLeader(m.TopicPartition)
 	case h.replica.Role() != partition.RoleLeader:
-		resp.Err = partition.ErrNotLeader
+		resp.Err = kafka.ErrNotLeader
 	default:
 		resp.LeaderEpoch = h.replica.LeaderEpoch()
 		resp.Offset = 0
@@ -432,42 +392,29 @@ func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {
 	b.send(from, resp)
 }
 
-func (b *Broker) unknownOrNotLeader(tp TopicPartition) error {
+func (b *Broker) unknownOrNotLeader(tp kafka.TopicPartition) error {
 	if _, ok := b.metadata[tp]; ok {
-		return partition.ErrNotLeader
+		return kafka.ErrNotLeader
 	}
-	return ErrUnknownTopicOrPartition
+	return kafka.ErrUnknownTopicOrPartition
 }
 
 func (b *Broker) metadataResponse(corr uint64) MetadataResponse {
 	resp := MetadataResponse{Correlation: corr, LiveBrokers: slices.Clone(b.live), Addresses: maps.Clone(b.addresses)}
-	keys := make([]TopicPartition, 0, len(b.metadata))
+	keys := make([]kafka.TopicPartition, 0, len(b.metadata))
 	for tp := range b.metadata {
 		keys = append(keys, tp)
 	}
-	slices.SortFunc(keys, compareTP)
+	slices.SortFunc(keys, kafka.TopicPartition.Compare)
 	for _, tp := range keys {
 		resp.Partitions = append(resp.Partitions, b.metadata[tp].Clone())
 	}
 	return resp
 }
 
-func compareTP(a, b TopicPartition) int {
-	if a.Topic != b.Topic {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		return 1
-	}
-	return int(a.Partition) - int(b.Partition)
-}
-
 // pidBits is how many low bits of a producer id count producers within one
 // broker process; the high bits are the process's incarnation.
 const pidBits = 20
-
-// ErrProducerIDsExhausted: one broker process handed out 2^20 producer ids.
-var ErrProducerIDsExhausted = errors.New("producer ids exhausted for this broker process: restart it")
 
 // initProducerID hands out a producer id. A PID is the broker's incarnation
 // in the high bits and a counter in the low ones, so it is unique across the
@@ -477,7 +424,7 @@ var ErrProducerIDsExhausted = errors.New("producer ids exhausted for this broker
 // process). The epoch of a new PID is 0.
 func (b *Broker) initProducerID(m InitProducerIDRequest) InitProducerIDResponse {
 	if b.nextPID >= 1<<pidBits-1 {
-		return InitProducerIDResponse{Correlation: m.Correlation, ProducerID: -1, Err: ErrProducerIDsExhausted}
+		return InitProducerIDResponse{Correlation: m.Correlation, ProducerID: -1, Err: kafka.ErrProducerIDsExhausted}
 	}
 	b.nextPID++
 	return InitProducerIDResponse{Correlation: m.Correlation, ProducerID: b.incarnation<<pidBits | b.nextPID}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
@@ -170,7 +171,7 @@ func (c *cluster) broker(id broker.NodeID) *broker.Broker {
 }
 
 // replica returns broker id's replica of tp.
-func (c *cluster) replica(id broker.NodeID, tp broker.TopicPartition) *partition.Replica {
+func (c *cluster) replica(id broker.NodeID, tp kafka.TopicPartition) *partition.Replica {
 	c.t.Helper()
 	r, ok := c.broker(id).Replica(tp)
 	require.True(c.t, ok, "broker %d hosts no replica of %s", id, tp)
@@ -178,9 +179,9 @@ func (c *cluster) replica(id broker.NodeID, tp broker.TopicPartition) *partition
 }
 
 // state is the controller's view of tp.
-func (c *cluster) state(tp broker.TopicPartition) broker.PartitionState {
+func (c *cluster) state(tp kafka.TopicPartition) kafka.PartitionState {
 	c.t.Helper()
-	s, ok := c.ctrl.Controller().Partition(controller.TopicPartition(tp))
+	s, ok := c.ctrl.Controller().Partition(tp)
 	require.True(c.t, ok, "controller knows no %s", tp)
 	return s
 }
@@ -303,23 +304,24 @@ func (c *cluster) send(to broker.NodeID, msg any) {
 }
 
 // produce sends one batch of values to broker to and returns the request.
-func (c *cluster) produce(to broker.NodeID, tp broker.TopicPartition, acks partition.Acks, values ...string) broker.ProduceRequest {
+func (c *cluster) produce(to broker.NodeID, tp kafka.TopicPartition, acks partition.Acks, values ...string) broker.ProduceRequest {
 	c.t.Helper()
 	req := produceRequest(c.nextCorr(), tp, acks, values...)
 	c.send(to, req)
 	return req
 }
 
-func produceRequest(corr uint64, tp broker.TopicPartition, acks partition.Acks, values ...string) broker.ProduceRequest {
+func produceRequest(corr uint64, tp kafka.TopicPartition, acks partition.Acks, values ...string) broker.ProduceRequest {
 	recs := make([]record.Record, len(values))
 	for i, v := range values {
 		recs[i] = record.Record{Value: []byte(v), Timestamp: int64(i)}
 	}
-	return broker.ProduceRequest{Correlation: corr, TopicPartition: tp, Acks: acks, Records: recs, TimeoutMs: 1000}
+	return broker.ProduceRequest{Correlation: corr, TopicPartition: tp, Acks: acks, TimeoutMs: 1000,
+		Batch: record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: recs}}
 }
 
 // produceOK produces with acks=all and requires the answer at once.
-func (c *cluster) produceOK(to broker.NodeID, tp broker.TopicPartition, values ...string) int64 {
+func (c *cluster) produceOK(to broker.NodeID, tp kafka.TopicPartition, values ...string) int64 {
 	c.t.Helper()
 	req := c.produce(to, tp, partition.AcksAll, values...)
 	resp := takeOne[broker.ProduceResponse](c)
@@ -329,7 +331,7 @@ func (c *cluster) produceOK(to broker.NodeID, tp broker.TopicPartition, values .
 }
 
 // fetch sends a consumer fetch that does not check the leader epoch.
-func (c *cluster) fetch(to broker.NodeID, tp broker.TopicPartition, offset int64, minBytes int, maxWaitMs int64) broker.FetchRequest {
+func (c *cluster) fetch(to broker.NodeID, tp kafka.TopicPartition, offset int64, minBytes int, maxWaitMs int64) broker.FetchRequest {
 	c.t.Helper()
 	req := broker.FetchRequest{Correlation: c.nextCorr(), TopicPartition: tp, Offset: offset,
 		MaxBytes: 1 << 20, MinBytes: minBytes, MaxWaitMs: maxWaitMs, CurrentLeaderEpoch: -1}
@@ -338,7 +340,7 @@ func (c *cluster) fetch(to broker.NodeID, tp broker.TopicPartition, offset int64
 }
 
 // read fetches from offset without waiting and requires no error.
-func (c *cluster) read(to broker.NodeID, tp broker.TopicPartition, offset int64) broker.FetchResponse {
+func (c *cluster) read(to broker.NodeID, tp kafka.TopicPartition, offset int64) broker.FetchResponse {
 	c.t.Helper()
 	req := c.fetch(to, tp, offset, 0, 0)
 	resp := takeOne[broker.FetchResponse](c)
@@ -348,7 +350,7 @@ func (c *cluster) read(to broker.NodeID, tp broker.TopicPartition, offset int64)
 }
 
 // listOffset asks broker to for tp's earliest or latest offset.
-func (c *cluster) listOffset(to broker.NodeID, tp broker.TopicPartition, latest bool) broker.ListOffsetsResponse {
+func (c *cluster) listOffset(to broker.NodeID, tp kafka.TopicPartition, latest bool) broker.ListOffsetsResponse {
 	c.t.Helper()
 	req := broker.ListOffsetsRequest{Correlation: c.nextCorr(), TopicPartition: tp, Latest: latest}
 	c.send(to, req)
@@ -412,7 +414,7 @@ func values(batches []record.Batch) []string {
 
 // storedValues reads tp's log back from a copy of a broker's disk, as a
 // restart would, without touching the disk itself (recovery may truncate).
-func storedValues(t *testing.T, d *storage.SimDisk, tp broker.TopicPartition) []string {
+func storedValues(t *testing.T, d *storage.SimDisk, tp kafka.TopicPartition) []string {
 	t.Helper()
 	l, _, err := storage.OpenLog(d.Clone(), fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
 	require.NoError(t, err)

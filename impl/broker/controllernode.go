@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // ControllerNode hosts the pure controller on the network: it turns
@@ -115,18 +116,11 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 			n.sendFull(env.From, m.Incarnation)
 			return
 		} // refused: the broker re-registers
-	case AlterISR:
-		res := n.c.AlterPartition(controller.AlterPartitionRequest{
-			TopicPartition:     controller.TopicPartition(m.TopicPartition),
-			BrokerID:           int32(env.From),
-			BrokerIncarnation:  m.Incarnation,
-			LeaderEpoch:        m.LeaderEpoch,
-			PartitionEpoch:     m.PartitionEpoch,
-			NewISR:             m.NewISR,
-			NewISRIncarnations: m.NewISRIncarnations, // KIP-903: additions must come from live processes
-		}, now)
+	case kafka.AlterPartition:
+		m.LeaderID = int32(env.From) // the sender is who the network says
+		answer := n.c.AlterPartition(m, now)
 		n.flush()
-		n.send(env.From, AlterISRAnswer{TopicPartition: m.TopicPartition, ProposalID: m.ProposalID, Code: res.Error, State: res.State})
+		n.send(env.From, answer)
 		return
 	case CreateTopic:
 		err := n.c.CreateTopic(m.Name, m.Partitions, m.ReplicationFactor, now)
@@ -177,8 +171,8 @@ func (n *ControllerNode) flush() {
 		rd = n.c.Ready()
 	}
 	n.events = append(n.events, rd.Events...)
-	var states []PartitionState
-	seen := map[controller.TopicPartition]bool{}
+	var states []kafka.PartitionState
+	seen := map[kafka.TopicPartition]bool{}
 	for _, u := range rd.Updates {
 		for _, s := range u.States {
 			if !seen[s.TopicPartition] {
@@ -190,9 +184,7 @@ func (n *ControllerNode) flush() {
 	if len(states) == 0 && !membership {
 		return
 	}
-	slices.SortFunc(states, func(a, b PartitionState) int {
-		return compareTP(TopicPartition(a.TopicPartition), TopicPartition(b.TopicPartition))
-	})
+	slices.SortFunc(states, func(a, b kafka.PartitionState) int { return a.Compare(b.TopicPartition) })
 	for _, id := range live {
 		inc, _ := n.c.Incarnation(id)
 		n.send(NodeID(id), StateUpdate{Incarnation: inc, States: states, LiveBrokers: live, Addresses: n.addressBook()})

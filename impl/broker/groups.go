@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -18,13 +19,6 @@ import (
 // the partition's records and serves the same groups, with the same
 // generations and offsets.
 const OffsetsTopic = "__consumer_offsets"
-
-// Errors of the group plane besides the coordinator's own (group.Error).
-var (
-	// ErrCoordinatorNotAvailable: the offsets topic does not exist yet (it
-	// is being created) or the group's partition has no leader.
-	ErrCoordinatorNotAvailable = errors.New("coordinator not available")
-)
 
 // GroupConfig is the broker's group coordinator settings.
 type GroupConfig struct {
@@ -98,7 +92,7 @@ type GroupRequest struct {
 
 // GroupResponse answers a GroupRequest with the matching group response
 // (group.JoinResponse, ...). A broker that does not coordinate the group
-// answers with the response's Err set to group.NotCoordinator.
+// answers with the response's Err set to kafka.ErrNotCoordinator.
 type GroupResponse struct {
 	Correlation uint64
 	Resp        any
@@ -130,7 +124,7 @@ func groupOf(req any) (string, bool) {
 }
 
 // refuse is req's response with every error field set to e.
-func refuse(req any, e group.Error) any {
+func refuse(req any, e error) any {
 	switch r := req.(type) {
 	case group.JoinRequest:
 		return group.JoinResponse{Err: e, MemberID: r.MemberID, Generation: -1}
@@ -153,8 +147,8 @@ func refuse(req any, e group.Error) any {
 }
 
 // offsetsPartition is the offsets-topic partition that serves g.
-func (b *Broker) offsetsPartition(g string) TopicPartition {
-	return TopicPartition{Topic: OffsetsTopic, Partition: group.PartitionFor(g, b.cfg.Groups.partitions())}
+func (b *Broker) offsetsPartition(g string) kafka.TopicPartition {
+	return kafka.TopicPartition{Topic: OffsetsTopic, Partition: group.PartitionFor(g, b.cfg.Groups.partitions())}
 }
 
 func (b *Broker) handleFindCoordinator(from NodeID, m FindCoordinatorRequest) {
@@ -167,9 +161,9 @@ func (b *Broker) handleFindCoordinator(from NodeID, m FindCoordinatorRequest) {
 	switch {
 	case !ok:
 		b.createOffsetsTopic()
-		resp.Err = fmt.Errorf("%w: creating %s", ErrCoordinatorNotAvailable, OffsetsTopic)
+		resp.Err = fmt.Errorf("%w: creating %s", kafka.ErrCoordinatorNotAvailable, OffsetsTopic)
 	case st.Leader < 0:
-		resp.Err = fmt.Errorf("%w: %s has no leader", ErrCoordinatorNotAvailable, tp)
+		resp.Err = fmt.Errorf("%w: %s has no leader", kafka.ErrCoordinatorNotAvailable, tp)
 	default:
 		resp.Coordinator = st.Leader
 	}
@@ -194,7 +188,7 @@ func (b *Broker) handleGroupRequest(from NodeID, m GroupRequest) {
 	tp := b.offsetsPartition(name)
 	c, ok := b.coords[tp]
 	if !ok {
-		b.send(from, GroupResponse{Correlation: m.Correlation, Resp: refuse(m.Req, group.NotCoordinator)})
+		b.send(from, GroupResponse{Correlation: m.Correlation, Resp: refuse(m.Req, kafka.ErrNotCoordinator)})
 		return
 	}
 	b.nextGroupReq++
@@ -301,7 +295,7 @@ func (b *Broker) flushGroups() error {
 	return nil
 }
 
-func (b *Broker) flushCoordinator(tp TopicPartition, c *group.Coordinator) error {
+func (b *Broker) flushCoordinator(tp kafka.TopicPartition, c *group.Coordinator) error {
 	rd := c.Ready()
 	for _, e := range rd.Events {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "group", Detail: e.String()})
@@ -324,10 +318,10 @@ func (b *Broker) flushCoordinator(tp TopicPartition, c *group.Coordinator) error
 
 // appendGroupRecords writes one coordinator append as one acks=all batch
 // of the offsets partition; its completion is the coordinator's AppendDone.
-func (b *Broker) appendGroupRecords(tp TopicPartition, c *group.Coordinator, a group.Append) error {
+func (b *Broker) appendGroupRecords(tp kafka.TopicPartition, c *group.Coordinator, a group.Append) error {
 	h, ok := b.parts[tp]
 	if !ok {
-		c.AppendDone(a.ID, partition.ErrNotLeader, b.now)
+		c.AppendDone(a.ID, kafka.ErrNotLeader, b.now)
 		return nil
 	}
 	recs := make([]record.Record, len(a.Records))

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // groupCall sends one group request to broker `to` and returns the answer.
@@ -29,7 +30,7 @@ func (c *cluster) coordinator(at broker.NodeID, g string) broker.NodeID {
 		c.send(at, broker.FindCoordinatorRequest{Correlation: c.nextCorr(), Group: g})
 		resp := takeOne[broker.FindCoordinatorResponse](c)
 		if resp.Err != nil {
-			require.ErrorIs(c.t, resp.Err, broker.ErrCoordinatorNotAvailable)
+			require.ErrorIs(c.t, resp.Err, kafka.ErrCoordinatorNotAvailable)
 			return false
 		}
 		id = broker.NodeID(resp.Coordinator)
@@ -47,11 +48,11 @@ func TestGroupCoordinatorCommitsSurviveItsFailover(t *testing.T) {
 	join := group.JoinRequest{Group: g, ClientID: "app", SessionTimeoutMs: 10_000, ProtocolType: "consumer",
 		Protocols: []group.Protocol{{Name: "range", Metadata: []byte("sub")}}}
 	jr := groupCall[group.JoinResponse](c, coord, join)
-	require.Equal(t, group.MemberIDRequired, jr.Err)
+	require.Equal(t, kafka.ErrMemberIDRequired, jr.Err)
 	join.MemberID = jr.MemberID
 	c.tick(10)
 	jr = groupCall[group.JoinResponse](c, coord, join)
-	require.Equal(t, group.None, jr.Err)
+	require.Equal(t, nil, jr.Err)
 	require.Equal(t, int32(1), jr.Generation)
 	require.Equal(t, jr.MemberID, jr.LeaderID)
 	member := jr.MemberID
@@ -60,15 +61,15 @@ func TestGroupCoordinatorCommitsSurviveItsFailover(t *testing.T) {
 	// sync is answered.
 	sr := groupCall[group.SyncResponse](c, coord, group.SyncRequest{Group: g, MemberID: member, Generation: 1,
 		Assignments: map[string][]byte{member: []byte("all of t")}})
-	require.Equal(t, group.None, sr.Err)
+	require.Equal(t, nil, sr.Err)
 	require.Equal(t, []byte("all of t"), sr.Assignment)
 
-	tp := group.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	cr := groupCall[group.CommitResponse](c, coord, group.CommitRequest{Group: g, MemberID: member, Generation: 1,
 		Offsets: []group.OffsetToCommit{{TopicPartition: tp, Offset: 42}}})
-	require.Equal(t, []group.PartitionError{{TopicPartition: tp, Err: group.None}}, cr.Partitions)
+	require.Equal(t, []group.PartitionError{{TopicPartition: tp, Err: nil}}, cr.Partitions)
 	fr := groupCall[group.FetchOffsetsResponse](c, coord, group.FetchOffsetsRequest{Group: g})
-	require.Equal(t, group.None, fr.Err)
+	require.Equal(t, nil, fr.Err)
 	require.Len(t, fr.Partitions, 1)
 	require.Equal(t, int64(42), fr.Partitions[0].Offset)
 
@@ -78,7 +79,7 @@ func TestGroupCoordinatorCommitsSurviveItsFailover(t *testing.T) {
 		other = 2
 	}
 	nr := groupCall[group.HeartbeatResponse](c, other, group.HeartbeatRequest{Group: g, MemberID: member, Generation: 1})
-	require.Equal(t, group.NotCoordinator, nr.Err)
+	require.Equal(t, kafka.ErrNotCoordinator, nr.Err)
 
 	// The coordinator's broker restarts: the offsets partition gets a new
 	// leader, which loads the group and its offsets from the replicated log.
@@ -88,15 +89,15 @@ func TestGroupCoordinatorCommitsSurviveItsFailover(t *testing.T) {
 	next := c.coordinator(other, g)
 	require.NotEqual(t, coord, next, "the restarted broker cannot lead before it is back in the ISR")
 	fr = groupCall[group.FetchOffsetsResponse](c, next, group.FetchOffsetsRequest{Group: g})
-	require.Equal(t, group.None, fr.Err)
+	require.Equal(t, nil, fr.Err)
 	require.Equal(t, int64(42), fr.Partitions[0].Offset, "the committed offset survived the coordinator")
 
 	// The generation survived too: the member goes on, a stale one is fenced.
 	hb := groupCall[group.HeartbeatResponse](c, next, group.HeartbeatRequest{Group: g, MemberID: member, Generation: 1})
-	require.Equal(t, group.None, hb.Err)
+	require.Equal(t, nil, hb.Err)
 	stale := groupCall[group.CommitResponse](c, next, group.CommitRequest{Group: g, MemberID: member, Generation: 0,
 		Offsets: []group.OffsetToCommit{{TopicPartition: tp, Offset: 7}}})
-	require.Equal(t, group.IllegalGeneration, stale.Partitions[0].Err)
+	require.Equal(t, kafka.ErrIllegalGeneration, stale.Partitions[0].Err)
 	fr = groupCall[group.FetchOffsetsResponse](c, next, group.FetchOffsetsRequest{Group: g})
 	require.Equal(t, int64(42), fr.Partitions[0].Offset)
 }
@@ -105,9 +106,9 @@ func TestFindCoordinatorCreatesTheOffsetsTopicOnce(t *testing.T) {
 	c := newCluster(t, opts{})
 	c.send(2, broker.FindCoordinatorRequest{Correlation: c.nextCorr(), Group: "g"})
 	resp := takeOne[broker.FindCoordinatorResponse](c)
-	require.True(t, errors.Is(resp.Err, broker.ErrCoordinatorNotAvailable), "%v", resp.Err)
+	require.True(t, errors.Is(resp.Err, kafka.ErrCoordinatorNotAvailable), "%v", resp.Err)
 	c.tick(100)
-	st := c.state(broker.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor("g", 3)})
+	st := c.state(kafka.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor("g", 3)})
 	require.Len(t, st.Replicas, 3)
 	id := c.coordinator(2, "g")
 	require.Equal(t, st.Leader, int32(id))
@@ -120,5 +121,5 @@ func TestEmptyGroupIDIsRefusedByItsCoordinator(t *testing.T) {
 	coord := c.coordinator(1, "")
 	jr := groupCall[group.JoinResponse](c, coord, group.JoinRequest{Group: "", SessionTimeoutMs: 10_000, ProtocolType: "consumer",
 		Protocols: []group.Protocol{{Name: "range"}}})
-	require.Equal(t, group.InvalidGroupID, jr.Err)
+	require.Equal(t, kafka.ErrInvalidGroupID, jr.Err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -60,9 +61,9 @@ func (c *cluster) initProducerID(to broker.NodeID) int64 {
 }
 
 // idempotentRequest is produceRequest from an idempotent producer.
-func idempotentRequest(corr uint64, tp broker.TopicPartition, acks partition.Acks, pid int64, epoch int16, seq int32, values ...string) broker.ProduceRequest {
+func idempotentRequest(corr uint64, tp kafka.TopicPartition, acks partition.Acks, pid int64, epoch int16, seq int32, values ...string) broker.ProduceRequest {
 	req := produceRequest(corr, tp, acks, values...)
-	req.ProducerID, req.ProducerEpoch, req.BaseSequence = pid, epoch, seq
+	req.Batch.ProducerID, req.Batch.ProducerEpoch, req.Batch.BaseSequence = pid, epoch, seq
 	return req
 }
 
@@ -231,7 +232,7 @@ func TestIdempotentRetryAfterLeaderChangeIsStoredOnce(t *testing.T) {
 	for _, req := range []broker.ProduceRequest{bc, a} {
 		resp := c.answer(c.retry(2, req))
 		require.NoError(t, resp.Err)
-		assert.EqualValues(t, map[int32]int64{0: 0, 1: 1}[req.BaseSequence], resp.BaseOffset)
+		assert.EqualValues(t, map[int32]int64{0: 0, 1: 1}[req.Batch.BaseSequence], resp.BaseOffset)
 	}
 	c.produceIdempotent(2, partition.AcksAll, pid, 3, 3, "d")
 	c.tick(2 * fetchWaitMs)
@@ -258,10 +259,10 @@ func TestIdempotentRefusalsAnswerTheProducer(t *testing.T) {
 		seq   int32
 		want  error
 	}{
-		{pid, 2, 2, partition.ErrOutOfOrderSequence},
-		{pid, 1, 1, partition.ErrInvalidProducerEpoch},
-		{pid, 3, 1, partition.ErrOutOfOrderSequence},
-		{pid + 1, 0, 4, partition.ErrUnknownProducerID},
+		{pid, 2, 2, kafka.ErrOutOfOrderSequence},
+		{pid, 1, 1, kafka.ErrInvalidProducerEpoch},
+		{pid, 3, 1, kafka.ErrOutOfOrderSequence},
+		{pid + 1, 0, 4, kafka.ErrUnknownProducerID},
 	} {
 		req := idempotentRequest(c.nextCorr(), tp0, partition.AcksAll, tc.pid, tc.epoch, tc.seq, "x")
 		c.send(leader, req)
@@ -316,8 +317,8 @@ func TestProducerSnapshotOnCheckpointTickAndRestart(t *testing.T) {
 	for _, req := range []broker.ProduceRequest{a, bc, d} {
 		resp := c.answer(c.retry(2, req))
 		require.NoError(t, resp.Err)
-		assert.EqualValues(t, map[int32]int64{0: 0, 1: 1, 3: 3}[req.BaseSequence], resp.BaseOffset,
-			"retry of sequence %d", req.BaseSequence)
+		assert.EqualValues(t, map[int32]int64{0: 0, 1: 1, 3: 3}[req.Batch.BaseSequence], resp.BaseOffset,
+			"retry of sequence %d", req.Batch.BaseSequence)
 	}
 	c.produceIdempotent(2, partition.AcksAll, pid, 4, 4, "e")
 	c.tick(2 * fetchWaitMs)
@@ -596,7 +597,7 @@ func TestBeforeProducerSnapshotFailpoint(t *testing.T) {
 	for _, req := range []broker.ProduceRequest{a, b} {
 		resp := c.answer(c.retry(2, req))
 		require.NoError(t, resp.Err)
-		assert.EqualValues(t, req.BaseSequence, resp.BaseOffset)
+		assert.EqualValues(t, req.Batch.BaseSequence, resp.BaseOffset)
 	}
 	assert.Equal(t, []string{"a", "b"}, values(c.replica(2, tp0).Log()))
 }
@@ -638,7 +639,7 @@ func TestAfterProducerSnapshotFailpoint(t *testing.T) {
 	for _, req := range []broker.ProduceRequest{a, bc} {
 		resp := c.answer(c.retry(2, req))
 		require.NoError(t, resp.Err)
-		assert.EqualValues(t, req.BaseSequence, resp.BaseOffset)
+		assert.EqualValues(t, req.Batch.BaseSequence, resp.BaseOffset)
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, values(c.replica(2, tp0).Log()))
 }

@@ -1,7 +1,7 @@
 package broker
 
 import (
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -21,12 +21,6 @@ type Envelope struct {
 	From, To NodeID
 	Msg      any
 }
-
-// TopicPartition names a partition.
-type TopicPartition = partition.TopicPartition
-
-// PartitionState is the controller's published state of a partition.
-type PartitionState = controller.PartitionState
 
 // Control plane: broker <-> controller.
 
@@ -50,25 +44,11 @@ type Heartbeat struct {
 type StateUpdate struct {
 	Incarnation int64
 	Full        bool // the broker's registration was accepted; this is everything
-	States      []PartitionState
+	States      []kafka.PartitionState
 	LiveBrokers []int32
 	// Addresses maps broker ids to their advertised addresses, as
 	// registered; nil when nothing changed.
 	Addresses map[int32]string
-}
-
-// AlterISR is a leader's ISR proposal on its way to the controller.
-type AlterISR struct {
-	partition.AlterISRRequest
-	Incarnation int64
-}
-
-// AlterISRAnswer is the controller's reply to AlterISR.
-type AlterISRAnswer struct {
-	TopicPartition
-	ProposalID uint64 // echoes AlterISR's
-	Code       controller.Error
-	State      PartitionState
 }
 
 // CreateTopic asks the controller for a new topic.
@@ -87,19 +67,17 @@ type CreateTopicResponse struct {
 
 // Client plane: clients -> brokers.
 
-// ProduceRequest appends one batch of records to one partition. An
-// idempotent producer sets ProducerID (from InitProducerID), ProducerEpoch
-// and BaseSequence (the sequence of the first record, per partition);
-// others leave ProducerID at record.NoProducerID.
+// ProduceRequest appends one batch of records to one partition, as the
+// producer built it: an idempotent producer's batch carries its producer id
+// (from InitProducerID), epoch and base sequence; another's has
+// record.NoProducerID and record.NoSequence. The leader sets the offsets
+// and the leader epoch.
 type ProduceRequest struct {
 	Correlation uint64
-	TopicPartition
-	Acks          partition.Acks
-	Records       []record.Record
-	TimeoutMs     int64
-	ProducerID    int64
-	ProducerEpoch int16
-	BaseSequence  int32
+	kafka.TopicPartition
+	Acks      partition.Acks
+	Batch     record.Batch
+	TimeoutMs int64
 }
 
 // InitProducerIDRequest asks any broker for a producer id (PID) and epoch.
@@ -119,7 +97,7 @@ type InitProducerIDResponse struct {
 // ProduceResponse answers a produce (never sent for acks=0).
 type ProduceResponse struct {
 	Correlation uint64
-	TopicPartition
+	kafka.TopicPartition
 	BaseOffset int64
 	Err        error
 }
@@ -128,7 +106,7 @@ type ProduceResponse struct {
 // MinBytes are readable below HW or MaxWaitMs pass.
 type FetchRequest struct {
 	Correlation uint64
-	TopicPartition
+	kafka.TopicPartition
 	Offset             int64
 	MaxBytes           int
 	MinBytes           int
@@ -139,7 +117,7 @@ type FetchRequest struct {
 // FetchResponse answers a consumer fetch.
 type FetchResponse struct {
 	Correlation uint64
-	TopicPartition
+	kafka.TopicPartition
 	Batches []record.Batch
 	HW      int64
 	LEO     int64
@@ -149,14 +127,14 @@ type FetchResponse struct {
 // ListOffsetsRequest asks for the earliest offset or the latest visible one.
 type ListOffsetsRequest struct {
 	Correlation uint64
-	TopicPartition
+	kafka.TopicPartition
 	Latest bool
 }
 
 // ListOffsetsResponse answers ListOffsets: Offset is 0 for earliest, HW for latest.
 type ListOffsetsResponse struct {
 	Correlation uint64
-	TopicPartition
+	kafka.TopicPartition
 	Offset      int64
 	LeaderEpoch int32
 	Err         error
@@ -170,7 +148,7 @@ type MetadataRequest struct {
 // MetadataResponse lists partition states and live brokers.
 type MetadataResponse struct {
 	Correlation uint64
-	Partitions  []PartitionState
+	Partitions  []kafka.PartitionState
 	LiveBrokers []int32
 	Addresses   map[int32]string // advertised address of each broker known
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"slices"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -12,7 +13,7 @@ import (
 type parkedProduce struct {
 	from     NodeID
 	corr     uint64
-	tp       TopicPartition
+	tp       kafka.TopicPartition
 	deadline int64
 	// groupAppend, when not 0, marks the broker's own append of a group
 	// coordinator's records (groups.go): its outcome goes to the
@@ -44,11 +45,7 @@ func (b *Broker) handleProduce(from NodeID, m ProduceRequest) error {
 	}
 	b.nextProduce++
 	id := b.nextProduce
-	batch := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: m.Records}
-	if m.ProducerID > 0 {
-		batch.ProducerID, batch.ProducerEpoch, batch.BaseSequence = m.ProducerID, m.ProducerEpoch, m.BaseSequence
-	}
-	res := h.replica.Produce(partition.ProduceRequest{ID: id, Acks: m.Acks, Batch: batch}, b.now)
+	res := h.replica.Produce(partition.ProduceRequest{ID: id, Acks: m.Acks, Batch: m.Batch}, b.now)
 	if res.Parked {
 		b.produces[id] = &parkedProduce{from: from, corr: m.Correlation, tp: m.TopicPartition, deadline: b.now + m.TimeoutMs}
 	}
@@ -128,7 +125,7 @@ func (b *Broker) answerFetch(to NodeID, m FetchRequest, res partition.ReadResult
 func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error {
 	h, ok := b.parts[m.TopicPartition]
 	if !ok {
-		b.send(from, partition.FetchResponse{TopicPartition: m.TopicPartition, ID: m.ID, Err: partition.ErrNotLeader, HW: -1, LEO: -1})
+		b.send(from, partition.FetchResponse{TopicPartition: m.TopicPartition, ID: m.ID, Err: kafka.ErrNotLeader, HW: -1, LEO: -1})
 		return nil
 	}
 	resp := h.replica.ReplicaFetch(m, b.now)
@@ -153,7 +150,7 @@ func (b *Broker) onHWChange(h *hosted) error {
 // retryFetches re-reads held consumer fetches on tp (all partitions when
 // tp is nil-like and all is set) and answers the ones that are satisfied or
 // expired.
-func (b *Broker) retryFetches(tp TopicPartition, all bool) {
+func (b *Broker) retryFetches(tp kafka.TopicPartition, all bool) {
 	n := 0
 	for _, f := range b.fetches {
 		if !all && f.req.TopicPartition != tp {
@@ -166,7 +163,7 @@ func (b *Broker) retryFetches(tp TopicPartition, all bool) {
 		if ok {
 			res = h.replica.Read(f.req.Offset, f.req.MaxBytes, f.req.CurrentLeaderEpoch)
 		} else {
-			res = partition.ReadResult{Err: ErrUnknownTopicOrPartition, HW: -1, LEO: -1}
+			res = partition.ReadResult{Err: kafka.ErrUnknownTopicOrPartition, HW: -1, LEO: -1}
 		}
 		if res.Err == nil && b.now < f.deadline && size(res.Batches, f.req.Offset) < max(f.req.MinBytes, 1) {
 			b.fetches[n] = f
@@ -223,7 +220,7 @@ func (b *Broker) expireParked() error {
 	slices.Sort(expired)
 	for _, id := range expired {
 		p := b.produces[id]
-		if h, ok := b.parts[p.tp]; ok && h.replica.ExpireProduce(id, ErrRequestTimedOut) {
+		if h, ok := b.parts[p.tp]; ok && h.replica.ExpireProduce(id, kafka.ErrRequestTimedOut) {
 			if err := b.apply(h); err != nil {
 				return err
 			}
@@ -231,11 +228,11 @@ func (b *Broker) expireParked() error {
 		}
 		delete(b.produces, id)
 		if p.groupAppend != 0 {
-			b.groupAppendDone(p, ErrRequestTimedOut)
+			b.groupAppendDone(p, kafka.ErrRequestTimedOut)
 			continue
 		}
-		b.send(p.from, ProduceResponse{Correlation: p.corr, TopicPartition: p.tp, BaseOffset: -1, Err: ErrRequestTimedOut})
+		b.send(p.from, ProduceResponse{Correlation: p.corr, TopicPartition: p.tp, BaseOffset: -1, Err: kafka.ErrRequestTimedOut})
 	}
-	b.retryFetches(TopicPartition{}, true)
+	b.retryFetches(kafka.TopicPartition{}, true)
 	return b.releaseReplicaFetches()
 }

@@ -6,10 +6,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
-var tp0 = broker.TopicPartition{Topic: "t", Partition: 0}
+var tp0 = kafka.TopicPartition{Topic: "t", Partition: 0}
 
 // newTopic starts a three-broker cluster with topic t (one partition on all
 // three brokers) and returns it with the partition's leader.
@@ -95,10 +96,10 @@ func TestFetchOutOfRangeAndFromFollower(t *testing.T) {
 	req := c.fetch(leader, tp0, 2, 0, 0)
 	resp := takeOne[broker.FetchResponse](c)
 	require.Equal(t, req.Correlation, resp.Correlation)
-	require.ErrorIs(t, resp.Err, partition.ErrOffsetOutOfRange)
+	require.ErrorIs(t, resp.Err, kafka.ErrOffsetOutOfRange)
 
 	c.fetch(2, tp0, 0, 0, 0)
-	require.ErrorIs(t, takeOne[broker.FetchResponse](c).Err, partition.ErrNotLeader)
+	require.ErrorIs(t, takeOne[broker.FetchResponse](c).Err, kafka.ErrNotLeader)
 }
 
 // acks=0 is fire and forget: the record is appended, nothing is answered,
@@ -197,21 +198,21 @@ func TestLongPollFetchAnsweredEmptyAfterMaxWait(t *testing.T) {
 func TestRequestsToTheWrongBroker(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.createTopic("solo", 1, 1) // one replica, on broker 1
-	solo := broker.TopicPartition{Topic: "solo", Partition: 0}
+	solo := kafka.TopicPartition{Topic: "solo", Partition: 0}
 	require.EqualValues(t, 1, c.state(solo).Leader)
-	unknown := broker.TopicPartition{Topic: "nope", Partition: 0}
-	beyond := broker.TopicPartition{Topic: "t", Partition: 1}
+	unknown := kafka.TopicPartition{Topic: "nope", Partition: 0}
+	beyond := kafka.TopicPartition{Topic: "t", Partition: 1}
 
 	cases := []struct {
 		name string
 		to   broker.NodeID
-		tp   broker.TopicPartition
+		tp   kafka.TopicPartition
 		want error
 	}{
-		{"follower replica", 2, tp0, partition.ErrNotLeader},
-		{"not a replica", 2, solo, partition.ErrNotLeader},
-		{"unknown topic", leader, unknown, broker.ErrUnknownTopicOrPartition},
-		{"unknown partition", leader, beyond, broker.ErrUnknownTopicOrPartition},
+		{"follower replica", 2, tp0, kafka.ErrNotLeader},
+		{"not a replica", 2, solo, kafka.ErrNotLeader},
+		{"unknown topic", leader, unknown, kafka.ErrUnknownTopicOrPartition},
+		{"unknown partition", leader, beyond, kafka.ErrUnknownTopicOrPartition},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,7 +250,7 @@ func TestAcksAllRefusedBelowMinISR(t *testing.T) {
 	req := c.produce(leader, tp0, partition.AcksAll, "b")
 	resp := takeOne[broker.ProduceResponse](c)
 	require.Equal(t, req.Correlation, resp.Correlation)
-	require.ErrorIs(t, resp.Err, partition.ErrNotEnoughReplicas)
+	require.ErrorIs(t, resp.Err, kafka.ErrNotEnoughReplicas)
 	require.EqualValues(t, 1, r.LEO(), "a refused produce is not appended")
 
 	c.produce(leader, tp0, partition.AcksLeader, "c")
@@ -273,7 +274,7 @@ func TestAcksAllTimesOutWithoutFollowers(t *testing.T) {
 	c.tick(10)
 	resp := takeOne[broker.ProduceResponse](c)
 	require.Equal(t, req.Correlation, resp.Correlation)
-	require.ErrorIs(t, resp.Err, broker.ErrRequestTimedOut)
+	require.ErrorIs(t, resp.Err, kafka.ErrRequestTimedOut)
 	require.EqualValues(t, 1, c.replica(leader, tp0).LEO(), "the timed-out record may still commit")
 
 	// It does commit once the followers come back; a retry would duplicate it.
@@ -288,7 +289,7 @@ func TestAcksAllTimesOutWithoutFollowers(t *testing.T) {
 func TestAcksAllOnASingleReplicaAnsweredAtOnce(t *testing.T) {
 	c := newCluster(t, opts{})
 	c.createTopic("solo", 1, 1)
-	solo := broker.TopicPartition{Topic: "solo", Partition: 0}
+	solo := kafka.TopicPartition{Topic: "solo", Partition: 0}
 	leader := broker.NodeID(c.state(solo).Leader)
 	out, err := handleDirect(c, leader, produceRequest(c.nextCorr(), solo, partition.AcksAll, "a"))
 	require.NoError(t, err)

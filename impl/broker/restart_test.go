@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -32,7 +33,7 @@ func TestRestartedBrokerRecoversItsLogAndRejoins(t *testing.T) {
 
 	b := c.start(2)
 	require.Greater(t, b.Incarnation(), inc)
-	require.Equal(t, []broker.TopicPartition{tp0}, b.Partitions(), "the partition is found on disk")
+	require.Equal(t, []kafka.TopicPartition{tp0}, b.Partitions(), "the partition is found on disk")
 	r, ok := b.Replica(tp0)
 	require.True(t, ok)
 	require.EqualValues(t, 3, r.LEO(), "the log is recovered before any message")
@@ -63,7 +64,7 @@ func TestRestartedBrokerIgnoresStateMeantForItsPreviousLife(t *testing.T) {
 	c.queue = c.queue[:0] // hold the registration back
 	s := c.state(tp0)
 	require.NoError(t, b.Handle(broker.Envelope{From: broker.ControllerID, To: 2, Msg: broker.StateUpdate{
-		Incarnation: old, Full: true, States: []broker.PartitionState{s}, LiveBrokers: []int32{1, 2, 3},
+		Incarnation: old, Full: true, States: []kafka.PartitionState{s}, LiveBrokers: []int32{1, 2, 3},
 	}}, c.now))
 	r, ok := b.Replica(tp0)
 	require.True(t, ok)

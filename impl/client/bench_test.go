@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkSendReady(b *testing.B) {
 				b.Fatal(err)
 			}
 			p.UpdateMetadata(fc.states(), fc.brokers)
-			offsets := map[broker.TopicPartition]int64{}
+			offsets := map[kafka.TopicPartition]int64{}
 			var reply func(out []broker.Envelope, now int64)
 			answer := func(now int64) int {
 				done := 0
@@ -52,7 +53,7 @@ func BenchmarkSendReady(b *testing.B) {
 							continue
 						}
 						off := offsets[m.TopicPartition]
-						offsets[m.TopicPartition] = off + int64(len(m.Records))
+						offsets[m.TopicPartition] = off + int64(len(m.Batch.Records))
 						p.Handle(env.To, broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: off}, now)
 					}
 				}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // chaosCase is one randomized run's settings.
@@ -34,7 +34,7 @@ type delivery struct {
 // the append, leader moves and, if asked, log loss. After 20 s of traffic
 // the faults stop and the run waits for every send to complete. It returns
 // the producer's results, the final logs, and a trace for determinism.
-func chaosRun(t *testing.T, c chaosCase, seed uint64) ([]Result, map[broker.TopicPartition][]string, string) {
+func chaosRun(t *testing.T, c chaosCase, seed uint64) ([]Result, map[kafka.TopicPartition][]string, string) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 99))
 	fc := newFakeCluster([]int32{1, 2, 3})
@@ -48,7 +48,7 @@ func chaosRun(t *testing.T, c chaosCase, seed uint64) ([]Result, map[broker.Topi
 	faults := true
 	fc.refuse = func(broker.ProduceRequest) error {
 		if faults && rng.IntN(20) == 0 {
-			return partition.ErrNotEnoughReplicas
+			return kafka.ErrNotEnoughReplicas
 		}
 		return nil
 	}
@@ -58,9 +58,9 @@ func chaosRun(t *testing.T, c chaosCase, seed uint64) ([]Result, map[broker.Topi
 		}
 		switch rng.IntN(40) {
 		case 0:
-			return partition.ErrNotEnoughReplicasAfterAppend
+			return kafka.ErrNotEnoughReplicasAfterAppend
 		case 1:
-			return partition.ErrLeaderChanged
+			return kafka.ErrLeaderChanged
 		}
 		return nil
 	}
@@ -105,11 +105,11 @@ func chaosRun(t *testing.T, c chaosCase, seed uint64) ([]Result, map[broker.Topi
 			p.Send(m, now)
 		}
 		if faults && rng.IntN(2000) == 0 {
-			tp := broker.TopicPartition{Topic: "t", Partition: rng.Int32N(3)}
+			tp := kafka.TopicPartition{Topic: "t", Partition: rng.Int32N(3)}
 			fc.moveLeader(tp, fc.brokers[rng.IntN(3)])
 		}
 		if faults && c.loss && rng.IntN(3000) == 0 {
-			tp := broker.TopicPartition{Topic: "t", Partition: rng.Int32N(3)}
+			tp := kafka.TopicPartition{Topic: "t", Partition: rng.Int32N(3)}
 			if l := len(fc.parts[tp].log); l > 0 {
 				fc.truncate(tp, int64(l-1-rng.IntN(min(l, 3))))
 			}
@@ -138,7 +138,7 @@ func chaosRun(t *testing.T, c chaosCase, seed uint64) ([]Result, map[broker.Topi
 	require.Zero(t, p.Pending(), "sends never completed")
 	require.Len(t, results, sent)
 
-	logs := map[broker.TopicPartition][]string{}
+	logs := map[kafka.TopicPartition][]string{}
 	for tp := range fc.parts {
 		logs[tp] = fc.values(tp)
 	}
@@ -152,7 +152,7 @@ func chaosRun(t *testing.T, c chaosCase, seed uint64) ([]Result, map[broker.Topi
 //   - without loss, an acknowledged record is at its offset;
 //   - per partition, results come in send order and the log holds the
 //     records in send order (first copies only, without idempotence).
-func checkChaos(t *testing.T, c chaosCase, results []Result, logs map[broker.TopicPartition][]string) {
+func checkChaos(t *testing.T, c chaosCase, results []Result, logs map[kafka.TopicPartition][]string) {
 	t.Helper()
 	where := map[string][]int{} // value -> offsets, over all partitions
 	for _, log := range logs {
@@ -174,7 +174,7 @@ func checkChaos(t *testing.T, c chaosCase, results []Result, logs map[broker.Top
 			require.Empty(t, where[v], "failed send %d (%v) was written", r.ID, r.Err)
 		case OutcomeOK:
 			if !c.loss {
-				log := logs[broker.TopicPartition{Topic: "t", Partition: r.Partition}]
+				log := logs[kafka.TopicPartition{Topic: "t", Partition: r.Partition}]
 				require.Less(t, r.Offset, int64(len(log)))
 				require.Equal(t, v, log[r.Offset], "acknowledged send %d not at its offset", r.ID)
 			}
@@ -184,8 +184,8 @@ func checkChaos(t *testing.T, c chaosCase, results []Result, logs map[broker.Top
 			if !c.loss && !errors.Is(r.Err, ErrDeliveryTimeout) {
 				// Nothing acknowledged is lost, so every sequence gap the
 				// broker reports is one the producer itself is filling.
-				require.NotErrorIs(t, r.Err, partition.ErrOutOfOrderSequence, "send %d", r.ID)
-				require.NotErrorIs(t, r.Err, partition.ErrUnknownProducerID, "send %d", r.ID)
+				require.NotErrorIs(t, r.Err, kafka.ErrOutOfOrderSequence, "send %d", r.ID)
+				require.NotErrorIs(t, r.Err, kafka.ErrUnknownProducerID, "send %d", r.ID)
 			}
 		}
 	}

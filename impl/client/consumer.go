@@ -22,12 +22,12 @@ package client
 //     of it by at most MaxPartitionFetchBytes of unpolled records.
 
 import (
-	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -60,7 +60,7 @@ const (
 //     the records at offsets [position, next) that were fetched.
 //  2. fetch.busy() => phase == phaseFetch; list.busy() => phase == phaseReset.
 type consumedPart struct {
-	tp        broker.TopicPartition
+	tp        kafka.TopicPartition
 	gen       int32
 	phase     phase
 	position  int64 // next offset to deliver; -1 unknown
@@ -97,7 +97,7 @@ type Consumer struct {
 
 	g consumerGroup
 
-	parts  map[broker.TopicPartition]*consumedPart
+	parts  map[kafka.TopicPartition]*consumedPart
 	order  []*consumedPart // sorted by topic, partition
 	closed bool
 
@@ -122,7 +122,7 @@ func NewConsumer(id broker.NodeID, cfg ConsumerConfig, rng *rand.Rand) (*Consume
 		cfg:         cfg,
 		rng:         rng,
 		clusterView: newClusterView(-1),
-		parts:       map[broker.TopicPartition]*consumedPart{},
+		parts:       map[kafka.TopicPartition]*consumedPart{},
 		// As the producer's: a restarted client must not take its
 		// predecessor's answers for its own.
 		corr: rng.Uint64() >> 1,
@@ -142,7 +142,7 @@ func (c *Consumer) subscribed() bool { return c.cfg.Group != "" && len(c.cfg.Top
 // Assign sets the partitions to consume by hand (assign()), replacing the
 // previous ones: partitions kept keep their position, new ones start from
 // the group's committed offset (with a Group) or per AutoOffsetReset.
-func (c *Consumer) Assign(tps []broker.TopicPartition, now int64) error {
+func (c *Consumer) Assign(tps []kafka.TopicPartition, now int64) error {
 	c.advance(now)
 	if c.subscribed() {
 		return ErrSubscribed
@@ -150,11 +150,11 @@ func (c *Consumer) Assign(tps []broker.TopicPartition, now int64) error {
 	if c.closed {
 		return ErrClosed
 	}
-	want := slices.SortedFunc(slices.Values(tps), compareTP)
+	want := slices.SortedFunc(slices.Values(tps), kafka.TopicPartition.Compare)
 	want = slices.Compact(want)
-	var gone []broker.TopicPartition
+	var gone []kafka.TopicPartition
 	for _, ps := range c.order {
-		if _, ok := slices.BinarySearchFunc(want, ps.tp, compareTP); !ok {
+		if _, ok := slices.BinarySearchFunc(want, ps.tp, kafka.TopicPartition.Compare); !ok {
 			gone = append(gone, ps.tp)
 		}
 	}
@@ -162,7 +162,7 @@ func (c *Consumer) Assign(tps []broker.TopicPartition, now int64) error {
 		c.emit(&Revoked{Span: Span{now, now}, Generation: -1, Partitions: gone})
 	}
 	kept := c.parts
-	c.parts, c.order = map[broker.TopicPartition]*consumedPart{}, nil
+	c.parts, c.order = map[kafka.TopicPartition]*consumedPart{}, nil
 	for _, tp := range want {
 		ps, ok := kept[tp]
 		if !ok {
@@ -178,7 +178,7 @@ func (c *Consumer) Assign(tps []broker.TopicPartition, now int64) error {
 
 // newPart is tp's state on assignment: it starts from the committed
 // offset when there is a group, else per auto.offset.reset.
-func (c *Consumer) newPart(tp broker.TopicPartition, gen int32) *consumedPart {
+func (c *Consumer) newPart(tp kafka.TopicPartition, gen int32) *consumedPart {
 	ps := &consumedPart{tp: tp, gen: gen, phase: phaseCommitted, position: -1, next: -1}
 	if c.cfg.Group == "" {
 		c.startReset(ps, c.now)
@@ -188,7 +188,7 @@ func (c *Consumer) newPart(tp broker.TopicPartition, gen int32) *consumedPart {
 
 // Seek sets tp's position: the next Poll returns records from offset on.
 // Records are not deleted by consumption, so a seek back re-reads them.
-func (c *Consumer) Seek(tp broker.TopicPartition, offset int64, now int64) error {
+func (c *Consumer) Seek(tp kafka.TopicPartition, offset int64, now int64) error {
 	c.advance(now)
 	ps, ok := c.parts[tp]
 	if !ok {
@@ -230,8 +230,8 @@ func (c *Consumer) Poll() []Delivery {
 }
 
 // Assignment returns the partitions the consumer holds, sorted.
-func (c *Consumer) Assignment() []broker.TopicPartition {
-	out := make([]broker.TopicPartition, len(c.order))
+func (c *Consumer) Assignment() []kafka.TopicPartition {
+	out := make([]kafka.TopicPartition, len(c.order))
 	for i, ps := range c.order {
 		out[i] = ps.tp
 	}
@@ -240,7 +240,7 @@ func (c *Consumer) Assignment() []broker.TopicPartition {
 
 // Position returns tp's position, the offset of the next record Poll will
 // return, or false while it is not known or tp is not assigned.
-func (c *Consumer) Position(tp broker.TopicPartition) (int64, bool) {
+func (c *Consumer) Position(tp kafka.TopicPartition) (int64, bool) {
 	ps, ok := c.parts[tp]
 	if !ok || ps.phase != phaseFetch {
 		return -1, false
@@ -388,27 +388,20 @@ func (c *Consumer) pickBroker() (broker.NodeID, bool) { return c.pick(c.cfg.Boot
 
 // applyMetadata merges partition states (clusterView.merge), then lets a
 // leader waiting for partition counts assign.
-func (c *Consumer) applyMetadata(parts []broker.PartitionState, live []int32) {
+func (c *Consumer) applyMetadata(parts []kafka.PartitionState, live []int32) {
 	c.merge(parts, live)
 	c.maybeAssign()
 }
 
 // leaderOf returns tp's leader and epoch, asking for metadata when there
 // is none.
-func (c *Consumer) leaderOf(tp broker.TopicPartition) (leaderInfo, bool) {
+func (c *Consumer) leaderOf(tp kafka.TopicPartition) (leaderInfo, bool) {
 	l, ok := c.leaders[tp]
 	if !ok || l.leader < 0 {
 		c.metaWanted = true
 		return leaderInfo{}, false
 	}
 	return l, true
-}
-
-func compareTP(a, b broker.TopicPartition) int {
-	if d := cmp.Compare(a.Topic, b.Topic); d != 0 {
-		return d
-	}
-	return cmp.Compare(a.Partition, b.Partition)
 }
 
 // flatten returns the records of batches at offsets >= from, in order:

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/watermarkhq/watermark/impl/group"
 )
 
-// Errors a consumer event can carry besides the brokers' own
-// (partition.Err..., broker.Err...) and GroupError. Callers branch on them
-// with errors.Is.
+// Errors a consumer event can carry besides the brokers' own (impl/kafka's,
+// the group coordinator's among them). Callers branch on them with
+// errors.Is.
 var (
 	// ErrInvalidConsumerConfig wraps every ConsumerConfig.Validate error.
 	ErrInvalidConsumerConfig = errors.New("invalid consumer config")
@@ -30,12 +28,6 @@ var (
 	// ErrSubscribed: Assign on a consumer that subscribes through its group.
 	ErrSubscribed = errors.New("consumer subscribes through its group: no manual assignment")
 )
-
-// GroupError is a group coordinator's refusal (group.Error, Kafka's error
-// code) as a Go error: errors.Is(err, GroupError(group.IllegalGeneration)).
-type GroupError group.Error
-
-func (e GroupError) Error() string { return group.Error(e).String() }
 
 // The assignors a ConsumerConfig may name (partition.assignment.strategy).
 const (

@@ -1,6 +1,6 @@
 package client
 
-import "github.com/watermarkhq/watermark/impl/broker"
+import "github.com/watermarkhq/watermark/impl/kafka"
 
 // ConsumerEvent is one thing a consumer learnt, for a harness to write a
 // history: *Joined, *Assigned, *Revoked, *OffsetsFetched, *Positioned,
@@ -36,7 +36,7 @@ type Assigned struct {
 	Span
 	Generation int32
 	MemberID   string
-	Partitions []broker.TopicPartition // sorted
+	Partitions []kafka.TopicPartition // sorted
 }
 
 // Revoked: the consumer stopped consuming Partitions, which it held in
@@ -47,14 +47,14 @@ type Revoked struct {
 	Span
 	Generation int32
 	MemberID   string
-	Partitions []broker.TopicPartition // sorted
+	Partitions []kafka.TopicPartition // sorted
 }
 
 // OffsetsFetched: the group's committed offset of TP (OffsetFetch), -1
 // when there is none.
 type OffsetsFetched struct {
 	Span
-	TP     broker.TopicPartition
+	TP     kafka.TopicPartition
 	Offset int64
 }
 
@@ -69,7 +69,7 @@ const (
 // set to Offset for reason Why.
 type Positioned struct {
 	Span
-	TP     broker.TopicPartition
+	TP     kafka.TopicPartition
 	Offset int64
 	Why    string
 }
@@ -78,7 +78,7 @@ type Positioned struct {
 // "none" (Err wraps ErrNoOffset). The partition waits for Seek.
 type NoOffset struct {
 	Span
-	TP  broker.TopicPartition
+	TP  kafka.TopicPartition
 	Err error
 }
 
@@ -88,7 +88,7 @@ type NoOffset struct {
 // with an error.
 type Fetched struct {
 	Span
-	TP      broker.TopicPartition
+	TP      kafka.TopicPartition
 	Offset  int64
 	Records []ConsumerRecord
 	HW      int64
@@ -105,7 +105,7 @@ type Committed struct {
 	ID         uint64
 	Generation int32
 	MemberID   string
-	Offsets    map[broker.TopicPartition]int64
+	Offsets    map[kafka.TopicPartition]int64
 	Err        error
 	Unknown    bool
 }
@@ -129,7 +129,7 @@ type ConsumerRecord struct {
 // Delivery is what Poll returns for one partition: records in offset
 // order, fetched in Generation (-1 without group membership).
 type Delivery struct {
-	TP         broker.TopicPartition
+	TP         kafka.TopicPartition
 	Generation int32
 	Records    []ConsumerRecord
 }

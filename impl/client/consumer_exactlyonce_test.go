@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // outputStore is an application's own database: it keeps the output and
@@ -13,12 +13,12 @@ import (
 // SEMANTICS.md: "store the offset atomically with the output".
 type outputStore struct {
 	output []string
-	next   map[broker.TopicPartition]int64
+	next   map[kafka.TopicPartition]int64
 }
 
 // apply is the transaction: a batch's results and its next offset
 // together, or nothing.
-func (s *outputStore) apply(tp broker.TopicPartition, recs []ConsumerRecord) {
+func (s *outputStore) apply(tp kafka.TopicPartition, recs []ConsumerRecord) {
 	if len(recs) == 0 {
 		return
 	}
@@ -36,14 +36,14 @@ func (s *outputStore) apply(tp broker.TopicPartition, recs []ConsumerRecord) {
 func TestExactlyOnceByStoringTheOffsetWithTheOutput(t *testing.T) {
 	lc := newLiveCluster(t, 3)
 	lc.createTopic("t", 1, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	lc.produce(tp, "a", "b", "c", "d")
 
-	store := &outputStore{next: map[broker.TopicPartition]int64{}}
+	store := &outputStore{next: map[kafka.TopicPartition]int64{}}
 	start := func() *liveConsumer {
 		n := lc.addConsumer(manualConfig(ResetEarliest))
 		lc.do(n, func(c *Consumer) {
-			require.NoError(t, c.Assign([]broker.TopicPartition{tp}, lc.now))
+			require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, lc.now))
 			if next, ok := store.next[tp]; ok {
 				require.NoError(t, c.Seek(tp, next, lc.now))
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // TestConsumerFetchLeaderFailover: the leader of the partition a consumer
@@ -16,10 +17,10 @@ import (
 func TestConsumerFetchLeaderFailover(t *testing.T) {
 	lc := newLiveCluster(t, 3)
 	lc.createTopic("t", 1, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	lc.produce(tp, "r0", "r1", "r2")
 	n := lc.addConsumer(manualConfig(ResetEarliest))
-	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]broker.TopicPartition{tp}, lc.now)) })
+	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, lc.now)) })
 	lc.pollUntil(n, tp, 3, 2000)
 
 	old := lc.leader(tp)
@@ -58,7 +59,7 @@ func TestConsumerCoordinatorFailover(t *testing.T) {
 
 	for i, n := range []*liveConsumer{a, b} {
 		asg, _ := lastAssigned(n)
-		offsets := map[broker.TopicPartition]int64{}
+		offsets := map[kafka.TopicPartition]int64{}
 		for _, tp := range asg.Partitions {
 			offsets[tp] = int64(10*i) + int64(tp.Partition)
 		}
@@ -66,14 +67,14 @@ func TestConsumerCoordinatorFailover(t *testing.T) {
 		lc.tickUntil(1000, func() bool { return len(eventsOf[*Committed](n)) > 0 }, "commit answered")
 		require.NoError(t, eventsOf[*Committed](n)[0].Err)
 	}
-	want := map[broker.TopicPartition]int64{}
+	want := map[kafka.TopicPartition]int64{}
 	for _, n := range []*liveConsumer{a, b} {
 		for tp, off := range eventsOf[*Committed](n)[0].Offsets {
 			want[tp] = off
 		}
 	}
 
-	otp := broker.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor("g", 3)}
+	otp := kafka.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor("g", 3)}
 	old := lc.leader(otp)
 	require.Equal(t, broker.NodeID(a.c.g.coord), old)
 	lc.crash(old)
@@ -89,7 +90,7 @@ func TestConsumerCoordinatorFailover(t *testing.T) {
 	for _, n := range []*liveConsumer{a, b} {
 		asg, _ := lastAssigned(n)
 		before := len(eventsOf[*Committed](n))
-		lc.do(n, func(c *Consumer) { c.Commit(map[broker.TopicPartition]int64{asg.Partitions[0]: 100}, lc.now) })
+		lc.do(n, func(c *Consumer) { c.Commit(map[kafka.TopicPartition]int64{asg.Partitions[0]: 100}, lc.now) })
 		lc.tickUntil(4000, func() bool { return len(eventsOf[*Committed](n)) > before }, "commit answered")
 		cm := eventsOf[*Committed](n)[before]
 		require.NoError(t, cm.Err, "commit after failover")
@@ -101,7 +102,7 @@ func TestConsumerCoordinatorFailover(t *testing.T) {
 	reader := lc.addConsumer(cfg)
 	lc.do(reader, func(c *Consumer) { require.NoError(t, c.Assign(all, lc.now)) })
 	lc.tickUntil(5000, func() bool { return len(eventsOf[*OffsetsFetched](reader)) == 4 }, "offsets fetched")
-	got := map[broker.TopicPartition]int64{}
+	got := map[kafka.TopicPartition]int64{}
 	for _, e := range eventsOf[*OffsetsFetched](reader) {
 		got[e.TP] = e.Offset
 	}

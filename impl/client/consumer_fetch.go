@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // startReset positions ps per auto.offset.reset: earliest or latest
@@ -91,8 +91,8 @@ func (c *Consumer) backOff(ps *consumedPart, refresh bool) {
 // staleLeader reports whether err means the consumer's metadata for the
 // partition is out of date (KIP-320's fencing errors included).
 func staleLeader(err error) bool {
-	return errors.Is(err, partition.ErrNotLeader) || errors.Is(err, partition.ErrFencedLeaderEpoch) ||
-		errors.Is(err, partition.ErrUnknownLeaderEpoch) || errors.Is(err, broker.ErrUnknownTopicOrPartition)
+	return errors.Is(err, kafka.ErrNotLeader) || errors.Is(err, kafka.ErrFencedLeaderEpoch) ||
+		errors.Is(err, kafka.ErrUnknownLeaderEpoch) || errors.Is(err, kafka.ErrUnknownTopicOrPartition)
 }
 
 func (c *Consumer) handleFetch(from broker.NodeID, m broker.FetchResponse) {
@@ -119,7 +119,7 @@ func (c *Consumer) handleFetch(from broker.NodeID, m broker.FetchResponse) {
 			// rather than spin.
 			c.backOff(ps, false)
 		}
-	case errors.Is(m.Err, partition.ErrOffsetOutOfRange):
+	case errors.Is(m.Err, kafka.ErrOffsetOutOfRange):
 		c.emit(ev)
 		c.startReset(ps, call)
 	default:

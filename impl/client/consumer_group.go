@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // consumerProtocolType is JoinGroup's protocol type for consumers; real
@@ -35,7 +37,7 @@ type pendingCommit struct {
 	call    int64
 	gen     int32
 	member  string
-	offsets map[broker.TopicPartition]int64
+	offsets map[kafka.TopicPartition]int64
 	req     ctl // zero until sent
 }
 
@@ -74,7 +76,7 @@ type consumerGroup struct {
 // consumer with a Group and manual assignment sends a "simple" commit
 // (generation -1, no member id). A member that is rebalancing fails at once
 // with REBALANCE_IN_PROGRESS, as Kafka's does.
-func (c *Consumer) Commit(offsets map[broker.TopicPartition]int64, now int64) uint64 {
+func (c *Consumer) Commit(offsets map[kafka.TopicPartition]int64, now int64) uint64 {
 	c.advance(now)
 	g := &c.g
 	g.lastCommit++
@@ -88,7 +90,7 @@ func (c *Consumer) Commit(offsets map[broker.TopicPartition]int64, now int64) ui
 	case c.cfg.Group == "":
 		c.commitDone(pc, ErrNoGroup, false)
 	case c.subscribed() && g.state != gsStable:
-		c.commitDone(pc, GroupError(group.RebalanceInProgress), false)
+		c.commitDone(pc, kafka.ErrRebalanceInProgress, false)
 	case len(offsets) == 0:
 		// Nothing to store: Kafka's commitSync returns at once. Sent, a
 		// non-coordinator's refusal would carry no partition to say so.
@@ -139,8 +141,8 @@ func (c *Consumer) coordinatorLost() {
 }
 
 // coordinatorError reports codes that mean "ask for the coordinator again".
-func coordinatorError(e group.Error) bool {
-	return e == group.NotCoordinator || e == group.CoordinatorLoadInProgress
+func coordinatorError(e error) bool {
+	return errors.Is(e, kafka.ErrNotCoordinator) || errors.Is(e, kafka.ErrCoordinatorLoadInProgress)
 }
 
 // stepGroup sends the group requests that are due.
@@ -182,8 +184,8 @@ func (c *Consumer) stepGroup() {
 			continue
 		}
 		req := group.CommitRequest{Group: c.cfg.Group, MemberID: pc.member, Generation: pc.gen}
-		for _, tp := range slices.SortedFunc(maps.Keys(pc.offsets), compareTP) {
-			req.Offsets = append(req.Offsets, group.OffsetToCommit{TopicPartition: group.TopicPartition(tp), Offset: pc.offsets[tp]})
+		for _, tp := range slices.SortedFunc(maps.Keys(pc.offsets), kafka.TopicPartition.Compare) {
+			req.Offsets = append(req.Offsets, group.OffsetToCommit{TopicPartition: tp, Offset: pc.offsets[tp]})
 		}
 		c.sendGroup(&pc.req, coord, req, c.cfg.RequestTimeoutMs)
 	}
@@ -220,10 +222,10 @@ func (c *Consumer) maybeFetchOffsets(coord broker.NodeID) {
 	if g.ofetch.busy() || c.now < g.ofetchNotBefore || (c.subscribed() && g.state != gsStable) {
 		return
 	}
-	var tps []group.TopicPartition
+	var tps []kafka.TopicPartition
 	for _, ps := range c.order {
 		if ps.phase == phaseCommitted {
-			tps = append(tps, group.TopicPartition(ps.tp))
+			tps = append(tps, ps.tp)
 		}
 	}
 	if len(tps) > 0 {
@@ -333,7 +335,7 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 func (c *Consumer) handleJoin(call int64, resp group.JoinResponse) {
 	g := &c.g
 	switch e := resp.Err; {
-	case e == group.None:
+	case e == nil:
 		g.generation, g.memberID, g.protocol = resp.Generation, resp.MemberID, resp.Protocol
 		leader := resp.LeaderID == resp.MemberID
 		c.emit(&Joined{Span: Span{call, c.now}, Generation: g.generation, MemberID: g.memberID, Leader: leader})
@@ -346,12 +348,12 @@ func (c *Consumer) handleJoin(call int64, resp group.JoinResponse) {
 		g.state = gsAssigning
 		g.assignAfter = c.metaAnswers
 		c.maybeAssign()
-	case e == group.MemberIDRequired: // KIP-394: rejoin at once with the id given
+	case errors.Is(e, kafka.ErrMemberIDRequired): // KIP-394: rejoin at once with the id given
 		g.memberID = resp.MemberID
-	case e == group.UnknownMemberID:
+	case errors.Is(e, kafka.ErrUnknownMemberID):
 		g.memberID = ""
 		g.joinNotBefore = c.now + c.cfg.RetryBackoffMs
-	case e == group.RebalanceInProgress, e == group.IllegalGeneration:
+	case errors.Is(e, kafka.ErrRebalanceInProgress), errors.Is(e, kafka.ErrIllegalGeneration):
 		g.joinNotBefore = c.now
 	case coordinatorError(e):
 		c.coordinatorLost()
@@ -360,11 +362,11 @@ func (c *Consumer) handleJoin(call int64, resp group.JoinResponse) {
 	}
 }
 
-func (c *Consumer) failGroup(call int64, e group.Error) {
+func (c *Consumer) failGroup(call int64, e error) {
 	c.revoke()
 	c.g.state = gsFailed
-	c.failCommits(GroupError(e))
-	c.emit(&GroupFailed{Span: Span{call, c.now}, Err: GroupError(e)})
+	c.failCommits(e)
+	c.emit(&GroupFailed{Span: Span{call, c.now}, Err: e})
 }
 
 // maybeAssign runs the leader's assignor once metadata knows every topic
@@ -423,7 +425,7 @@ func (c *Consumer) maybeAssign() {
 func (c *Consumer) handleSync(call int64, resp group.SyncResponse) {
 	g := &c.g
 	switch e := resp.Err; {
-	case e == group.None:
+	case e == nil:
 		var asg kmsg.ConsumerMemberAssignment
 		if err := asg.ReadFrom(resp.Assignment); err != nil && len(resp.Assignment) > 0 {
 			// An assignment we cannot read: take part in the next
@@ -433,13 +435,13 @@ func (c *Consumer) handleSync(call int64, resp group.SyncResponse) {
 			g.state = gsJoining
 			return
 		}
-		var tps []broker.TopicPartition
+		var tps []kafka.TopicPartition
 		for _, t := range asg.Topics {
 			for _, p := range t.Partitions {
-				tps = append(tps, broker.TopicPartition{Topic: t.Topic, Partition: p})
+				tps = append(tps, kafka.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
-		tps = slices.Compact(slices.SortedFunc(slices.Values(tps), compareTP))
+		tps = slices.Compact(slices.SortedFunc(slices.Values(tps), kafka.TopicPartition.Compare))
 		g.state = gsStable
 		g.hbAt = c.now + c.cfg.HeartbeatIntervalMs
 		c.emit(&Assigned{Span: Span{call, c.now}, Generation: g.generation, MemberID: g.memberID, Partitions: tps})
@@ -448,7 +450,7 @@ func (c *Consumer) handleSync(call int64, resp group.SyncResponse) {
 			c.parts[tp] = ps
 			c.order = append(c.order, ps)
 		}
-	case e == group.UnknownMemberID:
+	case errors.Is(e, kafka.ErrUnknownMemberID):
 		c.rejoin(true)
 	case coordinatorError(e):
 		c.coordinatorLost()
@@ -461,9 +463,9 @@ func (c *Consumer) handleSync(call int64, resp group.SyncResponse) {
 func (c *Consumer) handleHeartbeat(call int64, resp group.HeartbeatResponse) {
 	g := &c.g
 	switch e := resp.Err; {
-	case e == group.None:
+	case e == nil:
 		g.hbAt = call + c.cfg.HeartbeatIntervalMs
-	case e == group.UnknownMemberID:
+	case errors.Is(e, kafka.ErrUnknownMemberID):
 		c.rejoin(true)
 	case coordinatorError(e):
 		c.coordinatorLost()
@@ -474,7 +476,7 @@ func (c *Consumer) handleHeartbeat(call int64, resp group.HeartbeatResponse) {
 
 func (c *Consumer) handleFetchOffsets(call int64, resp group.FetchOffsetsResponse) {
 	g := &c.g
-	if resp.Err != group.None {
+	if resp.Err != nil {
 		if coordinatorError(resp.Err) {
 			c.coordinatorLost()
 		}
@@ -482,7 +484,7 @@ func (c *Consumer) handleFetchOffsets(call int64, resp group.FetchOffsetsRespons
 		return
 	}
 	for _, fo := range resp.Partitions {
-		ps, ok := c.parts[broker.TopicPartition(fo.TopicPartition)]
+		ps, ok := c.parts[fo.TopicPartition]
 		if !ok || ps.phase != phaseCommitted {
 			continue // revoked, or sought, since
 		}
@@ -497,18 +499,18 @@ func (c *Consumer) handleFetchOffsets(call int64, resp group.FetchOffsetsRespons
 }
 
 func (c *Consumer) handleCommit(pc *pendingCommit, resp group.CommitResponse) {
-	e := group.None
+	var e error
 	for _, p := range resp.Partitions {
-		if p.Err != group.None {
+		if p.Err != nil {
 			e = p.Err
 			break
 		}
 	}
-	if e == group.None {
+	if e == nil {
 		c.commitDone(pc, nil, false)
 		return
 	}
-	c.commitDone(pc, GroupError(e), e == group.NotCoordinator)
+	c.commitDone(pc, e, errors.Is(e, kafka.ErrNotCoordinator))
 	g := &c.g
 	current := c.subscribed() && g.state == gsStable && pc.gen == g.generation && pc.member == g.memberID
 	switch {
@@ -517,9 +519,9 @@ func (c *Consumer) handleCommit(pc *pendingCommit, resp group.CommitResponse) {
 	case !current:
 		// A refusal of an older generation's commit says nothing about
 		// the current one.
-	case e == group.UnknownMemberID:
+	case errors.Is(e, kafka.ErrUnknownMemberID):
 		c.rejoin(true)
-	case e == group.RebalanceInProgress, e == group.IllegalGeneration:
+	case errors.Is(e, kafka.ErrRebalanceInProgress), errors.Is(e, kafka.ErrIllegalGeneration):
 		c.rejoin(false)
 	}
 }
@@ -556,7 +558,7 @@ func (c *Consumer) revoke() {
 		gen, member = c.g.generation, c.g.memberID
 	}
 	c.emit(&Revoked{Span: Span{c.now, c.now}, Generation: gen, MemberID: member, Partitions: tps})
-	c.parts = map[broker.TopicPartition]*consumedPart{}
+	c.parts = map[kafka.TopicPartition]*consumedPart{}
 	c.order = nil
 	c.g.ofetch = ctl{}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 func groupConfig(assignor string) ConsumerConfig {
@@ -36,10 +37,10 @@ func stableIn(ns []*liveConsumer, partitions int) (int32, bool) {
 	return gen, total == partitions
 }
 
-func partitionsOf(topic string, n int32) []broker.TopicPartition {
-	var out []broker.TopicPartition
+func partitionsOf(topic string, n int32) []kafka.TopicPartition {
+	var out []kafka.TopicPartition
 	for i := range n {
-		out = append(out, broker.TopicPartition{Topic: topic, Partition: i})
+		out = append(out, kafka.TopicPartition{Topic: topic, Partition: i})
 	}
 	return out
 }
@@ -65,7 +66,7 @@ func TestConsumerGroupSplitsPartitions(t *testing.T) {
 			ab, _ := lastAssigned(b)
 			require.Len(t, aa.Partitions, 2)
 			require.Len(t, ab.Partitions, 2)
-			union := slices.SortedFunc(slices.Values(append(slices.Clone(aa.Partitions), ab.Partitions...)), compareTP)
+			union := slices.SortedFunc(slices.Values(append(slices.Clone(aa.Partitions), ab.Partitions...)), kafka.TopicPartition.Compare)
 			require.Equal(t, all, union, "disjoint and covering")
 			require.NotEqual(t, aa.MemberID, ab.MemberID)
 			leaders := 0
@@ -85,7 +86,7 @@ func TestConsumerGroupSplitsPartitions(t *testing.T) {
 					require.Equal(t, []string{fmt.Sprintf("%d-0", tp.Partition), fmt.Sprintf("%d-1", tp.Partition)}, polledValues(n.records[tp]))
 				}
 				var id uint64
-				lc.do(n, func(c *Consumer) { id = c.Commit(map[broker.TopicPartition]int64{asg.Partitions[0]: 2}, lc.now) })
+				lc.do(n, func(c *Consumer) { id = c.Commit(map[kafka.TopicPartition]int64{asg.Partitions[0]: 2}, lc.now) })
 				lc.tickUntil(1000, func() bool { return len(eventsOf[*Committed](n)) > 0 }, "commit answered")
 				cm := eventsOf[*Committed](n)[0]
 				require.Equal(t, id, cm.ID)
@@ -123,7 +124,7 @@ func TestConsumerStaleGenerationCommitRefused(t *testing.T) {
 	}
 	asg, _ := lastAssigned(a)
 	var stale uint64
-	lc.do(a, func(c *Consumer) { stale = c.Commit(map[broker.TopicPartition]int64{asg.Partitions[0]: 1}, lc.now) })
+	lc.do(a, func(c *Consumer) { stale = c.Commit(map[kafka.TopicPartition]int64{asg.Partitions[0]: 1}, lc.now) })
 	require.Len(t, lc.held, 1)
 	lc.hold = nil
 
@@ -141,7 +142,7 @@ func TestConsumerStaleGenerationCommitRefused(t *testing.T) {
 	cm := eventsOf[*Committed](a)[0]
 	require.Equal(t, stale, cm.ID)
 	require.Equal(t, gen, cm.Generation)
-	require.ErrorIs(t, cm.Err, GroupError(group.IllegalGeneration))
+	require.ErrorIs(t, cm.Err, kafka.ErrIllegalGeneration)
 	require.False(t, cm.Unknown)
 
 	lc.tick(500)
@@ -150,7 +151,7 @@ func TestConsumerStaleGenerationCommitRefused(t *testing.T) {
 	require.Equal(t, gen2, now, "a refused old commit does not make the member rejoin")
 
 	cur, _ := lastAssigned(a)
-	parts := map[broker.TopicPartition]int64{}
+	parts := map[kafka.TopicPartition]int64{}
 	for _, tp := range cur.Partitions {
 		parts[tp] = 0
 	}
@@ -169,14 +170,14 @@ func TestConsumerStaleGenerationCommitRefused(t *testing.T) {
 func TestConsumerCommitWhileRebalancing(t *testing.T) {
 	c, err := NewConsumer(broker.ClientIDBase, groupConfig(AssignorRange), rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	c.Commit(map[broker.TopicPartition]int64{{Topic: "t"}: 3}, 10)
+	c.Commit(map[kafka.TopicPartition]int64{{Topic: "t"}: 3}, 10)
 	out, ev := c.Ready()
 	for _, env := range out {
 		_, isGroup := env.Msg.(broker.GroupRequest)
 		require.False(t, isGroup, "nothing goes to a coordinator")
 	}
 	require.Len(t, ev, 1)
-	require.ErrorIs(t, ev[0].(*Committed).Err, GroupError(group.RebalanceInProgress))
+	require.ErrorIs(t, ev[0].(*Committed).Err, kafka.ErrRebalanceInProgress)
 }
 
 // TestConsumerSessionTimeoutMovesPartitions: a member that goes silent
@@ -198,7 +199,7 @@ func TestConsumerSessionTimeoutMovesPartitions(t *testing.T) {
 	// commits their next offset, 2.
 	for _, n := range []*liveConsumer{a, b} {
 		asg, _ := lastAssigned(n)
-		offsets := map[broker.TopicPartition]int64{}
+		offsets := map[kafka.TopicPartition]int64{}
 		for _, tp := range asg.Partitions {
 			lc.pollUntil(n, tp, 3, 2000)
 			offsets[tp] = 2
@@ -265,15 +266,15 @@ func TestConsumerCloseLeavesGroup(t *testing.T) {
 func TestConsumerSimpleCommitManualAssign(t *testing.T) {
 	lc := newLiveCluster(t, 3)
 	lc.createTopic("t", 1, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	lc.produce(tp, "r0", "r1", "r2")
 	cfg := manualConfig(ResetEarliest)
 	cfg.Group = "simple"
 	a := lc.addConsumer(cfg)
-	lc.do(a, func(c *Consumer) { require.NoError(t, c.Assign([]broker.TopicPartition{tp}, lc.now)) })
+	lc.do(a, func(c *Consumer) { require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, lc.now)) })
 	lc.pollUntil(a, tp, 3, 3000)
 	require.Equal(t, []int64{-1}, offsetsFetched(a))
-	lc.do(a, func(c *Consumer) { c.Commit(map[broker.TopicPartition]int64{tp: 2}, lc.now) })
+	lc.do(a, func(c *Consumer) { c.Commit(map[kafka.TopicPartition]int64{tp: 2}, lc.now) })
 	lc.tickUntil(1000, func() bool { return len(eventsOf[*Committed](a)) > 0 }, "commit answered")
 	cm := eventsOf[*Committed](a)[0]
 	require.NoError(t, cm.Err)
@@ -281,7 +282,7 @@ func TestConsumerSimpleCommitManualAssign(t *testing.T) {
 	require.Empty(t, cm.MemberID)
 
 	b := lc.addConsumer(cfg)
-	lc.do(b, func(c *Consumer) { require.NoError(t, c.Assign([]broker.TopicPartition{tp}, lc.now)) })
+	lc.do(b, func(c *Consumer) { require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, lc.now)) })
 	lc.pollUntil(b, tp, 1, 3000)
 	require.Equal(t, []int64{2}, offsetsFetched(b))
 	require.Equal(t, []string{"r2"}, polledValues(b.records[tp]))

@@ -10,6 +10,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
@@ -34,7 +35,7 @@ type liveConsumer struct {
 	stopped bool
 	events  []ConsumerEvent
 	sent    []broker.Envelope
-	records map[broker.TopicPartition][]ConsumerRecord // everything polled
+	records map[kafka.TopicPartition][]ConsumerRecord // everything polled
 }
 
 type liveCluster struct {
@@ -90,9 +91,9 @@ func (lc *liveCluster) crash(id broker.NodeID) {
 }
 
 // leader is the controller's leader of tp.
-func (lc *liveCluster) leader(tp broker.TopicPartition) broker.NodeID {
+func (lc *liveCluster) leader(tp kafka.TopicPartition) broker.NodeID {
 	lc.t.Helper()
-	st, ok := lc.ctrl.Controller().Partition(controller.TopicPartition(tp))
+	st, ok := lc.ctrl.Controller().Partition(tp)
 	require.True(lc.t, ok, "no partition %s", tp)
 	return broker.NodeID(st.Leader)
 }
@@ -114,7 +115,7 @@ func (lc *liveCluster) addConsumer(cfg ConsumerConfig) *liveConsumer {
 	id := broker.ClientIDBase + broker.NodeID(len(lc.consumers))
 	c, err := NewConsumer(id, cfg, rand.New(rand.NewPCG(uint64(id), 7)))
 	require.NoError(lc.t, err)
-	n := &liveConsumer{id: id, c: c, records: map[broker.TopicPartition][]ConsumerRecord{}}
+	n := &liveConsumer{id: id, c: c, records: map[kafka.TopicPartition][]ConsumerRecord{}}
 	lc.consumers = append(lc.consumers, n)
 	return n
 }
@@ -232,7 +233,7 @@ func (lc *liveCluster) createTopic(name string, partitions int32, rf int) {
 
 // produce appends values to tp with acks=all through its leader and
 // returns the base offset.
-func (lc *liveCluster) produce(tp broker.TopicPartition, values ...string) int64 {
+func (lc *liveCluster) produce(tp kafka.TopicPartition, values ...string) int64 {
 	lc.t.Helper()
 	leader := lc.leader(tp)
 	recs := make([]record.Record, len(values))
@@ -241,8 +242,8 @@ func (lc *liveCluster) produce(tp broker.TopicPartition, values ...string) int64
 	}
 	lc.corr++
 	lc.queue = append(lc.queue, broker.Envelope{From: liveAdminID, To: leader,
-		Msg: broker.ProduceRequest{Correlation: lc.corr, TopicPartition: tp, Acks: partition.AcksAll, Records: recs,
-			TimeoutMs: 1000, ProducerID: record.NoProducerID, BaseSequence: record.NoSequence}})
+		Msg: broker.ProduceRequest{Correlation: lc.corr, TopicPartition: tp, Acks: partition.AcksAll,
+			TimeoutMs: 1000, Batch: record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: recs}}})
 	lc.settle()
 	lc.tickUntil(1000, func() bool { return len(liveInbox[broker.ProduceResponse](lc)) > 0 }, "produce answered")
 	resp := liveTake[broker.ProduceResponse](lc)
@@ -279,7 +280,7 @@ func (lc *liveCluster) poll(n *liveConsumer) []Delivery {
 }
 
 // pollUntil ticks and polls until tp has want records polled in total.
-func (lc *liveCluster) pollUntil(n *liveConsumer, tp broker.TopicPartition, want int, limitMs int64) {
+func (lc *liveCluster) pollUntil(n *liveConsumer, tp kafka.TopicPartition, want int, limitMs int64) {
 	lc.t.Helper()
 	lc.tickUntil(limitMs, func() bool {
 		lc.poll(n)

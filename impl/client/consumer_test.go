@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 func manualConfig(reset string) ConsumerConfig {
@@ -42,13 +42,13 @@ func TestConsumerConfigValidate(t *testing.T) {
 func TestConsumerManualAssignFetchesEverything(t *testing.T) {
 	lc := newLiveCluster(t, 3)
 	lc.createTopic("t", 2, 3)
-	tp0, tp1 := broker.TopicPartition{Topic: "t", Partition: 0}, broker.TopicPartition{Topic: "t", Partition: 1}
+	tp0, tp1 := kafka.TopicPartition{Topic: "t", Partition: 0}, kafka.TopicPartition{Topic: "t", Partition: 1}
 	lc.produce(tp0, "a0", "a1")
 	lc.produce(tp1, "b0")
 
 	n := lc.addConsumer(manualConfig(ResetEarliest))
-	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]broker.TopicPartition{tp1, tp0}, lc.now)) })
-	require.Equal(t, []broker.TopicPartition{tp0, tp1}, n.c.Assignment())
+	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]kafka.TopicPartition{tp1, tp0}, lc.now)) })
+	require.Equal(t, []kafka.TopicPartition{tp0, tp1}, n.c.Assignment())
 	lc.pollUntil(n, tp0, 2, 2000)
 	lc.pollUntil(n, tp1, 1, 2000)
 
@@ -83,11 +83,11 @@ func TestConsumerManualAssignFetchesEverything(t *testing.T) {
 func TestConsumerLongPollNoBusyLoop(t *testing.T) {
 	lc := newLiveCluster(t, 3)
 	lc.createTopic("t", 1, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	cfg := manualConfig(ResetEarliest)
 	cfg.FetchMaxWaitMs = 200
 	n := lc.addConsumer(cfg)
-	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]broker.TopicPartition{tp}, lc.now)) })
+	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, lc.now)) })
 	lc.tickUntil(1000, func() bool { _, ok := n.c.Position(tp); return ok }, "positioned")
 
 	before := sentOf[broker.FetchRequest](n)
@@ -119,10 +119,10 @@ func TestConsumerLongPollNoBusyLoop(t *testing.T) {
 func TestConsumerSeekBackRereads(t *testing.T) {
 	lc := newLiveCluster(t, 3)
 	lc.createTopic("t", 1, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	lc.produce(tp, "r0", "r1", "r2", "r3")
 	n := lc.addConsumer(manualConfig(ResetEarliest))
-	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]broker.TopicPartition{tp}, lc.now)) })
+	lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, lc.now)) })
 	lc.pollUntil(n, tp, 4, 2000)
 
 	lc.do(n, func(c *Consumer) { require.NoError(t, c.Seek(tp, 1, lc.now)) })
@@ -134,7 +134,7 @@ func TestConsumerSeekBackRereads(t *testing.T) {
 	ps := eventsOf[*Positioned](n)
 	require.Equal(t, WhySeek, ps[len(ps)-1].Why)
 
-	err := n.c.Seek(broker.TopicPartition{Topic: "t", Partition: 9}, 0, lc.now)
+	err := n.c.Seek(kafka.TopicPartition{Topic: "t", Partition: 9}, 0, lc.now)
 	require.ErrorIs(t, err, ErrNotAssigned)
 }
 
@@ -144,14 +144,14 @@ func TestConsumerSeekBackRereads(t *testing.T) {
 func TestConsumerAutoOffsetReset(t *testing.T) {
 	lc := newLiveCluster(t, 3)
 	lc.createTopic("t", 1, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	lc.produce(tp, "old0", "old1")
 
 	early := lc.addConsumer(manualConfig(ResetEarliest))
 	late := lc.addConsumer(manualConfig(ResetLatest))
 	none := lc.addConsumer(manualConfig(ResetNone))
 	for _, n := range []*liveConsumer{early, late, none} {
-		lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]broker.TopicPartition{tp}, lc.now)) })
+		lc.do(n, func(c *Consumer) { require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, lc.now)) })
 	}
 	lc.tickUntil(1000, func() bool { _, ok := late.c.Position(tp); return ok }, "latest positioned")
 	pos, _ := late.c.Position(tp)
@@ -186,7 +186,7 @@ func TestConsumerAutoOffsetReset(t *testing.T) {
 	outOfRange := 0
 	for _, f := range eventsOf[*Fetched](early) {
 		if f.Offset == 100 {
-			require.ErrorIs(t, f.Err, partition.ErrOffsetOutOfRange)
+			require.ErrorIs(t, f.Err, kafka.ErrOffsetOutOfRange)
 			outOfRange++
 		}
 	}
@@ -201,7 +201,7 @@ func TestConsumerAutoOffsetReset(t *testing.T) {
 func TestConsumerCommitWithoutGroup(t *testing.T) {
 	c, err := NewConsumer(broker.ClientIDBase, DefaultConsumerConfig(), rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	id := c.Commit(map[broker.TopicPartition]int64{{Topic: "t"}: 1}, 5)
+	id := c.Commit(map[kafka.TopicPartition]int64{{Topic: "t"}: 1}, 5)
 	out, ev := c.Ready()
 	require.Empty(t, out)
 	require.Len(t, ev, 1)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -39,8 +39,8 @@ func only[T any](t *testing.T, out []broker.Envelope) (T, broker.NodeID) {
 	return got[0], to
 }
 
-func partitionState(tp broker.TopicPartition, leader, epoch int32) broker.PartitionState {
-	s := broker.PartitionState{Leader: leader, LeaderEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+func partitionState(tp kafka.TopicPartition, leader, epoch int32) kafka.PartitionState {
+	s := kafka.PartitionState{Leader: leader, LeaderEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
 	s.Topic, s.Partition = tp.Topic, tp.Partition
 	return s
 }
@@ -50,12 +50,12 @@ func partitionState(tp broker.TopicPartition, leader, epoch int32) broker.Partit
 // fetch again from the new leader with the new epoch; a lagging metadata
 // answer with an older epoch does not move it back. Reference: KIP-320.
 func TestConsumerFencedFetchRefreshesMetadata(t *testing.T) {
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	c := newTestConsumer(t, manualConfig(ResetEarliest))
-	require.NoError(t, c.Assign([]broker.TopicPartition{tp}, 0))
+	require.NoError(t, c.Assign([]kafka.TopicPartition{tp}, 0))
 	out, _ := c.Ready()
 	meta, to := only[broker.MetadataRequest](t, out)
-	c.Handle(to, broker.MetadataResponse{Correlation: meta.Correlation, Partitions: []broker.PartitionState{partitionState(tp, 1, 5)}, LiveBrokers: []int32{1, 2}}, 1)
+	c.Handle(to, broker.MetadataResponse{Correlation: meta.Correlation, Partitions: []kafka.PartitionState{partitionState(tp, 1, 5)}, LiveBrokers: []int32{1, 2}}, 1)
 	out, _ = c.Ready()
 	lo, to := only[broker.ListOffsetsRequest](t, out)
 	require.Equal(t, broker.NodeID(1), to)
@@ -64,21 +64,21 @@ func TestConsumerFencedFetchRefreshesMetadata(t *testing.T) {
 	f, _ := only[broker.FetchRequest](t, out)
 	require.EqualValues(t, 5, f.CurrentLeaderEpoch)
 
-	c.Handle(1, broker.FetchResponse{Correlation: f.Correlation, TopicPartition: tp, HW: -1, LEO: -1, Err: partition.ErrFencedLeaderEpoch}, 3)
+	c.Handle(1, broker.FetchResponse{Correlation: f.Correlation, TopicPartition: tp, HW: -1, LEO: -1, Err: kafka.ErrFencedLeaderEpoch}, 3)
 	out, ev := c.Ready()
 	require.Empty(t, out, "backs off first")
-	require.ErrorIs(t, ev[0].(*Fetched).Err, partition.ErrFencedLeaderEpoch)
+	require.ErrorIs(t, ev[0].(*Fetched).Err, kafka.ErrFencedLeaderEpoch)
 	c.Tick(3 + 100)
 	out, _ = c.Ready()
 	meta, to = only[broker.MetadataRequest](t, out)
-	c.Handle(to, broker.MetadataResponse{Correlation: meta.Correlation, Partitions: []broker.PartitionState{partitionState(tp, 2, 6)}}, 104)
+	c.Handle(to, broker.MetadataResponse{Correlation: meta.Correlation, Partitions: []kafka.PartitionState{partitionState(tp, 2, 6)}}, 104)
 	out, _ = c.Ready()
 	f, to = only[broker.FetchRequest](t, out)
 	require.Equal(t, broker.NodeID(2), to)
 	require.EqualValues(t, 6, f.CurrentLeaderEpoch)
 	require.Zero(t, f.Offset)
 
-	c.applyMetadata([]broker.PartitionState{partitionState(tp, 1, 5)}, nil)
+	c.applyMetadata([]kafka.PartitionState{partitionState(tp, 1, 5)}, nil)
 	require.Equal(t, leaderInfo{leader: 2, epoch: 6}, c.leaders[tp], "the highest leader epoch wins")
 
 	// A batch that starts before the position: only the records from the
@@ -103,7 +103,7 @@ func TestConsumerFencedFetchRefreshesMetadata(t *testing.T) {
 // the consumer asks for metadata (the leader may be gone) and fetches
 // again from the leader it names; the late answer is ignored.
 func TestConsumerFetchTimeoutRetries(t *testing.T) {
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	c := newTestConsumer(t, manualConfig(ResetEarliest))
 	c.UpdateLeaders(t, tp)
 	require.NoError(t, c.Seek(tp, 7, 0))
@@ -120,7 +120,7 @@ func TestConsumerFetchTimeoutRetries(t *testing.T) {
 	c.Tick(deadline + c.cfg.RetryBackoffMs)
 	out, _ = c.Ready()
 	require.Empty(t, out, "no fetch before fresh metadata")
-	c.Handle(to, broker.MetadataResponse{Correlation: meta.Correlation, Partitions: []broker.PartitionState{partitionState(tp, 1, 0)}}, deadline+c.cfg.RetryBackoffMs)
+	c.Handle(to, broker.MetadataResponse{Correlation: meta.Correlation, Partitions: []kafka.PartitionState{partitionState(tp, 1, 0)}}, deadline+c.cfg.RetryBackoffMs)
 	out, _ = c.Ready()
 	f2, _ := only[broker.FetchRequest](t, out)
 	require.EqualValues(t, 7, f2.Offset)
@@ -131,9 +131,9 @@ func TestConsumerFetchTimeoutRetries(t *testing.T) {
 
 // UpdateLeaders gives c leader 1, epoch 0, for tps and assigns them (a
 // test helper on the test's side of the API).
-func (c *Consumer) UpdateLeaders(t *testing.T, tps ...broker.TopicPartition) {
+func (c *Consumer) UpdateLeaders(t *testing.T, tps ...kafka.TopicPartition) {
 	t.Helper()
-	var states []broker.PartitionState
+	var states []kafka.PartitionState
 	for _, tp := range tps {
 		states = append(states, partitionState(tp, 1, 0))
 	}
@@ -146,9 +146,9 @@ func (c *Consumer) UpdateLeaders(t *testing.T, tps ...broker.TopicPartition) {
 // joinStable walks c through FindCoordinator, JoinGroup (with
 // MEMBER_ID_REQUIRED first, KIP-394) and SyncGroup as the only member,
 // assigning itself tps, and returns the coordinator.
-func joinStable(t *testing.T, c *Consumer, tps ...broker.TopicPartition) broker.NodeID {
+func joinStable(t *testing.T, c *Consumer, tps ...kafka.TopicPartition) broker.NodeID {
 	t.Helper()
-	var states []broker.PartitionState
+	var states []kafka.PartitionState
 	for _, tp := range tps {
 		states = append(states, partitionState(tp, 1, 0))
 	}
@@ -167,7 +167,7 @@ func joinStable(t *testing.T, c *Consumer, tps ...broker.TopicPartition) broker.
 	require.NoError(t, err, "the subscription is Kafka's ConsumerProtocol")
 	require.Equal(t, c.cfg.Topics, topics)
 	require.Equal(t, c.cfg.Assignor, join.Protocols[0].Name)
-	c.Handle(2, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: group.MemberIDRequired, MemberID: "m-1"}}, c.now)
+	c.Handle(2, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: kafka.ErrMemberIDRequired, MemberID: "m-1"}}, c.now)
 	out, _ = c.Ready()
 	gr, _ = only[broker.GroupRequest](t, out)
 	join = gr.Req.(group.JoinRequest)
@@ -193,14 +193,14 @@ func joinStable(t *testing.T, c *Consumer, tps ...broker.TopicPartition) broker.
 func TestConsumerHeartbeatErrors(t *testing.T) {
 	cfg := groupConfig(AssignorRange)
 	c := newTestConsumer(t, cfg)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	joinStable(t, c, tp)
 	c.Ready()
 	c.Tick(c.now + cfg.HeartbeatIntervalMs)
 	out, _ := c.Ready()
 	gr, _ := only[broker.GroupRequest](t, out)
 	require.IsType(t, group.HeartbeatRequest{}, gr.Req)
-	c.Handle(2, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.HeartbeatResponse{Err: group.NotCoordinator}}, c.now)
+	c.Handle(2, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.HeartbeatResponse{Err: kafka.ErrNotCoordinator}}, c.now)
 	c.Tick(c.now + cfg.RetryBackoffMs)
 	out, _ = c.Ready()
 	fc, to := only[broker.FindCoordinatorRequest](t, out)
@@ -210,13 +210,13 @@ func TestConsumerHeartbeatErrors(t *testing.T) {
 	require.Equal(t, broker.NodeID(3), to)
 	require.IsType(t, group.HeartbeatRequest{}, gr.Req)
 
-	c.Handle(3, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.HeartbeatResponse{Err: group.RebalanceInProgress}}, c.now)
+	c.Handle(3, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.HeartbeatResponse{Err: kafka.ErrRebalanceInProgress}}, c.now)
 	out, ev := c.Ready()
 	require.Empty(t, c.Assignment())
 	require.IsType(t, &Revoked{}, ev[0])
 	gr, _ = only[broker.GroupRequest](t, out)
 	require.Equal(t, "m-1", gr.Req.(group.JoinRequest).MemberID)
-	c.Handle(3, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: group.UnknownMemberID, MemberID: "m-1"}}, c.now)
+	c.Handle(3, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: kafka.ErrUnknownMemberID, MemberID: "m-1"}}, c.now)
 	c.Tick(c.now + cfg.RetryBackoffMs)
 	out, _ = c.Ready()
 	gr, _ = only[broker.GroupRequest](t, out)
@@ -229,17 +229,17 @@ func TestConsumerHeartbeatErrors(t *testing.T) {
 func TestConsumerCommitTimeoutIsUnknown(t *testing.T) {
 	cfg := groupConfig(AssignorRange)
 	c := newTestConsumer(t, cfg)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	joinStable(t, c, tp)
 	c.Ready()
 	start := c.now
-	id := c.Commit(map[broker.TopicPartition]int64{tp: 5}, start)
+	id := c.Commit(map[kafka.TopicPartition]int64{tp: 5}, start)
 	out, _ := c.Ready()
 	gr, _ := only[broker.GroupRequest](t, out)
 	req := gr.Req.(group.CommitRequest)
 	require.EqualValues(t, 4, req.Generation)
 	require.Equal(t, "m-1", req.MemberID)
-	require.Equal(t, []group.OffsetToCommit{{TopicPartition: group.TopicPartition(tp), Offset: 5}}, req.Offsets)
+	require.Equal(t, []group.OffsetToCommit{{TopicPartition: tp, Offset: 5}}, req.Offsets)
 	c.Tick(start + cfg.RequestTimeoutMs)
 	_, ev := c.Ready()
 	var cm *Committed
@@ -261,17 +261,17 @@ func TestConsumerCommitTimeoutIsUnknown(t *testing.T) {
 // reports GroupFailed and stops sending group requests.
 func TestConsumerGroupRefusedForGood(t *testing.T) {
 	c := newTestConsumer(t, groupConfig(AssignorRange))
-	c.applyMetadata([]broker.PartitionState{partitionState(broker.TopicPartition{Topic: "t"}, 1, 0)}, []int32{1})
+	c.applyMetadata([]kafka.PartitionState{partitionState(kafka.TopicPartition{Topic: "t"}, 1, 0)}, []int32{1})
 	c.Tick(1)
 	out, _ := c.Ready()
 	fc, to := only[broker.FindCoordinatorRequest](t, out)
 	c.Handle(to, broker.FindCoordinatorResponse{Correlation: fc.Correlation, Coordinator: 1}, 2)
 	out, _ = c.Ready()
 	gr, _ := only[broker.GroupRequest](t, out)
-	c.Handle(1, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: group.InvalidSessionTimeout}}, 3)
+	c.Handle(1, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: kafka.ErrInvalidSessionTimeout}}, 3)
 	_, ev := c.Ready()
 	require.Len(t, ev, 1)
-	require.ErrorIs(t, ev[0].(*GroupFailed).Err, GroupError(group.InvalidSessionTimeout))
+	require.ErrorIs(t, ev[0].(*GroupFailed).Err, kafka.ErrInvalidSessionTimeout)
 	c.Tick(10_000)
 	out, _ = c.Ready()
 	for _, env := range out {

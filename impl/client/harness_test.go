@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -66,11 +67,11 @@ func (fp *fakePartition) check(pid int64, epoch int16, seq int32) (int64, error)
 	case st == nil && seq == 0:
 		return -1, nil
 	case st == nil:
-		return -1, partition.ErrUnknownProducerID
+		return -1, kafka.ErrUnknownProducerID
 	case epoch < st.epoch:
-		return -1, partition.ErrInvalidProducerEpoch
+		return -1, kafka.ErrInvalidProducerEpoch
 	case epoch > st.epoch && seq != 0:
-		return -1, partition.ErrOutOfOrderSequence
+		return -1, kafka.ErrOutOfOrderSequence
 	case epoch > st.epoch:
 		return -1, nil
 	}
@@ -80,7 +81,7 @@ func (fp *fakePartition) check(pid int64, epoch int16, seq int32) (int64, error)
 		}
 	}
 	if last := st.batches[len(st.batches)-1].last; seq != last+1 {
-		return -1, partition.ErrOutOfOrderSequence
+		return -1, kafka.ErrOutOfOrderSequence
 	}
 	return -1, nil
 }
@@ -89,7 +90,7 @@ func (fp *fakePartition) check(pid int64, epoch int16, seq int32) (int64, error)
 // does, with hooks to inject faults.
 type fakeCluster struct {
 	brokers []int32
-	parts   map[broker.TopicPartition]*fakePartition
+	parts   map[kafka.TopicPartition]*fakePartition
 	lastPID int64
 
 	// refuse, when set, may refuse a produce before the append.
@@ -98,16 +99,16 @@ type fakeCluster struct {
 	afterAppend func(req broker.ProduceRequest) error
 	// metadataLeader, when set, overrides the leader metadata reports (a
 	// lagging broker).
-	metadataLeader func(tp broker.TopicPartition) (int32, bool)
+	metadataLeader func(tp kafka.TopicPartition) (int32, bool)
 }
 
 func newFakeCluster(brokers []int32) *fakeCluster {
-	return &fakeCluster{brokers: brokers, parts: map[broker.TopicPartition]*fakePartition{}}
+	return &fakeCluster{brokers: brokers, parts: map[kafka.TopicPartition]*fakePartition{}}
 }
 
 func (fc *fakeCluster) createTopic(topic string, partitions int32) {
 	for i := range partitions {
-		fc.parts[broker.TopicPartition{Topic: topic, Partition: i}] = &fakePartition{
+		fc.parts[kafka.TopicPartition{Topic: topic, Partition: i}] = &fakePartition{
 			leader:    fc.brokers[int(i)%len(fc.brokers)],
 			producers: map[int64]*fakeProducerState{},
 		}
@@ -115,7 +116,7 @@ func (fc *fakeCluster) createTopic(topic string, partitions int32) {
 }
 
 // moveLeader makes leader lead tp in a new leader epoch.
-func (fc *fakeCluster) moveLeader(tp broker.TopicPartition, leader int32) {
+func (fc *fakeCluster) moveLeader(tp kafka.TopicPartition, leader int32) {
 	fp := fc.parts[tp]
 	fp.leader = leader
 	fp.leaderEpoch++
@@ -123,7 +124,7 @@ func (fc *fakeCluster) moveLeader(tp broker.TopicPartition, leader int32) {
 
 // truncate loses tp's records from offset on (acks=1 loss, an unclean
 // election) and rebuilds producer state from the rest.
-func (fc *fakeCluster) truncate(tp broker.TopicPartition, offset int64) {
+func (fc *fakeCluster) truncate(tp kafka.TopicPartition, offset int64) {
 	fp := fc.parts[tp]
 	fp.log = fp.log[:offset]
 	fp.producers = map[int64]*fakeProducerState{}
@@ -132,7 +133,7 @@ func (fc *fakeCluster) truncate(tp broker.TopicPartition, offset int64) {
 	}
 }
 
-func (fc *fakeCluster) values(tp broker.TopicPartition) []string {
+func (fc *fakeCluster) values(tp kafka.TopicPartition) []string {
 	var vs []string
 	for _, e := range fc.parts[tp].log {
 		vs = append(vs, e.value)
@@ -140,8 +141,8 @@ func (fc *fakeCluster) values(tp broker.TopicPartition) []string {
 	return vs
 }
 
-func (fc *fakeCluster) states() []broker.PartitionState {
-	var out []broker.PartitionState
+func (fc *fakeCluster) states() []kafka.PartitionState {
+	var out []kafka.PartitionState
 	for tp, fp := range fc.parts {
 		leader := fp.leader
 		if fc.metadataLeader != nil {
@@ -149,11 +150,11 @@ func (fc *fakeCluster) states() []broker.PartitionState {
 				leader = l
 			}
 		}
-		s := broker.PartitionState{Leader: leader, LeaderEpoch: fp.leaderEpoch, Replicas: slices.Clone(fc.brokers), ISR: slices.Clone(fc.brokers)}
+		s := kafka.PartitionState{Leader: leader, LeaderEpoch: fp.leaderEpoch, Replicas: slices.Clone(fc.brokers), ISR: slices.Clone(fc.brokers)}
 		s.Topic, s.Partition = tp.Topic, tp.Partition
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b broker.PartitionState) int {
+	slices.SortFunc(out, func(a, b kafka.PartitionState) int {
 		if a.Topic != b.Topic {
 			if a.Topic < b.Topic {
 				return -1
@@ -186,10 +187,10 @@ func (fc *fakeCluster) produce(to broker.NodeID, req broker.ProduceRequest) brok
 	fp, ok := fc.parts[req.TopicPartition]
 	switch {
 	case !ok:
-		resp.Err = broker.ErrUnknownTopicOrPartition
+		resp.Err = kafka.ErrUnknownTopicOrPartition
 		return resp
 	case broker.NodeID(fp.leader) != to:
-		resp.Err = partition.ErrNotLeader
+		resp.Err = kafka.ErrNotLeader
 		return resp
 	}
 	if fc.refuse != nil {
@@ -197,18 +198,18 @@ func (fc *fakeCluster) produce(to broker.NodeID, req broker.ProduceRequest) brok
 			return resp
 		}
 	}
-	if req.ProducerID != record.NoProducerID {
-		dup, err := fp.check(req.ProducerID, req.ProducerEpoch, req.BaseSequence)
+	if req.Batch.ProducerID != record.NoProducerID {
+		dup, err := fp.check(req.Batch.ProducerID, req.Batch.ProducerEpoch, req.Batch.BaseSequence)
 		if err != nil || dup >= 0 {
 			resp.Err, resp.BaseOffset = err, dup
 			return resp
 		}
 	}
 	resp.BaseOffset = int64(len(fp.log))
-	for i, r := range req.Records {
-		e := fakeEntry{value: string(r.Value), pid: req.ProducerID, epoch: req.ProducerEpoch, seq: record.NoSequence}
-		if req.ProducerID != record.NoProducerID {
-			e.seq = req.BaseSequence + int32(i)
+	for i, r := range req.Batch.Records {
+		e := fakeEntry{value: string(r.Value), pid: req.Batch.ProducerID, epoch: req.Batch.ProducerEpoch, seq: record.NoSequence}
+		if req.Batch.ProducerID != record.NoProducerID {
+			e.seq = req.Batch.BaseSequence + int32(i)
 		}
 		fp.log = append(fp.log, e)
 		fp.observe(e, int64(len(fp.log)-1))

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -62,7 +63,7 @@ type Producer struct {
 	pid          control
 	pidNotBefore int64
 
-	parts   map[broker.TopicPartition]*partState
+	parts   map[kafka.TopicPartition]*partState
 	order   []*partState // sorted by topic, partition: every pass uses it
 	pending []*batch     // sends whose topic is not in metadata yet, in Send order
 	byCorr  map[uint64]*batch
@@ -89,7 +90,7 @@ func NewProducer(id broker.NodeID, cfg Config, rng *rand.Rand) (*Producer, error
 		part:        NewPartitioner(rng),
 		clusterView: newClusterView(0),
 		sess:        noSession,
-		parts:       map[broker.TopicPartition]*partState{},
+		parts:       map[kafka.TopicPartition]*partState{},
 		byCorr:      map[uint64]*batch{},
 		// Correlation ids start at a random point: a real client's new
 		// process has new connections and never sees its predecessor's
@@ -105,7 +106,7 @@ func (p *Producer) Send(m Message, now int64) uint64 {
 	p.lastID++
 	b := &batch{
 		id:       p.lastID,
-		tp:       broker.TopicPartition{Topic: m.Topic, Partition: m.Partition},
+		tp:       kafka.TopicPartition{Topic: m.Topic, Partition: m.Partition},
 		records:  []record.Record{{Key: cloneBytes(m.Key), Value: cloneBytes(m.Value), Timestamp: now}},
 		deadline: now + p.cfg.DeliveryTimeoutMs,
 		sess:     noSession,
@@ -136,7 +137,7 @@ func (p *Producer) Send(m Message, now int64) uint64 {
 // the producer (the simulator's view, a test). It counts as fresh metadata
 // for every partition. Nothing is sent until the next Send, Handle or Tick,
 // which carry the time.
-func (p *Producer) UpdateMetadata(parts []broker.PartitionState, live []int32) {
+func (p *Producer) UpdateMetadata(parts []kafka.PartitionState, live []int32) {
 	p.applyMetadata(parts, live)
 	for _, ps := range p.order {
 		ps.stale = false
@@ -284,7 +285,7 @@ func (p *Producer) pickBroker() (broker.NodeID, bool) { return p.pick(p.cfg.Boot
 
 // applyMetadata merges partition states (clusterView.merge), then
 // partitions waiting sends whose topic became known.
-func (p *Producer) applyMetadata(parts []broker.PartitionState, live []int32) {
+func (p *Producer) applyMetadata(parts []kafka.PartitionState, live []int32) {
 	p.merge(parts, live)
 	if len(p.pending) == 0 {
 		return
@@ -306,7 +307,7 @@ func (p *Producer) applyMetadata(parts []broker.PartitionState, live []int32) {
 // nil when b failed.
 func (p *Producer) assign(b *batch, partitions int32) *partState {
 	if b.tp.Partition >= partitions {
-		p.emit(b.resultOf(OutcomeFail, -1, fmt.Errorf("%s: %w (topic has %d partitions)", b.tp, broker.ErrUnknownTopicOrPartition, partitions)))
+		p.emit(b.resultOf(OutcomeFail, -1, fmt.Errorf("%s: %w (topic has %d partitions)", b.tp, kafka.ErrUnknownTopicOrPartition, partitions)))
 		return nil
 	}
 	b.tp.Partition = p.part.Partition(b.tp.Topic, b.tp.Partition, b.records[0].Key, int(partitions), p.available(b.tp.Topic, partitions))
@@ -319,7 +320,7 @@ func (p *Producer) assign(b *batch, partitions int32) *partState {
 func (p *Producer) available(topic string, partitions int32) []int32 {
 	var ids []int32
 	for i := int32(0); i < partitions; i++ {
-		if l, ok := p.leaders[broker.TopicPartition{Topic: topic, Partition: i}]; ok && l.leader >= 0 {
+		if l, ok := p.leaders[kafka.TopicPartition{Topic: topic, Partition: i}]; ok && l.leader >= 0 {
 			ids = append(ids, i)
 		}
 	}
@@ -327,13 +328,13 @@ func (p *Producer) available(topic string, partitions int32) []int32 {
 }
 
 // partition returns the state of tp, creating it on first use.
-func (p *Producer) partition(tp broker.TopicPartition) *partState {
+func (p *Producer) partition(tp kafka.TopicPartition) *partState {
 	if ps, ok := p.parts[tp]; ok {
 		return ps
 	}
 	ps := &partState{tp: tp, sess: noSession}
 	p.parts[tp] = ps
-	i, _ := slices.BinarySearchFunc(p.order, tp, func(s *partState, tp broker.TopicPartition) int {
+	i, _ := slices.BinarySearchFunc(p.order, tp, func(s *partState, tp kafka.TopicPartition) int {
 		if c := cmp.Compare(s.tp.Topic, tp.Topic); c != 0 {
 			return c
 		}
@@ -349,7 +350,7 @@ func (p *Producer) expirePending() {
 	n := 0
 	for _, b := range p.pending {
 		if p.now >= b.deadline {
-			p.emit(b.resultOf(OutcomeFail, -1, fmt.Errorf("%w: topic %q: %w", ErrDeliveryTimeout, b.tp.Topic, broker.ErrUnknownTopicOrPartition)))
+			p.emit(b.resultOf(OutcomeFail, -1, fmt.Errorf("%w: topic %q: %w", ErrDeliveryTimeout, b.tp.Topic, kafka.ErrUnknownTopicOrPartition)))
 			continue
 		}
 		p.pending[n] = b

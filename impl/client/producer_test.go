@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
 var (
-	tp0 = broker.TopicPartition{Topic: "t", Partition: 0}
-	tp1 = broker.TopicPartition{Topic: "t", Partition: 1}
+	tp0 = kafka.TopicPartition{Topic: "t", Partition: 0}
+	tp1 = kafka.TopicPartition{Topic: "t", Partition: 1}
 )
 
 // newCluster returns brokers 1..3 holding topic t with 3 partitions; the
@@ -139,8 +140,8 @@ func TestLostResponseRetryIsDeduplicated(t *testing.T) {
 	reqs := w.produces()
 	require.Len(t, reqs, 2)
 	for _, q := range reqs {
-		assert.Equal(t, int64(1), q.ProducerID)
-		assert.Equal(t, int32(0), q.BaseSequence)
+		assert.Equal(t, int64(1), q.Batch.ProducerID)
+		assert.Equal(t, int32(0), q.Batch.BaseSequence)
 	}
 }
 
@@ -149,7 +150,7 @@ func TestLostResponseRetryIsDeduplicated(t *testing.T) {
 // same sequence, and the retry finds the original.
 // Reference: KIP-98, idempotent producer.
 func TestLeaderChangedAfterAppendIsRetriedAndDeduplicated(t *testing.T) {
-	for _, err := range []error{partition.ErrLeaderChanged, partition.ErrNotEnoughReplicasAfterAppend, broker.ErrRequestTimedOut} {
+	for _, err := range []error{kafka.ErrLeaderChanged, kafka.ErrNotEnoughReplicasAfterAppend, kafka.ErrRequestTimedOut} {
 		fc := newCluster()
 		w := newWorld(t, DefaultConfig(), fc, 1)
 		failed := false
@@ -179,7 +180,7 @@ func TestNotLeaderRefreshesMetadata(t *testing.T) {
 	w.send("t", 0, "a")
 	fc.moveLeader(tp0, 2)
 	lagging := 2
-	fc.metadataLeader = func(tp broker.TopicPartition) (int32, bool) {
+	fc.metadataLeader = func(tp kafka.TopicPartition) (int32, bool) {
 		if tp == tp0 && lagging > 0 {
 			lagging--
 			return 1, true
@@ -228,7 +229,7 @@ func TestLostRequestOutOfOrderSuccessorsAreRetried(t *testing.T) {
 
 	require.NotEmpty(t, refused)
 	for _, err := range refused {
-		assert.ErrorIs(t, err, partition.ErrOutOfOrderSequence)
+		assert.ErrorIs(t, err, kafka.ErrOutOfOrderSequence)
 	}
 	assert.Equal(t, []string{"a", "b", "c", "d"}, fc.values(tp0))
 	for id := uint64(1); id <= 4; id++ {
@@ -263,7 +264,7 @@ func TestTrueGapFailsAndTakesANewPID(t *testing.T) {
 
 	rd := w.results[d]
 	assert.Equal(t, OutcomeFail, rd.Outcome)
-	assert.ErrorIs(t, rd.Err, partition.ErrOutOfOrderSequence)
+	assert.ErrorIs(t, rd.Err, kafka.ErrOutOfOrderSequence)
 	assert.Equal(t, int32(3), rd.Sequence)
 
 	re := w.results[e]
@@ -303,7 +304,7 @@ func TestLostProducerStateWithAmbiguousAttemptIsUnknown(t *testing.T) {
 				dropped := false
 				w.dropResponse = func(req, _ any) bool {
 					r, ok := req.(broker.ProduceRequest)
-					if ok && string(r.Records[0].Value) == "b" && !dropped {
+					if ok && string(r.Batch.Records[0].Value) == "b" && !dropped {
 						dropped = true
 						return true
 					}
@@ -316,8 +317,8 @@ func TestLostProducerStateWithAmbiguousAttemptIsUnknown(t *testing.T) {
 			name: "refused before the append",
 			firstTry: func(fc *fakeCluster, _ *world) {
 				fc.refuse = func(r broker.ProduceRequest) error {
-					if string(r.Records[0].Value) == "b" {
-						return partition.ErrNotEnoughReplicas
+					if string(r.Batch.Records[0].Value) == "b" {
+						return kafka.ErrNotEnoughReplicas
 					}
 					return nil
 				}
@@ -339,10 +340,10 @@ func TestLostProducerStateWithAmbiguousAttemptIsUnknown(t *testing.T) {
 
 			r := w.results[b]
 			assert.Equal(t, tc.want, r.Outcome)
-			assert.ErrorIs(t, r.Err, partition.ErrUnknownProducerID)
+			assert.ErrorIs(t, r.Err, kafka.ErrUnknownProducerID)
 			for _, q := range w.produces() {
-				if string(q.Records[0].Value) == "b" {
-					assert.Equal(t, int64(1), q.ProducerID, "b is never resent under the new PID")
+				if string(q.Batch.Records[0].Value) == "b" {
+					assert.Equal(t, int64(1), q.Batch.ProducerID, "b is never resent under the new PID")
 				}
 			}
 			c := w.send("t", 0, "c")
@@ -392,13 +393,13 @@ func TestDeliveryTimeout(t *testing.T) {
 
 	t.Run("refused every time", func(t *testing.T) {
 		fc := newCluster()
-		fc.refuse = func(broker.ProduceRequest) error { return partition.ErrNotEnoughReplicas }
+		fc.refuse = func(broker.ProduceRequest) error { return kafka.ErrNotEnoughReplicas }
 		w := newWorld(t, cfg, fc, 1)
 		id := w.send("t", 0, "a")
 		w.runUntilDone(30000)
 		r := w.results[id]
 		assert.Equal(t, OutcomeFail, r.Outcome, "every attempt was refused before the append")
-		assert.ErrorIs(t, r.Err, partition.ErrNotEnoughReplicas)
+		assert.ErrorIs(t, r.Err, kafka.ErrNotEnoughReplicas)
 		assert.Greater(t, r.Attempts, 10)
 	})
 
@@ -410,7 +411,7 @@ func TestDeliveryTimeout(t *testing.T) {
 		r := w.results[id]
 		assert.Equal(t, OutcomeFail, r.Outcome)
 		assert.ErrorIs(t, r.Err, ErrDeliveryTimeout)
-		assert.ErrorIs(t, r.Err, broker.ErrUnknownTopicOrPartition)
+		assert.ErrorIs(t, r.Err, kafka.ErrUnknownTopicOrPartition)
 		assert.Equal(t, int32(-1), r.Partition)
 	})
 }
@@ -485,20 +486,20 @@ func TestRetriesOff(t *testing.T) {
 		wantIs error
 	}{
 		{"not enough replicas", func(fc *fakeCluster, _ *world) {
-			fc.refuse = func(broker.ProduceRequest) error { return partition.ErrNotEnoughReplicas }
-		}, OutcomeFail, partition.ErrNotEnoughReplicas},
+			fc.refuse = func(broker.ProduceRequest) error { return kafka.ErrNotEnoughReplicas }
+		}, OutcomeFail, kafka.ErrNotEnoughReplicas},
 		{"not leader", func(fc *fakeCluster, _ *world) {
-			fc.metadataLeader = func(broker.TopicPartition) (int32, bool) { return 2, true }
-		}, OutcomeFail, partition.ErrNotLeader},
+			fc.metadataLeader = func(kafka.TopicPartition) (int32, bool) { return 2, true }
+		}, OutcomeFail, kafka.ErrNotLeader},
 		{"after append", func(fc *fakeCluster, _ *world) {
-			fc.afterAppend = func(broker.ProduceRequest) error { return partition.ErrNotEnoughReplicasAfterAppend }
-		}, OutcomeUnknown, partition.ErrNotEnoughReplicasAfterAppend},
+			fc.afterAppend = func(broker.ProduceRequest) error { return kafka.ErrNotEnoughReplicasAfterAppend }
+		}, OutcomeUnknown, kafka.ErrNotEnoughReplicasAfterAppend},
 		{"no answer", func(_ *fakeCluster, w *world) {
 			w.dropResponse = func(_, resp any) bool { _, ok := resp.(broker.ProduceResponse); return ok }
 		}, OutcomeUnknown, ErrResponseTimeout},
 		{"invalid record", func(fc *fakeCluster, _ *world) {
-			fc.refuse = func(broker.ProduceRequest) error { return partition.ErrInvalidRecord }
-		}, OutcomeFail, partition.ErrInvalidRecord},
+			fc.refuse = func(broker.ProduceRequest) error { return kafka.ErrInvalidRecord }
+		}, OutcomeFail, kafka.ErrInvalidRecord},
 		{"unknown error", func(fc *fakeCluster, _ *world) {
 			fc.afterAppend = func(broker.ProduceRequest) error { return errors.New("disk on fire") }
 		}, OutcomeUnknown, nil},
@@ -528,7 +529,7 @@ func TestExplicitPartitionOutOfRangeFails(t *testing.T) {
 	r, ok := w.results[id]
 	require.True(t, ok)
 	assert.Equal(t, OutcomeFail, r.Outcome)
-	assert.ErrorIs(t, r.Err, broker.ErrUnknownTopicOrPartition)
+	assert.ErrorIs(t, r.Err, kafka.ErrUnknownTopicOrPartition)
 	assert.Zero(t, r.Attempts)
 
 	id = w.send("", -1, "a")
@@ -585,10 +586,10 @@ func TestSessionResetKeepsMaybeWrittenSuccessorsUnknown(t *testing.T) {
 	w.run(5000)
 	require.Len(t, w.held, 2)
 	fc.refuse = func(r broker.ProduceRequest) error {
-		if string(r.Records[0].Value) == "c" {
-			return partition.ErrNotEnoughReplicas
+		if string(r.Batch.Records[0].Value) == "c" {
+			return kafka.ErrNotEnoughReplicas
 		}
-		return partition.ErrInvalidProducerEpoch
+		return kafka.ErrInvalidProducerEpoch
 	}
 	w.hold = false
 	w.release(1, 0)
@@ -597,7 +598,7 @@ func TestSessionResetKeepsMaybeWrittenSuccessorsUnknown(t *testing.T) {
 	w.runUntilDone(5000)
 
 	assert.Equal(t, OutcomeUnknown, w.results[b].Outcome)
-	assert.ErrorIs(t, w.results[b].Err, partition.ErrInvalidProducerEpoch)
+	assert.ErrorIs(t, w.results[b].Err, kafka.ErrInvalidProducerEpoch)
 	assert.Equal(t, OutcomeUnknown, w.results[c].Outcome)
 	assert.ErrorIs(t, w.results[c].Err, ErrSessionReset)
 	assert.Equal(t, OutcomeOK, w.results[d].Outcome)

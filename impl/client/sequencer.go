@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -29,7 +30,7 @@ const (
 //     broker before any append.
 type batch struct {
 	id       uint64
-	tp       broker.TopicPartition
+	tp       kafka.TopicPartition
 	records  []record.Record
 	deadline int64 // delivery deadline
 
@@ -80,7 +81,7 @@ type batch struct {
 //     their sequences increase along queue.
 //  5. broken implies no bound batch is waiting: breakSession resolves them.
 type partState struct {
-	tp     broker.TopicPartition
+	tp     kafka.TopicPartition
 	queue  []*batch
 	window int
 
@@ -200,11 +201,13 @@ func (p *Producer) sendBatch(ps *partState, b *batch, to broker.NodeID) {
 		Correlation:    p.corr,
 		TopicPartition: ps.tp,
 		Acks:           p.cfg.Acks,
-		Records:        slices.Clone(b.records), // the broker owns what it is sent
 		TimeoutMs:      p.cfg.RequestTimeoutMs,
-		ProducerID:     b.sess.pid,
-		ProducerEpoch:  b.sess.epoch,
-		BaseSequence:   b.seq,
+		Batch: record.Batch{
+			ProducerID:    b.sess.pid,
+			ProducerEpoch: b.sess.epoch,
+			BaseSequence:  b.seq,
+			Records:       slices.Clone(b.records), // the broker owns what it is sent
+		},
 	})
 	if p.cfg.Acks == partition.AcksNone {
 		// No answer will come: the record may or may not be written.
@@ -239,21 +242,21 @@ type errClass struct {
 // know is taken as final and open.
 func classify(err error) errClass {
 	switch {
-	case errors.Is(err, partition.ErrNotLeader), errors.Is(err, broker.ErrUnknownTopicOrPartition):
+	case errors.Is(err, kafka.ErrNotLeader), errors.Is(err, kafka.ErrUnknownTopicOrPartition):
 		return errClass{retriable: true, refreshMetadata: true}
-	case errors.Is(err, partition.ErrNotEnoughReplicasAfterAppend):
+	case errors.Is(err, kafka.ErrNotEnoughReplicasAfterAppend):
 		return errClass{retriable: true, mayBeWritten: true}
-	case errors.Is(err, partition.ErrNotEnoughReplicas):
+	case errors.Is(err, kafka.ErrNotEnoughReplicas):
 		return errClass{retriable: true}
-	case errors.Is(err, partition.ErrLeaderChanged),
-		errors.Is(err, broker.ErrRequestTimedOut),
+	case errors.Is(err, kafka.ErrLeaderChanged),
+		errors.Is(err, kafka.ErrRequestTimedOut),
 		errors.Is(err, ErrResponseTimeout):
 		return errClass{retriable: true, mayBeWritten: true, refreshMetadata: true}
-	case errors.Is(err, partition.ErrOutOfOrderSequence),
-		errors.Is(err, partition.ErrUnknownProducerID),
-		errors.Is(err, partition.ErrInvalidProducerEpoch):
+	case errors.Is(err, kafka.ErrOutOfOrderSequence),
+		errors.Is(err, kafka.ErrUnknownProducerID),
+		errors.Is(err, kafka.ErrInvalidProducerEpoch):
 		return errClass{sequence: true}
-	case errors.Is(err, partition.ErrInvalidRecord):
+	case errors.Is(err, kafka.ErrInvalidRecord):
 		return errClass{}
 	}
 	return errClass{mayBeWritten: true}
@@ -288,7 +291,7 @@ func (p *Producer) afterAttempt(ps *partState, b *batch, err error, offset int64
 	}
 	retry := c.retriable && p.cfg.Retries
 	b.behind = false
-	if c.sequence && !errors.Is(err, partition.ErrInvalidProducerEpoch) {
+	if c.sequence && !errors.Is(err, kafka.ErrInvalidProducerEpoch) {
 		retry = !ps.broken && (b.sentBehind || p.openPredecessor(ps, b))
 		b.behind = retry
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // clusterView is what a client knows of the cluster from metadata: each
@@ -12,22 +13,22 @@ import (
 // brokers, and the broker that last left a request unanswered. The
 // producer and the consumer keep one each.
 type clusterView struct {
-	leaders map[broker.TopicPartition]leaderInfo
+	leaders map[kafka.TopicPartition]leaderInfo
 	topics  map[string]int32 // partition count
 	live    []broker.NodeID  // sorted
 	silent  broker.NodeID    // the broker that last left a request unanswered
 }
 
 func newClusterView(silent broker.NodeID) clusterView {
-	return clusterView{leaders: map[broker.TopicPartition]leaderInfo{}, topics: map[string]int32{}, silent: silent}
+	return clusterView{leaders: map[kafka.TopicPartition]leaderInfo{}, topics: map[string]int32{}, silent: silent}
 }
 
 // merge takes partition states, keeping per partition the one with the
 // highest leader epoch (a lagging broker's answer must not move a
 // partition back to a deposed leader), and the live brokers if named.
-func (v *clusterView) merge(parts []broker.PartitionState, live []int32) {
+func (v *clusterView) merge(parts []kafka.PartitionState, live []int32) {
 	for _, s := range parts {
-		tp := broker.TopicPartition{Topic: s.Topic, Partition: s.Partition}
+		tp := kafka.TopicPartition{Topic: s.Topic, Partition: s.Partition}
 		if cur, ok := v.leaders[tp]; ok && s.LeaderEpoch < cur.epoch {
 			continue
 		}

@@ -32,19 +32,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
-// Sentinel errors; callers branch on them with errors.Is.
-var (
-	ErrInvalidConfig            = errors.New("invalid controller config")
-	ErrInvalidBrokerID          = errors.New("invalid broker id")
-	ErrUnknownBroker            = errors.New("unknown broker")
-	ErrStaleIncarnation         = errors.New("stale broker incarnation")
-	ErrInvalidTopic             = errors.New("invalid topic name")
-	ErrTopicExists              = errors.New("topic already exists")
-	ErrInvalidPartitions        = errors.New("invalid number of partitions")
-	ErrInvalidReplicationFactor = errors.New("invalid replication factor")
-)
+// ErrInvalidConfig is a configuration the controller cannot run with. The
+// errors it answers brokers with are impl/kafka's.
+var ErrInvalidConfig = errors.New("invalid controller config")
 
 // Config holds the controller's settings.
 type Config struct {
@@ -99,24 +93,24 @@ type Controller struct {
 
 	// partitions holds the state of every partition; see CheckInvariants.
 	//
-	// Invariants (on top of PartitionState's, between calls):
-	//  1. Leader != NoLeader implies the leader is alive.
-	//  2. Leader == NoLeader implies no ISR member is alive and, with
+	// Invariants (on top of kafka.PartitionState's, between calls):
+	//  1. Leader != kafka.NoLeader implies the leader is alive.
+	//  2. Leader == kafka.NoLeader implies no ISR member is alive and, with
 	//     UncleanLeaderElection, no replica is alive.
 	//  3. An ISR that holds a dead broker holds nothing else.
 	//  4. Every replica was a registered broker when the partition was created.
-	partitions map[TopicPartition]*PartitionState
+	partitions map[kafka.TopicPartition]*kafka.PartitionState
 
-	// order holds the keys of partitions, sorted by compareTP, so that every
+	// order holds the keys of partitions, sorted by kafka.TopicPartition.Compare, so that every
 	// pass over partitions is deterministic.
-	order []TopicPartition
+	order []kafka.TopicPartition
 
 	// events are the decisions made since the last Ready, in order.
 	events []Event
 
 	// pending maps a broker to the partitions whose state it must be sent at
 	// the next Ready; only the newest state is sent, as it carries the epochs.
-	pending map[int32]map[TopicPartition]struct{}
+	pending map[int32]map[kafka.TopicPartition]struct{}
 }
 
 // New returns a controller with no brokers and no topics.
@@ -128,8 +122,8 @@ func New(cfg Config) (*Controller, error) {
 		cfg:        cfg,
 		brokers:    make(map[int32]*broker),
 		topics:     make(map[string]int32),
-		partitions: make(map[TopicPartition]*PartitionState),
-		pending:    make(map[int32]map[TopicPartition]struct{}),
+		partitions: make(map[kafka.TopicPartition]*kafka.PartitionState),
+		pending:    make(map[int32]map[kafka.TopicPartition]struct{}),
 	}, nil
 }
 
@@ -137,18 +131,18 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) Config() Config { return c.cfg }
 
 // Partition returns a copy of one partition's state.
-func (c *Controller) Partition(tp TopicPartition) (PartitionState, bool) {
+func (c *Controller) Partition(tp kafka.TopicPartition) (kafka.PartitionState, bool) {
 	p, ok := c.partitions[tp]
 	if !ok {
-		return PartitionState{}, false
+		return kafka.PartitionState{}, false
 	}
 	return p.Clone(), true
 }
 
 // Metadata returns a copy of every partition's state, sorted by topic, then
 // partition.
-func (c *Controller) Metadata() []PartitionState {
-	out := make([]PartitionState, 0, len(c.order))
+func (c *Controller) Metadata() []kafka.PartitionState {
+	out := make([]kafka.PartitionState, 0, len(c.order))
 	for _, tp := range c.order {
 		out = append(out, c.partitions[tp].Clone())
 	}
@@ -192,7 +186,7 @@ func (c *Controller) emit(e Event) { c.events = append(c.events, e) }
 
 // queue marks p's state to be sent to each of its live replicas. Dead
 // replicas get everything they replicate when they return (queueAll).
-func (c *Controller) queue(p *PartitionState) {
+func (c *Controller) queue(p *kafka.PartitionState) {
 	for _, r := range p.Replicas {
 		if c.IsAlive(r) {
 			c.queueFor(r, p.TopicPartition)
@@ -210,10 +204,10 @@ func (c *Controller) queueAll(id int32) {
 	}
 }
 
-func (c *Controller) queueFor(id int32, tp TopicPartition) {
+func (c *Controller) queueFor(id int32, tp kafka.TopicPartition) {
 	set, ok := c.pending[id]
 	if !ok {
-		set = make(map[TopicPartition]struct{})
+		set = make(map[kafka.TopicPartition]struct{})
 		c.pending[id] = set
 	}
 	set[tp] = struct{}{}
@@ -242,8 +236,8 @@ func (c *Controller) Ready() Ready {
 		if !c.IsAlive(id) {
 			continue
 		}
-		tps := slices.SortedFunc(maps.Keys(c.pending[id]), compareTP)
-		u := Update{Broker: id, States: make([]PartitionState, 0, len(tps))}
+		tps := slices.SortedFunc(maps.Keys(c.pending[id]), kafka.TopicPartition.Compare)
+		u := Update{Broker: id, States: make([]kafka.PartitionState, 0, len(tps))}
 		for _, tp := range tps {
 			u.States = append(u.States, c.partitions[tp].Clone())
 		}

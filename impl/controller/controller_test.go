@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 func TestNewRejectsNonPositiveSessionTimeout(t *testing.T) {
@@ -60,11 +61,11 @@ func TestCreateTopicValidates(t *testing.T) {
 		rf         int
 		err        error
 	}{
-		{"empty name", "", 1, 1, ErrInvalidTopic},
-		{"duplicate", "taken", 1, 1, ErrTopicExists},
-		{"no partitions", "t", 0, 1, ErrInvalidPartitions},
-		{"zero rf", "t", 1, 0, ErrInvalidReplicationFactor},
-		{"rf above live brokers", "t", 1, 3, ErrInvalidReplicationFactor},
+		{"empty name", "", 1, 1, kafka.ErrInvalidTopic},
+		{"duplicate", "taken", 1, 1, kafka.ErrTopicExists},
+		{"no partitions", "t", 0, 1, kafka.ErrInvalidPartitions},
+		{"zero rf", "t", 1, 0, kafka.ErrInvalidReplicationFactor},
+		{"rf above live brokers", "t", 1, 3, kafka.ErrInvalidReplicationFactor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.ErrorIs(t, h.c.CreateTopic(tc.topic, tc.partitions, tc.rf, h.now), tc.err)
@@ -123,13 +124,13 @@ func TestLastISRMemberStaysAndReturns(t *testing.T) {
 	assert.Equal(t, []int32{1}, h.state(p).ISR)
 	h.kill(1)
 	s := h.state(p)
-	assert.Equal(t, NoLeader, s.Leader)
+	assert.Equal(t, kafka.NoLeader, s.Leader)
 	assert.Equal(t, []int32{1}, s.ISR, "last member stays")
 	assert.Equal(t, int32(1), s.LeaderEpoch, "going offline changes the leader")
 	h.c.Ready()
 
 	h.revive(2)
-	assert.Equal(t, NoLeader, h.state(p).Leader, "2 is not in the ISR")
+	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "2 is not in the ISR")
 	h.revive(1)
 	s = h.state(p)
 	assert.Equal(t, int32(1), s.Leader)
@@ -152,7 +153,7 @@ func TestUncleanElection(t *testing.T) {
 			h := newHarness(t, Config{UncleanLeaderElection: unclean}, 1, 2, 3)
 			h.createTopic("t", 1, 3)
 			p := tp("t", 0)
-			require.Equal(t, None, h.alter(p, 1).Error, "followers fell behind")
+			require.NoError(t, h.alter(p, 1).Err, "followers fell behind")
 			h.c.Ready()
 
 			h.kill(1)
@@ -163,7 +164,7 @@ func TestUncleanElection(t *testing.T) {
 				assert.Equal(t, []EventKind{BrokerDead, ElectionUnclean}, kinds(h.c.Ready()))
 				return
 			}
-			assert.Equal(t, NoLeader, s.Leader)
+			assert.Equal(t, kafka.NoLeader, s.Leader)
 			assert.Equal(t, []int32{1}, s.ISR)
 			assert.Equal(t, []EventKind{BrokerDead, Offline}, kinds(h.c.Ready()))
 			h.revive(1)
@@ -210,15 +211,15 @@ func TestRestartFencesBeforeSessionTimeout(t *testing.T) {
 	assert.Equal(t, int64(1), rd.Events[0].Incarnation)
 	assert.Equal(t, int64(2), rd.Events[2].Incarnation)
 
-	old := AlterPartitionRequest{TopicPartition: p, BrokerID: 2, BrokerIncarnation: 1,
+	old := kafka.AlterPartition{TopicPartition: p, LeaderID: 2, LeaderIncarnation: 1,
 		LeaderEpoch: s.LeaderEpoch, PartitionEpoch: s.PartitionEpoch, NewISR: []int32{1, 2, 3},
 		NewISRIncarnations: []int64{1, 1, 1}}
-	assert.Equal(t, IneligibleReplica, h.c.AlterPartition(old, h.now).Error,
+	assert.ErrorIs(t, h.c.AlterPartition(old, h.now).Err, kafka.ErrIneligibleReplica,
 		"1's fetch came from the process before the restart")
 	old.NewISRIncarnations = []int64{2, 1, 1}
-	assert.Equal(t, None, h.c.AlterPartition(old, h.now).Error)
+	assert.NoError(t, h.c.AlterPartition(old, h.now).Err)
 
-	require.ErrorIs(t, h.c.RegisterBroker(1, 1, h.now), ErrStaleIncarnation, "a delayed registration")
+	require.ErrorIs(t, h.c.RegisterBroker(1, 1, h.now), kafka.ErrStaleIncarnation, "a delayed registration")
 	require.NoError(t, h.c.RegisterBroker(1, 2, h.now), "a retried registration")
 	h.check()
 }
@@ -258,7 +259,7 @@ func TestRestartOfLastISRMember(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
 	h.createTopic("t", 1, 2)
 	p := tp("t", 0)
-	require.Equal(t, None, h.alter(p, 1).Error)
+	require.NoError(t, h.alter(p, 1).Err)
 	h.c.Ready()
 
 	h.restart(1)
@@ -279,7 +280,7 @@ func TestAlterPartition(t *testing.T) {
 	p := tp("t", 0)
 
 	res := h.alter(p, 2, 1)
-	require.Equal(t, None, res.Error)
+	require.NoError(t, res.Err)
 	assert.Equal(t, []int32{1, 2}, res.State.ISR)
 	assert.Equal(t, int32(1), res.State.PartitionEpoch)
 	assert.Equal(t, int32(0), res.State.LeaderEpoch)
@@ -289,7 +290,7 @@ func TestAlterPartition(t *testing.T) {
 	assert.Len(t, rd.Updates, 3)
 
 	res = h.alter(p, 1, 2)
-	assert.Equal(t, None, res.Error, "a proposal equal to the ISR is accepted")
+	assert.NoError(t, res.Err, "a proposal equal to the ISR is accepted")
 	assert.Equal(t, int32(1), res.State.PartitionEpoch, "and changes nothing")
 
 	h.kill(3)
@@ -297,36 +298,36 @@ func TestAlterPartition(t *testing.T) {
 	cur := h.state(p)
 	for _, tc := range []struct {
 		name   string
-		mutate func(*AlterPartitionRequest)
-		want   Error
+		mutate func(*kafka.AlterPartition)
+		want   error
 	}{
-		{"stale broker incarnation", func(r *AlterPartitionRequest) { r.BrokerIncarnation = 0 }, StaleBrokerEpoch},
-		{"unknown broker", func(r *AlterPartitionRequest) { r.BrokerID = 9 }, StaleBrokerEpoch},
-		{"unknown partition", func(r *AlterPartitionRequest) { r.Partition = 7 }, UnknownTopicOrPartition},
-		{"stale leader epoch", func(r *AlterPartitionRequest) { r.LeaderEpoch-- }, FencedLeaderEpoch},
-		{"future leader epoch", func(r *AlterPartitionRequest) { r.LeaderEpoch++ }, FencedLeaderEpoch},
-		{"not the leader", func(r *AlterPartitionRequest) { r.BrokerID = 2 }, NotLeader},
-		{"stale partition epoch", func(r *AlterPartitionRequest) { r.PartitionEpoch-- }, InvalidUpdateVersion},
-		{"leader left out", func(r *AlterPartitionRequest) { r.NewISR = []int32{2} }, InvalidRequest},
-		{"non-replica", func(r *AlterPartitionRequest) { r.NewISR = []int32{1, 2, 4} }, InvalidRequest},
-		{"duplicate", func(r *AlterPartitionRequest) { r.NewISR = []int32{1, 1} }, InvalidRequest},
-		{"empty", func(r *AlterPartitionRequest) { r.NewISR = nil }, InvalidRequest},
-		{"adds a dead broker", func(r *AlterPartitionRequest) { r.NewISR = []int32{1, 2, 3} }, IneligibleReplica},
+		{"stale broker incarnation", func(r *kafka.AlterPartition) { r.LeaderIncarnation = 0 }, kafka.ErrStaleBrokerEpoch},
+		{"unknown broker", func(r *kafka.AlterPartition) { r.LeaderID = 9 }, kafka.ErrStaleBrokerEpoch},
+		{"unknown partition", func(r *kafka.AlterPartition) { r.Partition = 7 }, kafka.ErrUnknownTopicOrPartition},
+		{"stale leader epoch", func(r *kafka.AlterPartition) { r.LeaderEpoch-- }, kafka.ErrFencedLeaderEpoch},
+		{"future leader epoch", func(r *kafka.AlterPartition) { r.LeaderEpoch++ }, kafka.ErrFencedLeaderEpoch},
+		{"not the leader", func(r *kafka.AlterPartition) { r.LeaderID = 2 }, kafka.ErrNotLeader},
+		{"stale partition epoch", func(r *kafka.AlterPartition) { r.PartitionEpoch-- }, kafka.ErrInvalidUpdateVersion},
+		{"leader left out", func(r *kafka.AlterPartition) { r.NewISR = []int32{2} }, kafka.ErrInvalidRequest},
+		{"non-replica", func(r *kafka.AlterPartition) { r.NewISR = []int32{1, 2, 4} }, kafka.ErrInvalidRequest},
+		{"duplicate", func(r *kafka.AlterPartition) { r.NewISR = []int32{1, 1} }, kafka.ErrInvalidRequest},
+		{"empty", func(r *kafka.AlterPartition) { r.NewISR = nil }, kafka.ErrInvalidRequest},
+		{"adds a dead broker", func(r *kafka.AlterPartition) { r.NewISR = []int32{1, 2, 3} }, kafka.ErrIneligibleReplica},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := h.request(cur, 1, 2)
 			tc.mutate(&req)
 			res := h.c.AlterPartition(req, h.now)
-			assert.Equal(t, tc.want, res.Error)
+			assert.ErrorIs(t, res.Err, tc.want)
 			assert.Equal(t, cur, h.state(p), "a refused request changes nothing")
-			if tc.want != UnknownTopicOrPartition {
+			if tc.want != kafka.ErrUnknownTopicOrPartition {
 				assert.Equal(t, cur, res.State, "the refusal carries the current state")
 			}
 		})
 	}
 	assert.True(t, h.c.Ready().IsEmpty())
 	res = h.alter(p, 1)
-	assert.Equal(t, None, res.Error, "removing a member is always eligible")
+	assert.NoError(t, res.Err, "removing a member is always eligible")
 }
 
 // TestHeartbeatsKeepBrokersAlive checks "a broker that stops heartbeating
@@ -339,13 +340,13 @@ func TestHeartbeatsKeepBrokersAlive(t *testing.T) {
 	require.NoError(t, h.c.RegisterBroker(2, 2, 0), "broker 2 restarts at once")
 	for h.now = 500; h.now <= 5000; h.now += 500 {
 		require.NoError(t, h.c.Heartbeat(1, 1, h.now))
-		require.ErrorIs(t, h.c.Heartbeat(2, 1, h.now), ErrStaleIncarnation)
+		require.ErrorIs(t, h.c.Heartbeat(2, 1, h.now), kafka.ErrStaleIncarnation)
 		h.c.Tick(h.now)
 		h.check()
 		assert.True(t, h.c.IsAlive(1), "t=%d", h.now)
 	}
 	assert.Equal(t, []int32{1}, h.c.LiveBrokers())
-	require.ErrorIs(t, h.c.Heartbeat(9, 1, h.now), ErrUnknownBroker)
+	require.ErrorIs(t, h.c.Heartbeat(9, 1, h.now), kafka.ErrBrokerIDNotRegistered)
 
 	// The timeout is strict: exactly SessionTimeoutMs of silence is alive.
 	h.c.Tick(h.now - 500 + timeout)
@@ -369,7 +370,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 			h.tick()
 			require.Equal(t, int32(2), h.state(p).Leader, "1 is alive but not in the ISR")
 
-			require.Equal(t, None, h.alter(p, 1, 2, 3).Error, "1 caught up")
+			require.NoError(t, h.alter(p, 1, 2, 3).Err, "1 caught up")
 			h.c.Ready()
 			h.tick()
 			s := h.state(p)
@@ -467,7 +468,7 @@ func runScript(t *testing.T, seed uint64) string {
 			req.LeaderEpoch -= int32(rng.IntN(5) / 4)
 			req.PartitionEpoch -= int32(rng.IntN(5) / 4)
 			res := h.c.AlterPartition(req, h.now)
-			fmt.Fprintf(&out, "alter %s %v: %s %s\n", s.TopicPartition, isr, res.Error, res.State)
+			fmt.Fprintf(&out, "alter %s %v: %s %s\n", s.TopicPartition, isr, kafka.Name(res.Err), res.State)
 		}
 		h.check()
 		out.WriteString(h.c.Ready().String())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Describe renders the whole state canonically, one line per broker and per
@@ -28,11 +30,11 @@ func (c *Controller) Describe() string {
 }
 
 // CheckInvariants returns an error naming the first invariant of
-// PartitionState or Controller that the current state breaks, or nil. Tests
+// kafka.PartitionState or Controller that the current state breaks, or nil. Tests
 // and the simulator call it after every step; the controller itself relies
 // on the invariants without checking them.
 func (c *Controller) CheckInvariants() error {
-	if len(c.order) != len(c.partitions) || !slices.IsSortedFunc(c.order, compareTP) {
+	if len(c.order) != len(c.partitions) || !slices.IsSortedFunc(c.order, kafka.TopicPartition.Compare) {
 		return fmt.Errorf("partition order out of step with partitions")
 	}
 	for _, tp := range c.order {
@@ -47,7 +49,7 @@ func (c *Controller) CheckInvariants() error {
 	return nil
 }
 
-func (c *Controller) checkPartition(p *PartitionState) error {
+func (c *Controller) checkPartition(p *kafka.PartitionState) error {
 	if len(p.Replicas) == 0 || hasDuplicates(p.Replicas) {
 		return fmt.Errorf("replicas %v: empty or repeated", p.Replicas)
 	}
@@ -68,10 +70,10 @@ func (c *Controller) checkPartition(p *PartitionState) error {
 			dead = append(dead, r)
 		}
 	}
-	if len(dead) > 0 && (len(p.ISR) > 1 || p.Leader != NoLeader) {
+	if len(dead) > 0 && (len(p.ISR) > 1 || p.Leader != kafka.NoLeader) {
 		return fmt.Errorf("isr %v holds dead %v beside others or under leader %d", p.ISR, dead, p.Leader)
 	}
-	if p.Leader != NoLeader {
+	if p.Leader != kafka.NoLeader {
 		if !slices.Contains(p.ISR, p.Leader) {
 			return fmt.Errorf("leader %d not in isr %v", p.Leader, p.ISR)
 		}

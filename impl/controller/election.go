@@ -1,6 +1,10 @@
 package controller
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
 
 // reconcile brings every partition in line with broker liveness, in
 // partition order: dead brokers leave ISRs, and partitions without a live
@@ -16,10 +20,10 @@ func (c *Controller) reconcile(now int64) {
 
 // settle returns the state p should move to given who is alive, and the
 // kind of election that produced it, if any.
-func (c *Controller) settle(p *PartitionState) (PartitionState, EventKind) {
+func (c *Controller) settle(p *kafka.PartitionState) (kafka.PartitionState, EventKind) {
 	next := p.Clone()
 	next.ISR = c.liveISR(p)
-	if next.Leader != NoLeader && c.IsAlive(next.Leader) {
+	if next.Leader != kafka.NoLeader && c.IsAlive(next.Leader) {
 		return next, ISRChange
 	}
 	if l, ok := c.firstAlive(p.Replicas, next.ISR); ok {
@@ -35,7 +39,7 @@ func (c *Controller) settle(p *PartitionState) (PartitionState, EventKind) {
 			return next, ElectionUnclean
 		}
 	}
-	next.Leader = NoLeader
+	next.Leader = kafka.NoLeader
 	return next, Offline
 }
 
@@ -44,7 +48,7 @@ func (c *Controller) settle(p *PartitionState) (PartitionState, EventKind) {
 // and the partition never claims an empty ISR. It keeps the leader if the
 // leader is among them (it holds every committed record and possibly more),
 // otherwise the first in assignment order.
-func (c *Controller) liveISR(p *PartitionState) []int32 {
+func (c *Controller) liveISR(p *kafka.PartitionState) []int32 {
 	var live []int32
 	for _, r := range p.ISR {
 		if c.IsAlive(r) {
@@ -54,7 +58,7 @@ func (c *Controller) liveISR(p *PartitionState) []int32 {
 	if len(live) > 0 {
 		return live
 	}
-	if p.Leader != NoLeader && slices.Contains(p.ISR, p.Leader) {
+	if p.Leader != kafka.NoLeader && slices.Contains(p.ISR, p.Leader) {
 		return []int32{p.Leader}
 	}
 	for _, r := range p.Replicas {
@@ -74,7 +78,7 @@ func (c *Controller) firstAlive(replicas, within []int32) (int32, bool) {
 			return r, true
 		}
 	}
-	return NoLeader, false
+	return kafka.NoLeader, false
 }
 
 // rebalance moves leadership to the preferred replica of every partition
@@ -96,7 +100,7 @@ func (c *Controller) rebalance(now int64) {
 // recording the event and queueing the new state for p's replicas. kind names
 // the election; it is ignored when the leader does not change. by is the
 // broker whose request caused the change, or -1.
-func (c *Controller) apply(p *PartitionState, next PartitionState, kind EventKind, by int32, now int64) {
+func (c *Controller) apply(p *kafka.PartitionState, next kafka.PartitionState, kind EventKind, by int32, now int64) {
 	leaderChanged := next.Leader != p.Leader
 	if !leaderChanged && slices.Equal(next.ISR, p.ISR) {
 		return

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 const timeout = 1000
@@ -16,7 +17,7 @@ type harness struct {
 	c    *Controller
 	now  int64
 	inc  map[int32]int64
-	prev map[TopicPartition]PartitionState // for epoch checks
+	prev map[kafka.TopicPartition]kafka.PartitionState // for epoch checks
 }
 
 func newHarness(t *testing.T, cfg Config, brokers ...int32) *harness {
@@ -26,7 +27,7 @@ func newHarness(t *testing.T, cfg Config, brokers ...int32) *harness {
 	}
 	c, err := New(cfg)
 	require.NoError(t, err)
-	h := &harness{t: t, c: c, inc: map[int32]int64{}, prev: map[TopicPartition]PartitionState{}}
+	h := &harness{t: t, c: c, inc: map[int32]int64{}, prev: map[kafka.TopicPartition]kafka.PartitionState{}}
 	for _, id := range brokers {
 		h.inc[id] = 1
 		require.NoError(t, c.RegisterBroker(id, 1, h.now))
@@ -37,7 +38,7 @@ func newHarness(t *testing.T, cfg Config, brokers ...int32) *harness {
 }
 
 // check asserts the controller's invariants, and that epochs moved exactly
-// as PartitionState's invariants 4 and 5 say since the last check.
+// as kafka.PartitionState's invariants 4 and 5 say since the last check.
 func (h *harness) check() {
 	h.t.Helper()
 	require.NoError(h.t, h.c.CheckInvariants())
@@ -117,7 +118,7 @@ func (h *harness) tick() {
 }
 
 // alter sends an AlterPartition from the current leader, on current epochs.
-func (h *harness) alter(tp TopicPartition, isr ...int32) AlterPartitionResult {
+func (h *harness) alter(tp kafka.TopicPartition, isr ...int32) kafka.AlterPartitionAnswer {
 	h.t.Helper()
 	s := h.state(tp)
 	res := h.c.AlterPartition(h.request(s, isr...), h.now)
@@ -125,18 +126,18 @@ func (h *harness) alter(tp TopicPartition, isr ...int32) AlterPartitionResult {
 	return res
 }
 
-func (h *harness) request(s PartitionState, isr ...int32) AlterPartitionRequest {
-	return AlterPartitionRequest{
+func (h *harness) request(s kafka.PartitionState, isr ...int32) kafka.AlterPartition {
+	return kafka.AlterPartition{
 		TopicPartition:    s.TopicPartition,
-		BrokerID:          s.Leader,
-		BrokerIncarnation: h.inc[s.Leader],
+		LeaderID:          s.Leader,
+		LeaderIncarnation: h.inc[s.Leader],
 		LeaderEpoch:       s.LeaderEpoch,
 		PartitionEpoch:    s.PartitionEpoch,
 		NewISR:            isr,
 	}
 }
 
-func (h *harness) state(tp TopicPartition) PartitionState {
+func (h *harness) state(tp kafka.TopicPartition) kafka.PartitionState {
 	h.t.Helper()
 	s, ok := h.c.Partition(tp)
 	require.True(h.t, ok, "%s", tp)
@@ -152,4 +153,6 @@ func kinds(rd Ready) []EventKind {
 	return out
 }
 
-func tp(topic string, p int32) TopicPartition { return TopicPartition{Topic: topic, Partition: p} }
+func tp(topic string, p int32) kafka.TopicPartition {
+	return kafka.TopicPartition{Topic: topic, Partition: p}
+}

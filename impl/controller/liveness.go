@@ -1,12 +1,16 @@
 package controller
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
 
 // RegisterBroker records that broker id started a process with the given
 // incarnation (Kafka's broker epoch). Incarnations must grow from one process
 // start to the next, e.g. a boot counter or the logical start time, so that
 // a registration delayed from an earlier process is refused with
-// ErrStaleIncarnation instead of fencing the current one.
+// kafka.ErrStaleIncarnation instead of fencing the current one.
 //
 // Registering again with the same incarnation is a retry: it counts as a
 // heartbeat, and revives the broker if it was declared dead. A new
@@ -16,7 +20,7 @@ import "fmt"
 // offline partitions whose ISR it is the last member of.
 func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64) error {
 	if id < 0 {
-		return fmt.Errorf("register broker %d: %w", id, ErrInvalidBrokerID)
+		return fmt.Errorf("register broker %d: %w", id, kafka.ErrInvalidBrokerID)
 	}
 	b, ok := c.brokers[id]
 	switch {
@@ -27,7 +31,7 @@ func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64) erro
 		c.becameAlive(id, now)
 	case incarnation < b.incarnation:
 		return fmt.Errorf("register broker %d incarnation %d, registered %d: %w",
-			id, incarnation, b.incarnation, ErrStaleIncarnation)
+			id, incarnation, b.incarnation, kafka.ErrStaleIncarnation)
 	case incarnation == b.incarnation:
 		c.heard(b, now)
 	case c.cfg.KeepISROnRestart:
@@ -62,11 +66,11 @@ func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64) erro
 func (c *Controller) Heartbeat(id int32, incarnation int64, now int64) error {
 	b, ok := c.brokers[id]
 	if !ok {
-		return fmt.Errorf("heartbeat from broker %d: %w", id, ErrUnknownBroker)
+		return fmt.Errorf("heartbeat from broker %d: %w", id, kafka.ErrBrokerIDNotRegistered)
 	}
 	if incarnation != b.incarnation {
 		return fmt.Errorf("heartbeat from broker %d incarnation %d, registered %d: %w",
-			id, incarnation, b.incarnation, ErrStaleIncarnation)
+			id, incarnation, b.incarnation, kafka.ErrStaleIncarnation)
 	}
 	c.heard(b, now)
 	return nil

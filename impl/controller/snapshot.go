@@ -3,6 +3,8 @@ package controller
 import (
 	"fmt"
 	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Snapshot is the controller's durable state: what a controller process
@@ -13,7 +15,7 @@ import (
 type Snapshot struct {
 	Brokers    []BrokerRecord
 	Topics     map[string]int32
-	Partitions []PartitionState
+	Partitions []kafka.PartitionState
 }
 
 // BrokerRecord is one registered broker in a Snapshot.
@@ -69,10 +71,10 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 		c.partitions[p.TopicPartition] = &ps
 		c.order = append(c.order, p.TopicPartition)
 	}
-	slices.SortFunc(c.order, compareTP)
+	slices.SortFunc(c.order, kafka.TopicPartition.Compare)
 	for t, n := range c.topics {
 		for i := int32(0); i < n; i++ {
-			if _, ok := c.partitions[TopicPartition{t, i}]; !ok {
+			if _, ok := c.partitions[kafka.TopicPartition{Topic: t, Partition: i}]; !ok {
 				return nil, fmt.Errorf("restore: topic %s has %d partitions but partition %d has no state", t, n, i)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 func TestSnapshotRestoreKeepsEpochsAndIncarnations(t *testing.T) {
@@ -25,7 +26,7 @@ func TestSnapshotRestoreKeepsEpochsAndIncarnations(t *testing.T) {
 	require.Equal(t, c.Metadata(), r.Metadata())
 
 	// A stale incarnation is still refused; the next one is a restart.
-	require.ErrorIs(t, r.RegisterBroker(2, 19, 1001), ErrStaleIncarnation)
+	require.ErrorIs(t, r.RegisterBroker(2, 19, 1001), kafka.ErrStaleIncarnation)
 	require.NoError(t, r.Heartbeat(2, 20, 1001))
 	// The restored controller keeps electing from the restored epochs.
 	r.Tick(1200) // 2 and 3 were heard at 1001? only 2 was: 3 dies

@@ -1,8 +1,9 @@
 package controller
 
 import (
-	"fmt"
 	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // CreateTopic creates a topic with the given number of partitions, each
@@ -16,18 +17,18 @@ import (
 // Replicas[0] leads at leader epoch 0.
 func (c *Controller) CreateTopic(name string, partitions int32, replicationFactor int, now int64) error {
 	if name == "" {
-		return fmt.Errorf("create topic %q: %w", name, ErrInvalidTopic)
+		return kafka.With(kafka.ErrInvalidTopic, "create topic %q", name)
 	}
 	if _, ok := c.topics[name]; ok {
-		return fmt.Errorf("create topic %q: %w", name, ErrTopicExists)
+		return kafka.With(kafka.ErrTopicExists, "create topic %q", name)
 	}
 	if partitions <= 0 {
-		return fmt.Errorf("create topic %q with %d partitions: %w", name, partitions, ErrInvalidPartitions)
+		return kafka.With(kafka.ErrInvalidPartitions, "create topic %q with %d partitions", name, partitions)
 	}
 	live := c.LiveBrokers()
 	if replicationFactor <= 0 || replicationFactor > len(live) {
-		return fmt.Errorf("create topic %q with replication factor %d over %d live brokers: %w",
-			name, replicationFactor, len(live), ErrInvalidReplicationFactor)
+		return kafka.With(kafka.ErrInvalidReplicationFactor, "create topic %q with replication factor %d over %d live brokers",
+			name, replicationFactor, len(live))
 	}
 	c.topics[name] = partitions
 	n := len(live)
@@ -36,27 +37,27 @@ func (c *Controller) CreateTopic(name string, partitions int32, replicationFacto
 		for j := range replicas {
 			replicas[j] = live[(int(i)+j)%n]
 		}
-		p := &PartitionState{
-			TopicPartition: TopicPartition{Topic: name, Partition: i},
+		p := &kafka.PartitionState{
+			TopicPartition: kafka.TopicPartition{Topic: name, Partition: i},
 			Replicas:       replicas,
 			Leader:         replicas[0],
 			ISR:            slices.Sorted(slices.Values(replicas)),
 		}
 		c.partitions[p.TopicPartition] = p
-		c.emit(Event{Kind: PartitionCreated, Now: now, Broker: -1, State: p.Clone(), OldLeader: NoLeader})
+		c.emit(Event{Kind: PartitionCreated, Now: now, Broker: -1, State: p.Clone(), OldLeader: kafka.NoLeader})
 		c.queue(p)
 	}
 	c.order = append(c.order, c.topicPartitions(name)...)
-	slices.SortFunc(c.order, compareTP)
+	slices.SortFunc(c.order, kafka.TopicPartition.Compare)
 	return nil
 }
 
 // topicPartitions returns the partitions of topic name, in order.
-func (c *Controller) topicPartitions(name string) []TopicPartition {
+func (c *Controller) topicPartitions(name string) []kafka.TopicPartition {
 	n := c.topics[name]
-	out := make([]TopicPartition, n)
+	out := make([]kafka.TopicPartition, n)
 	for i := range n {
-		out[i] = TopicPartition{Topic: name, Partition: i}
+		out[i] = kafka.TopicPartition{Topic: name, Partition: i}
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // TestRangeAssignor checks Kafka's RangeAssignor example: per topic, sorted
@@ -76,12 +77,12 @@ func TestAssignorsCoverOnce(t *testing.T) {
 			shuffled := slices.Clone(members)
 			rng.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
 			require.Equal(t, got, assign(shuffled, topics), "%s case %d: order of members matters", name, i)
-			owner := map[TopicPartition]string{}
+			owner := map[kafka.TopicPartition]string{}
 			for _, m := range members {
 				for topic, ps := range got[m.MemberID] {
 					require.Contains(t, m.Topics, topic, "%s case %d", name, i)
 					for _, p := range ps {
-						tp := TopicPartition{topic, p}
+						tp := kafka.TopicPartition{Topic: topic, Partition: p}
 						_, dup := owner[tp]
 						require.False(t, dup, "%s case %d: %s twice", name, i, tp)
 						owner[tp] = m.MemberID
@@ -91,7 +92,7 @@ func TestAssignorsCoverOnce(t *testing.T) {
 			for topic, n := range topics {
 				subscribed := slices.ContainsFunc(members, func(s Subscription) bool { return slices.Contains(s.Topics, topic) })
 				for p := range n {
-					_, ok := owner[TopicPartition{topic, p}]
+					_, ok := owner[kafka.TopicPartition{Topic: topic, Partition: p}]
 					require.Equal(t, subscribed, ok, "%s case %d: %s-%d", name, i, topic, p)
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // loadState says whether the coordinator serves requests.
@@ -88,7 +90,7 @@ type pendingAppend struct {
 	// For an OffsetCommit: the request to answer and the offsets to apply.
 	request uint64
 	offsets []OffsetToCommit
-	errs    []Error // per offset: None to commit, else its refusal
+	errs    []error // per offset: nil to commit, else its refusal
 	commit  bool
 	// For group metadata: the generation it stored.
 	generation int32
@@ -104,7 +106,7 @@ type Coordinator struct {
 	epoch int32
 
 	groups  map[string]*group
-	offsets map[string]map[TopicPartition]OffsetValue
+	offsets map[string]map[kafka.TopicPartition]OffsetValue
 
 	nextMember uint64
 	nextJoin   uint64
@@ -131,7 +133,7 @@ func New(cfg Config) (*Coordinator, error) {
 
 func (c *Coordinator) reset() {
 	c.groups = make(map[string]*group)
-	c.offsets = make(map[string]map[TopicPartition]OffsetValue)
+	c.offsets = make(map[string]map[kafka.TopicPartition]OffsetValue)
 	c.appends = make(map[uint64]*pendingAppend)
 	c.highGen = make(map[string]int32)
 	c.nextMember = 0
@@ -151,7 +153,7 @@ func (c *Coordinator) Loaded() bool { return c.state == loaded }
 // record Load changes nothing and returns an error wrapping ErrBadRecord.
 func (c *Coordinator) Load(epoch int32, records []Record, now int64) error {
 	groups := make(map[string]*GroupMetadata)
-	offsets := make(map[string]map[TopicPartition]OffsetValue)
+	offsets := make(map[string]map[kafka.TopicPartition]OffsetValue)
 	for i, r := range records {
 		e, err := Decode(r)
 		if err != nil {
@@ -166,12 +168,12 @@ func (c *Coordinator) Load(epoch int32, records []Record, now int64) error {
 			delete(offsets[e.Group], e.TopicPartition)
 		default:
 			if offsets[e.Group] == nil {
-				offsets[e.Group] = make(map[TopicPartition]OffsetValue)
+				offsets[e.Group] = make(map[kafka.TopicPartition]OffsetValue)
 			}
 			offsets[e.Group][e.TopicPartition] = *e.Offset
 		}
 	}
-	c.answerAllParked(NotCoordinator)
+	c.answerAllParked(kafka.ErrNotCoordinator)
 	c.reset()
 	c.state = loaded
 	c.epoch = epoch
@@ -213,13 +215,13 @@ func (c *Coordinator) restore(name string, gm *GroupMetadata, now int64) *group 
 // forgotten (their AppendDone is ignored), and later requests get
 // NOT_COORDINATOR until the next Load.
 func (c *Coordinator) Unload() {
-	c.answerAllParked(NotCoordinator)
+	c.answerAllParked(kafka.ErrNotCoordinator)
 	c.reset()
 	c.state = unloaded
 }
 
 // answerAllParked answers every parked request with e.
-func (c *Coordinator) answerAllParked(e Error) {
+func (c *Coordinator) answerAllParked(e error) {
 	for _, name := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[name]
 		for _, id := range g.memberIDs() {
@@ -279,19 +281,19 @@ func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 	delete(c.appends, id)
 	if a.commit {
 		if err != nil {
-			c.answer(a.request, commitAnswer(a.offsets, a.errs, NotCoordinator))
+			c.answer(a.request, commitAnswer(a.offsets, a.errs, kafka.ErrNotCoordinator))
 			return
 		}
 		for i, o := range a.offsets {
-			if a.errs[i] != None {
+			if a.errs[i] != nil {
 				continue
 			}
 			if c.offsets[a.group] == nil {
-				c.offsets[a.group] = make(map[TopicPartition]OffsetValue)
+				c.offsets[a.group] = make(map[kafka.TopicPartition]OffsetValue)
 			}
 			c.offsets[a.group][o.TopicPartition] = OffsetValue{Offset: o.Offset, Metadata: o.Metadata}
 		}
-		c.answer(a.request, commitAnswer(a.offsets, a.errs, None))
+		c.answer(a.request, commitAnswer(a.offsets, a.errs, nil))
 		return
 	}
 	g, ok := c.groups[a.group]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // TestScenarios runs the scenario files in testdata/. Each file starts with
@@ -143,7 +144,7 @@ func (h *harness) stepString() string {
 func (h *harness) lastLeaderJoin(member string) JoinResponse {
 	h.t.Helper()
 	for i := len(h.order) - 1; i >= 0; i-- {
-		if r, ok := h.answers[h.order[i]].(JoinResponse); ok && r.Err == None && r.LeaderID == member && r.MemberID == member {
+		if r, ok := h.answers[h.order[i]].(JoinResponse); ok && r.Err == nil && r.LeaderID == member && r.MemberID == member {
 			return r
 		}
 	}
@@ -160,5 +161,5 @@ func parseOffset(t *testing.T, s string) OffsetToCommit {
 	if !ok1 || !ok2 || err1 != nil || err2 != nil {
 		t.Fatalf("bad offset %q", s)
 	}
-	return OffsetToCommit{TopicPartition: TopicPartition{Topic: topic, Partition: int32(pn)}, Offset: on}
+	return OffsetToCommit{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: int32(pn)}, Offset: on}
 }

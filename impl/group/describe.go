@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Describe renders the whole state canonically, one line per group, member,
@@ -37,7 +39,7 @@ func (c *Coordinator) Describe() string {
 		}
 	}
 	for _, name := range sortedKeys(c.offsets) {
-		for _, tp := range slices.SortedFunc(maps.Keys(c.offsets[name]), compareTP) {
+		for _, tp := range slices.SortedFunc(maps.Keys(c.offsets[name]), kafka.TopicPartition.Compare) {
 			v := c.offsets[name][tp]
 			fmt.Fprintf(&b, "offset %s %s=%d %q\n", name, tp, v.Offset, v.Metadata)
 		}
@@ -114,21 +116,21 @@ func (c *Coordinator) checkGroup(g *group) error {
 
 // doubleAssigned finds a partition assigned to two members, if every
 // assignment decodes as a ConsumerProtocol assignment.
-func (g *group) doubleAssigned() (TopicPartition, string, string, bool) {
-	owner := make(map[TopicPartition]string)
+func (g *group) doubleAssigned() (kafka.TopicPartition, string, string, bool) {
+	owner := make(map[kafka.TopicPartition]string)
 	ids := g.memberIDs()
 	decoded := make([]map[string][]int32, len(ids))
 	for i, id := range ids {
 		a, err := DecodeConsumerAssignment(g.members[id].assignment)
 		if err != nil {
-			return TopicPartition{}, "", "", false
+			return kafka.TopicPartition{}, "", "", false
 		}
 		decoded[i] = a
 	}
 	for i, id := range ids {
 		for _, topic := range sortedKeys(decoded[i]) {
 			for _, p := range decoded[i][topic] {
-				tp := TopicPartition{Topic: topic, Partition: p}
+				tp := kafka.TopicPartition{Topic: topic, Partition: p}
 				if prev, ok := owner[tp]; ok && prev != id {
 					return tp, prev, id, true
 				}
@@ -136,7 +138,7 @@ func (g *group) doubleAssigned() (TopicPartition, string, string, bool) {
 			}
 		}
 	}
-	return TopicPartition{}, "", "", false
+	return kafka.TopicPartition{}, "", "", false
 }
 
 // describeAssignment renders a ConsumerProtocol assignment decoded, and any

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // TestNotLoaded checks that requests before Load get
@@ -20,10 +21,10 @@ func TestNotLoaded(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		do   func()
-		want Error
+		want error
 	}{
-		{"load in progress", func() {}, CoordinatorLoadInProgress},
-		{"unloaded", c.Unload, NotCoordinator},
+		{"load in progress", func() {}, kafka.ErrCoordinatorLoadInProgress},
+		{"unloaded", c.Unload, kafka.ErrNotCoordinator},
 	} {
 		tc.do()
 		c.JoinGroup(1, joinReq("g", "", "t"), 0)
@@ -57,7 +58,7 @@ func TestFailover(t *testing.T) {
 	a, b := ids[0], ids[1]
 	ci := h.commit("g", a, 1, off("t", 0, 10))
 	h.finishAppends(nil)
-	require.Equal(t, None, h.commitErr(ci))
+	require.Equal(t, nil, h.commitErr(ci))
 	// Generation 2 without b; b is stale.
 	h.leave("g", b)
 	j := h.join(joinReq("g", a, "t"))
@@ -69,8 +70,8 @@ func TestFailover(t *testing.T) {
 
 	h.c.Unload()
 	h.step()
-	assert.Equal(t, NotCoordinator, h.commitErr(inFlight))
-	assert.Equal(t, NotCoordinator, h.joinResp(parked).Err)
+	assert.Equal(t, kafka.ErrNotCoordinator, h.commitErr(inFlight))
+	assert.Equal(t, kafka.ErrNotCoordinator, h.joinResp(parked).Err)
 	h.c.AppendDone(h.appends[0].ID, nil, h.now) // too late: ignored
 	h.appends = nil
 	h.step()
@@ -83,10 +84,10 @@ func TestFailover(t *testing.T) {
 	require.NoError(t, c2.Load(2, h.log, h.now))
 	h.step()
 	assert.Contains(t, c2.Describe(), "group g state=Stable generation=2 protocol-type=consumer protocol=range leader="+a)
-	assert.Equal(t, []FetchedOffset{{TopicPartition{"t", 0}, 10, ""}}, h.fetch("g").Partitions)
-	assert.Equal(t, IllegalGeneration, h.commitErr(h.commit("g", a, 1, off("t", 0, 1))))
-	assert.Equal(t, UnknownMemberID, h.commitErr(h.commit("g", b, 1, off("t", 0, 1))))
-	assert.Equal(t, None, h.heartbeat("g", a, 2))
+	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, 10, ""}}, h.fetch("g").Partitions)
+	assert.Equal(t, kafka.ErrIllegalGeneration, h.commitErr(h.commit("g", a, 1, off("t", 0, 1))))
+	assert.Equal(t, kafka.ErrUnknownMemberID, h.commitErr(h.commit("g", b, 1, off("t", 0, 1))))
+	assert.Equal(t, nil, h.heartbeat("g", a, 2))
 	s := h.sync("g", a, 2, nil)
 	got, err := DecodeConsumerAssignment(h.answer(s).(SyncResponse).Assignment)
 	require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestFailover(t *testing.T) {
 func TestLoadRejectsGarbage(t *testing.T) {
 	c, err := New(testConfig())
 	require.NoError(t, err)
-	err = c.Load(1, []Record{EncodeOffset("g", TopicPartition{"t", 0}, &OffsetValue{Offset: 1}), {Key: []byte("junk")}}, 0)
+	err = c.Load(1, []Record{EncodeOffset("g", kafka.TopicPartition{Topic: "t", Partition: 0}, &OffsetValue{Offset: 1}), {Key: []byte("junk")}}, 0)
 	require.ErrorIs(t, err, ErrBadRecord)
 	assert.False(t, c.Loaded())
 }
@@ -118,11 +119,11 @@ func TestLoadRejectsGarbage(t *testing.T) {
 func TestLoadTombstones(t *testing.T) {
 	c, err := New(testConfig())
 	require.NoError(t, err)
-	tp := TopicPartition{"t", 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	require.NoError(t, c.Load(1, []Record{
 		EncodeOffset("g", tp, &OffsetValue{Offset: 1}),
 		EncodeGroup("g", &GroupMetadata{ProtocolType: "consumer", Generation: 4}),
-		EncodeOffset("g", TopicPartition{"t", 1}, &OffsetValue{Offset: 2}),
+		EncodeOffset("g", kafka.TopicPartition{Topic: "t", Partition: 1}, &OffsetValue{Offset: 2}),
 		EncodeOffset("g", tp, nil),
 		EncodeGroup("h", &GroupMetadata{ProtocolType: "consumer", Generation: 1}),
 		EncodeGroup("h", nil),

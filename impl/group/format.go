@@ -3,12 +3,14 @@ package group
 import (
 	"fmt"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // String renders r on one line.
 func (r JoinResponse) String() string {
-	if r.Err != None {
-		return fmt.Sprintf("join %s member=%s", r.Err, r.MemberID)
+	if r.Err != nil {
+		return fmt.Sprintf("join %s member=%s", kafka.Name(r.Err), r.MemberID)
 	}
 	s := fmt.Sprintf("join generation=%d protocol=%s/%s leader=%s member=%s",
 		r.Generation, r.ProtocolType, r.Protocol, r.LeaderID, r.MemberID)
@@ -24,21 +26,21 @@ func (r JoinResponse) String() string {
 
 // String renders r on one line; a ConsumerProtocol assignment is decoded.
 func (r SyncResponse) String() string {
-	if r.Err != None {
-		return fmt.Sprintf("sync %s", r.Err)
+	if r.Err != nil {
+		return fmt.Sprintf("sync %s", kafka.Name(r.Err))
 	}
 	return "sync assignment=" + describeAssignment(r.Assignment)
 }
 
 // String renders r on one line.
-func (r HeartbeatResponse) String() string { return fmt.Sprintf("heartbeat %s", r.Err) }
+func (r HeartbeatResponse) String() string { return fmt.Sprintf("heartbeat %s", kafka.Name(r.Err)) }
 
 // String renders r on one line.
 func (r LeaveResponse) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "leave %s", r.Err)
+	fmt.Fprintf(&b, "leave %s", kafka.Name(r.Err))
 	for _, m := range r.Members {
-		fmt.Fprintf(&b, " %s=%s", m.MemberID, m.Err)
+		fmt.Fprintf(&b, " %s=%s", m.MemberID, kafka.Name(m.Err))
 	}
 	return b.String()
 }
@@ -48,7 +50,7 @@ func (r CommitResponse) String() string {
 	var b strings.Builder
 	b.WriteString("commit")
 	for _, p := range r.Partitions {
-		fmt.Fprintf(&b, " %s=%s", p.TopicPartition, p.Err)
+		fmt.Fprintf(&b, " %s=%s", p.TopicPartition, kafka.Name(p.Err))
 	}
 	return b.String()
 }
@@ -56,7 +58,7 @@ func (r CommitResponse) String() string {
 // String renders r on one line.
 func (r FetchOffsetsResponse) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fetch %s", r.Err)
+	fmt.Fprintf(&b, "fetch %s", kafka.Name(r.Err))
 	for _, p := range r.Partitions {
 		fmt.Fprintf(&b, " %s=%d", p.TopicPartition, p.Offset)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 var errLostLeadership = errors.New("not leader")
@@ -39,7 +40,7 @@ func TestTwoMembersJoinSyncStable(t *testing.T) {
 
 	ra, rb := h.joinResp(ja), h.joinResp(jb)
 	for _, r := range []JoinResponse{ra, rb} {
-		assert.Equal(t, None, r.Err)
+		assert.Equal(t, nil, r.Err)
 		assert.Equal(t, int32(1), r.Generation)
 		assert.Equal(t, a, r.LeaderID)
 		assert.Equal(t, "range", r.Protocol)
@@ -65,7 +66,7 @@ func TestTwoMembersJoinSyncStable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]int32{"t": {2, 3}}, got)
 	assert.Contains(t, h.c.Describe(), "state=Stable generation=1")
-	assert.Equal(t, None, h.heartbeat("g", a, 1))
+	assert.Equal(t, nil, h.heartbeat("g", a, 1))
 	sum, ok := h.c.Group("g")
 	require.True(t, ok)
 	assert.Equal(t, GroupSummary{Name: "g", State: Stable, Generation: 1, ProtocolType: "consumer", Protocol: "range",
@@ -89,33 +90,33 @@ func TestThirdMemberRebalances(t *testing.T) {
 	a, b := ids[0], ids[1]
 	c, jc := h.newMember("g", "t")
 	h.unanswered(jc)
-	assert.Equal(t, RebalanceInProgress, h.heartbeat("g", a, gen))
+	assert.Equal(t, kafka.ErrRebalanceInProgress, h.heartbeat("g", a, gen))
 
 	// Generation 1 still owns its partitions until the join completes.
 	ci := h.commit("g", b, gen, off("t", 2, 7))
 	h.finishAppends(nil)
-	assert.Equal(t, None, h.commitErr(ci))
+	assert.Equal(t, nil, h.commitErr(ci))
 
 	ja := h.join(joinReq("g", a, "t"))
 	h.unanswered(ja)
 	jb := h.join(joinReq("g", b, "t"))
 	for _, j := range []uint64{ja, jb, jc} {
 		r := h.joinResp(j)
-		assert.Equal(t, None, r.Err)
+		assert.Equal(t, nil, r.Err)
 		assert.Equal(t, int32(2), r.Generation)
 		assert.Equal(t, a, r.LeaderID, "the old leader keeps leading")
 	}
-	assert.Equal(t, RebalanceInProgress, h.commitErr(h.commit("g", a, 2, off("t", 0, 1))),
+	assert.Equal(t, kafka.ErrRebalanceInProgress, h.commitErr(h.commit("g", a, 2, off("t", 0, 1))),
 		"no commits while the assignment is being decided")
-	assert.Equal(t, RebalanceInProgress, h.commitErr(h.commit("g", b, 1, off("t", 2, 9))))
+	assert.Equal(t, kafka.ErrRebalanceInProgress, h.commitErr(h.commit("g", b, 1, off("t", 2, 9))))
 
 	h.sync("g", a, 2, rangeAssign(t, h.joinResp(ja), map[string]int32{"t": 4}))
 	h.sync("g", c, 2, nil)
 	h.finishAppends(nil)
-	assert.Equal(t, IllegalGeneration, h.commitErr(h.commit("g", b, 1, off("t", 2, 9))))
-	assert.Equal(t, IllegalGeneration, h.heartbeat("g", b, 1))
-	assert.Equal(t, UnknownMemberID, h.commitErr(h.commit("g", "nobody", 2, off("t", 2, 9))))
-	assert.Equal(t, []FetchedOffset{{TopicPartition{"t", 2}, 7, ""}}, h.fetch("g").Partitions)
+	assert.Equal(t, kafka.ErrIllegalGeneration, h.commitErr(h.commit("g", b, 1, off("t", 2, 9))))
+	assert.Equal(t, kafka.ErrIllegalGeneration, h.heartbeat("g", b, 1))
+	assert.Equal(t, kafka.ErrUnknownMemberID, h.commitErr(h.commit("g", "nobody", 2, off("t", 2, 9))))
+	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 2}, 7, ""}}, h.fetch("g").Partitions)
 }
 
 // TestSilentMemberRemoved checks "A member silent for session.timeout.ms
@@ -127,15 +128,15 @@ func TestSilentMemberRemoved(t *testing.T) {
 	ids, gen := h.stableGroup("g", 2)
 	a, b := ids[0], ids[1]
 	h.tick(testSession - 1000)
-	require.Equal(t, None, h.heartbeat("g", a, gen))
+	require.Equal(t, nil, h.heartbeat("g", a, gen))
 	h.tick(999)
 	assert.Contains(t, h.c.Describe(), "state=Stable", "b has 1 ms left")
 	h.tick(1)
 	assert.NotContains(t, h.c.Describe(), "member "+b)
 	assert.Contains(t, h.c.Describe(), "state=PreparingRebalance")
 	requireEvent(t, h.events, MemberRemoved, b, "session-timeout")
-	assert.Equal(t, UnknownMemberID, h.heartbeat("g", b, gen))
-	assert.Equal(t, RebalanceInProgress, h.heartbeat("g", a, gen))
+	assert.Equal(t, kafka.ErrUnknownMemberID, h.heartbeat("g", b, gen))
+	assert.Equal(t, kafka.ErrRebalanceInProgress, h.heartbeat("g", a, gen))
 
 	j := h.join(joinReq("g", a, "t"))
 	r := h.joinResp(j)
@@ -159,7 +160,7 @@ func TestRebalanceTimeoutRemovesLaggards(t *testing.T) {
 	ja := h.join(joinReq("g", a, "t", "u")) // new subscription: rebalance
 	for range 5 {
 		h.tick(testRebalance / 6)
-		require.Equal(t, RebalanceInProgress, h.heartbeat("g", b, gen))
+		require.Equal(t, kafka.ErrRebalanceInProgress, h.heartbeat("g", b, gen))
 	}
 	h.unanswered(ja)
 	h.tick(testRebalance / 6)
@@ -180,12 +181,12 @@ func TestSyncTimeout(t *testing.T) {
 	h.join(joinReq("g", b, "t"))
 	sb := h.sync("g", b, 1, nil)
 	for range testRebalance / 5000 {
-		require.Equal(t, None, h.heartbeat("g", a, 1), "heartbeats in CompletingRebalance are fine")
+		require.Equal(t, nil, h.heartbeat("g", a, 1), "heartbeats in CompletingRebalance are fine")
 		h.tick(5000)
 	}
 	requireEvent(t, h.events, MemberRemoved, a, "sync-timeout")
-	assert.Equal(t, RebalanceInProgress, h.answer(sb).(SyncResponse).Err)
-	assert.Equal(t, None, h.joinResp(ja).Err)
+	assert.Equal(t, kafka.ErrRebalanceInProgress, h.answer(sb).(SyncResponse).Err)
+	assert.Equal(t, nil, h.joinResp(ja).Err)
 }
 
 // TestLeave checks LeaveGroup v3+: several members at once, per-member
@@ -196,23 +197,23 @@ func TestLeave(t *testing.T) {
 	h := newHarness(t)
 	ids, _ := h.stableGroup("g", 3)
 	r := h.leave("g", ids[1], "ghost")
-	assert.Equal(t, []LeaveMember{{ids[1], None}, {"ghost", UnknownMemberID}}, r.Members)
+	assert.Equal(t, []LeaveMember{{ids[1], nil}, {"ghost", kafka.ErrUnknownMemberID}}, r.Members)
 	assert.Contains(t, h.c.Describe(), "state=PreparingRebalance generation=1")
 	requireEvent(t, h.events, MemberRemoved, ids[1], "leave")
 
 	pending := h.memberID("g")
-	assert.Equal(t, []LeaveMember{{pending, None}}, h.leave("g", pending).Members)
+	assert.Equal(t, []LeaveMember{{pending, nil}}, h.leave("g", pending).Members)
 
 	j := h.join(joinReq("g", ids[0], "t"))
 	h.unanswered(j)
 	r = h.leave("g", ids[2])
-	assert.Equal(t, None, r.Members[0].Err)
+	assert.Equal(t, nil, r.Members[0].Err)
 	assert.Equal(t, int32(2), h.joinResp(j).Generation, "the last laggard left: the join completes")
 
 	h.leave("g", ids[0])
 	assert.Contains(t, h.c.Describe(), "state=Empty generation=3")
 	require.Len(t, h.appends, 1, "Empty is persisted")
-	assert.Equal(t, []LeaveMember{{"x", UnknownMemberID}}, h.leave("nogroup", "x").Members)
+	assert.Equal(t, []LeaveMember{{"x", kafka.ErrUnknownMemberID}}, h.leave("nogroup", "x").Members)
 }
 
 // TestCommitVisibleAfterAppendDone checks that an accepted OffsetCommit is
@@ -227,17 +228,17 @@ func TestCommitVisibleAfterAppendDone(t *testing.T) {
 	h.unanswered(ci)
 	require.Len(t, h.appends, 1)
 	assert.Len(t, h.appends[0].Records, 2)
-	assert.Equal(t, []FetchedOffset{{TopicPartition{"t", 0}, -1, ""}}, h.fetch("g", TopicPartition{"t", 0}).Partitions)
+	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, -1, ""}}, h.fetch("g", kafka.TopicPartition{Topic: "t", Partition: 0}).Partitions)
 	assert.Empty(t, h.fetch("g").Partitions)
 
 	h.finishAppends(nil)
-	assert.Equal(t, None, h.commitErr(ci))
-	assert.Equal(t, []FetchedOffset{{TopicPartition{"t", 0}, 5, ""}, {TopicPartition{"t", 1}, 6, ""}}, h.fetch("g").Partitions)
+	assert.Equal(t, nil, h.commitErr(ci))
+	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, 5, ""}, {kafka.TopicPartition{Topic: "t", Partition: 1}, 6, ""}}, h.fetch("g").Partitions)
 
 	cf := h.commit("g", ids[0], gen, off("t", 0, 50))
 	h.finishAppends(errLostLeadership)
-	assert.Equal(t, NotCoordinator, h.commitErr(cf))
-	assert.Equal(t, int64(5), h.fetch("g", TopicPartition{"t", 0}).Partitions[0].Offset)
+	assert.Equal(t, kafka.ErrNotCoordinator, h.commitErr(cf))
+	assert.Equal(t, int64(5), h.fetch("g", kafka.TopicPartition{Topic: "t", Partition: 0}).Partitions[0].Offset)
 }
 
 // TestCommitRefusesBadPartitions checks that a partition with an empty
@@ -248,14 +249,14 @@ func TestCommitRefusesBadPartitions(t *testing.T) {
 	ci := h.commit("solo", "", -1, off("", 0, 1), off("t", -1, 1), off("t", 0, 1))
 	h.finishAppends(nil)
 	assert.Equal(t, CommitResponse{Partitions: []PartitionError{
-		{TopicPartition{"", 0}, UnknownTopicOrPartition},
-		{TopicPartition{"t", -1}, UnknownTopicOrPartition},
-		{TopicPartition{"t", 0}, None},
+		{kafka.TopicPartition{Topic: "", Partition: 0}, kafka.ErrUnknownTopicOrPartition},
+		{kafka.TopicPartition{Topic: "t", Partition: -1}, kafka.ErrUnknownTopicOrPartition},
+		{kafka.TopicPartition{Topic: "t", Partition: 0}, nil},
 	}}, h.answer(ci))
 	ci = h.commit("solo", "", -1, off("", 0, 1))
 	assert.Empty(t, h.appends)
-	assert.Equal(t, UnknownTopicOrPartition, h.commitErr(ci))
-	assert.Equal(t, []FetchedOffset{{TopicPartition{"t", 0}, 1, ""}}, h.fetch("solo").Partitions)
+	assert.Equal(t, kafka.ErrUnknownTopicOrPartition, h.commitErr(ci))
+	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, 1, ""}}, h.fetch("solo").Partitions)
 }
 
 // TestSyncAppendFails checks that when the group's metadata append fails,
@@ -270,8 +271,8 @@ func TestSyncAppendFails(t *testing.T) {
 	sa := h.sync("g", a, 1, rangeAssign(t, h.joinResp(ja), map[string]int32{"t": 4}))
 	sb := h.sync("g", b, 1, nil)
 	h.finishAppends(errLostLeadership)
-	assert.Equal(t, NotCoordinator, h.answer(sa).(SyncResponse).Err)
-	assert.Equal(t, NotCoordinator, h.answer(sb).(SyncResponse).Err)
+	assert.Equal(t, kafka.ErrNotCoordinator, h.answer(sa).(SyncResponse).Err)
+	assert.Equal(t, kafka.ErrNotCoordinator, h.answer(sb).(SyncResponse).Err)
 	assert.Contains(t, h.c.Describe(), "state=PreparingRebalance generation=1")
 }
 
@@ -283,12 +284,12 @@ func TestSimpleCommit(t *testing.T) {
 	h := newHarness(t)
 	ci := h.commit("solo", "", -1, off("t", 0, 3))
 	h.finishAppends(nil)
-	assert.Equal(t, None, h.commitErr(ci))
-	assert.Equal(t, IllegalGeneration, h.commitErr(h.commit("nogroup", "m", 0, off("t", 0, 3))))
+	assert.Equal(t, nil, h.commitErr(ci))
+	assert.Equal(t, kafka.ErrIllegalGeneration, h.commitErr(h.commit("nogroup", "m", 0, off("t", 0, 3))))
 
 	h.stableGroup("g", 1)
-	assert.Equal(t, UnknownMemberID, h.commitErr(h.commit("g", "", -1, off("t", 0, 3))))
-	assert.Equal(t, InvalidGroupID, h.commitErr(h.commit("", "", -1, off("t", 0, 3))))
+	assert.Equal(t, kafka.ErrUnknownMemberID, h.commitErr(h.commit("g", "", -1, off("t", 0, 3))))
+	assert.Equal(t, kafka.ErrInvalidGroupID, h.commitErr(h.commit("", "", -1, off("t", 0, 3))))
 }
 
 // TestJoinRefused checks the JoinGroup errors.
@@ -308,17 +309,17 @@ func TestJoinRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		req  JoinRequest
-		want Error
+		want error
 	}{
-		{"empty group id", joinReq("", "", "t"), InvalidGroupID},
-		{"NUL in group id", joinReq("a\x00b", "", "t"), InvalidGroupID},
-		{"session too short", short, InvalidSessionTimeout},
-		{"session too long", long, InvalidSessionTimeout},
-		{"unknown member, unknown group", joinReq("nogroup", "m", "t"), UnknownMemberID},
-		{"unknown member", joinReq("g", "m", "t"), UnknownMemberID},
-		{"no common protocol", other, InconsistentGroupProtocol},
-		{"other protocol type", wrongType, InconsistentGroupProtocol},
-		{"no protocols", none, InconsistentGroupProtocol},
+		{"empty group id", joinReq("", "", "t"), kafka.ErrInvalidGroupID},
+		{"NUL in group id", joinReq("a\x00b", "", "t"), kafka.ErrInvalidGroupID},
+		{"session too short", short, kafka.ErrInvalidSessionTimeout},
+		{"session too long", long, kafka.ErrInvalidSessionTimeout},
+		{"unknown member, unknown group", joinReq("nogroup", "m", "t"), kafka.ErrUnknownMemberID},
+		{"unknown member", joinReq("g", "m", "t"), kafka.ErrUnknownMemberID},
+		{"no common protocol", other, kafka.ErrInconsistentGroupProtocol},
+		{"other protocol type", wrongType, kafka.ErrInconsistentGroupProtocol},
+		{"no protocols", none, kafka.ErrInconsistentGroupProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, h.joinResp(h.join(tc.req)).Err)
@@ -344,12 +345,12 @@ func TestSyncRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		req  SyncRequest
-		want Error
+		want error
 	}{
-		{"unknown group", SyncRequest{Group: "x", MemberID: ids[0], Generation: gen}, UnknownMemberID},
-		{"unknown member", SyncRequest{Group: "g", MemberID: "x", Generation: gen}, UnknownMemberID},
-		{"stale generation", SyncRequest{Group: "g", MemberID: ids[0], Generation: gen - 1}, IllegalGeneration},
-		{"wrong protocol", SyncRequest{Group: "g", MemberID: ids[0], Generation: gen, Protocol: "roundrobin"}, InconsistentGroupProtocol},
+		{"unknown group", SyncRequest{Group: "x", MemberID: ids[0], Generation: gen}, kafka.ErrUnknownMemberID},
+		{"unknown member", SyncRequest{Group: "g", MemberID: "x", Generation: gen}, kafka.ErrUnknownMemberID},
+		{"stale generation", SyncRequest{Group: "g", MemberID: ids[0], Generation: gen - 1}, kafka.ErrIllegalGeneration},
+		{"wrong protocol", SyncRequest{Group: "g", MemberID: ids[0], Generation: gen, Protocol: "roundrobin"}, kafka.ErrInconsistentGroupProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := h.id()
@@ -359,7 +360,7 @@ func TestSyncRefused(t *testing.T) {
 		})
 	}
 	h.join(joinReq("g", ids[0], "t"))
-	assert.Equal(t, RebalanceInProgress, h.answer(h.sync("g", ids[1], gen, nil)).(SyncResponse).Err)
+	assert.Equal(t, kafka.ErrRebalanceInProgress, h.answer(h.sync("g", ids[1], gen, nil)).(SyncResponse).Err)
 }
 
 // TestInitialRebalanceDelay checks group.initial.rebalance.delay.ms: the
@@ -406,7 +407,7 @@ func TestProtocolChoice(t *testing.T) {
 	// A member that shares no protocol with every member is refused.
 	rc := joinReq("g", h.memberID("g"), "t")
 	rc.Protocols = []Protocol{{Name: "sticky"}}
-	assert.Equal(t, InconsistentGroupProtocol, h.joinResp(h.join(rc)).Err)
+	assert.Equal(t, kafka.ErrInconsistentGroupProtocol, h.joinResp(h.join(rc)).Err)
 }
 
 // TestPendingMemberID checks KIP-394's pending ids: one outstanding holds
@@ -419,10 +420,10 @@ func TestPendingMemberID(t *testing.T) {
 	ja := h.join(joinReq("g", a, "t"))
 	h.tick(testSession - 1)
 	h.unanswered(ja)
-	require.Equal(t, RebalanceInProgress, h.heartbeat("g", a, 0))
+	require.Equal(t, kafka.ErrRebalanceInProgress, h.heartbeat("g", a, 0))
 	h.tick(1)
 	assert.Equal(t, int32(1), h.joinResp(ja).Generation, "the pending id expired")
-	assert.Equal(t, UnknownMemberID, h.joinResp(h.join(joinReq("g", late, "t"))).Err)
+	assert.Equal(t, kafka.ErrUnknownMemberID, h.joinResp(h.join(joinReq("g", late, "t"))).Err)
 }
 
 // TestRetriedJoinSupersedes checks that a member that sends JoinGroup again
@@ -433,7 +434,7 @@ func TestRetriedJoinSupersedes(t *testing.T) {
 	a, b := h.memberID("g"), h.memberID("g")
 	first := h.join(joinReq("g", a, "t"))
 	second := h.join(joinReq("g", a, "t"))
-	assert.Equal(t, RebalanceInProgress, h.joinResp(first).Err)
+	assert.Equal(t, kafka.ErrRebalanceInProgress, h.joinResp(first).Err)
 	assert.Equal(t, int32(-1), h.joinResp(first).Generation)
 	h.unanswered(second)
 	h.join(joinReq("g", b, "t"))
@@ -449,7 +450,7 @@ func TestUnloadAnswersParkedSyncs(t *testing.T) {
 	s := h.sync("g", a, 1, rangeAssign(t, h.joinResp(j), map[string]int32{"t": 4}))
 	h.c.Unload()
 	h.step()
-	assert.Equal(t, NotCoordinator, h.answer(s).(SyncResponse).Err)
+	assert.Equal(t, kafka.ErrNotCoordinator, h.answer(s).(SyncResponse).Err)
 	h.finishAppends(nil)
 	assert.Equal(t, "coordinator unloaded epoch=1\n", h.c.Describe())
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // harness drives one Coordinator, applying every Ready: answers are kept
@@ -112,7 +113,7 @@ func (h *harness) newMember(group string, topics ...string) (string, uint64) {
 	h.t.Helper()
 	first := h.join(joinReq(group, "", topics...))
 	r := h.answer(first).(JoinResponse)
-	require.Equal(h.t, MemberIDRequired, r.Err)
+	require.Equal(h.t, kafka.ErrMemberIDRequired, r.Err)
 	require.NotEmpty(h.t, r.MemberID)
 	return r.MemberID, h.join(joinReq(group, r.MemberID, topics...))
 }
@@ -121,7 +122,7 @@ func (h *harness) newMember(group string, topics ...string) (string, uint64) {
 func (h *harness) memberID(group string) string {
 	h.t.Helper()
 	r := h.joinResp(h.join(joinReq(group, "", "t")))
-	require.Equal(h.t, MemberIDRequired, r.Err)
+	require.Equal(h.t, kafka.ErrMemberIDRequired, r.Err)
 	return r.MemberID
 }
 
@@ -149,7 +150,7 @@ func (h *harness) sync(group, member string, gen int32, asg map[string][]byte) u
 	return id
 }
 
-func (h *harness) heartbeat(group, member string, gen int32) Error {
+func (h *harness) heartbeat(group, member string, gen int32) error {
 	h.t.Helper()
 	id := h.id()
 	h.c.Heartbeat(id, HeartbeatRequest{Group: group, MemberID: member, Generation: gen}, h.now)
@@ -166,7 +167,7 @@ func (h *harness) commit(group, member string, gen int32, offsets ...OffsetToCom
 }
 
 // commitErr returns the single error of a commit answer.
-func (h *harness) commitErr(id uint64) Error {
+func (h *harness) commitErr(id uint64) error {
 	h.t.Helper()
 	r := h.answer(id).(CommitResponse)
 	require.NotEmpty(h.t, r.Partitions)
@@ -176,7 +177,7 @@ func (h *harness) commitErr(id uint64) Error {
 	return r.Partitions[0].Err
 }
 
-func (h *harness) fetch(group string, tps ...TopicPartition) FetchOffsetsResponse {
+func (h *harness) fetch(group string, tps ...kafka.TopicPartition) FetchOffsetsResponse {
 	h.t.Helper()
 	id := h.id()
 	h.c.OffsetFetch(id, FetchOffsetsRequest{Group: group, Partitions: tps}, h.now)
@@ -193,7 +194,7 @@ func (h *harness) leave(group string, members ...string) LeaveResponse {
 }
 
 func off(topic string, p int32, o int64) OffsetToCommit {
-	return OffsetToCommit{TopicPartition: TopicPartition{topic, p}, Offset: o}
+	return OffsetToCommit{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: p}, Offset: o}
 }
 
 // rangeAssign computes the leader's assignment from a JoinResponse, as a
@@ -226,7 +227,7 @@ func (h *harness) stableGroup(group string, n int) ([]string, int32) {
 		joins[i] = h.join(joinReq(group, ids[i], "t"))
 	}
 	for _, j := range joins {
-		require.Equal(h.t, None, h.joinResp(j).Err)
+		require.Equal(h.t, nil, h.joinResp(j).Err)
 	}
 	r := h.joinResp(joins[0])
 	require.Equal(h.t, ids[0], r.LeaderID)
@@ -237,7 +238,7 @@ func (h *harness) stableGroup(group string, n int) ([]string, int32) {
 	}
 	h.finishAppends(nil)
 	for _, s := range syncs {
-		require.Equal(h.t, None, h.answer(s).(SyncResponse).Err)
+		require.Equal(h.t, nil, h.answer(s).(SyncResponse).Err)
 	}
 	return ids, r.Generation
 }

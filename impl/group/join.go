@@ -4,18 +4,20 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // serving returns the error every request gets while the coordinator does
 // not serve: before Load, and after Unload.
-func (c *Coordinator) serving() Error {
+func (c *Coordinator) serving() error {
 	switch c.state {
 	case notLoaded:
-		return CoordinatorLoadInProgress
+		return kafka.ErrCoordinatorLoadInProgress
 	case unloaded:
-		return NotCoordinator
+		return kafka.ErrNotCoordinator
 	}
-	return None
+	return nil
 }
 
 // validGroupID reports whether name can be a group id here. Kafka accepts
@@ -36,26 +38,26 @@ func validGroupID(name string) bool { return name != "" && !strings.ContainsRune
 //   - the join completes once every member and no pending id is waiting, or
 //     at the rebalance timeout (Tick).
 func (c *Coordinator) JoinGroup(id uint64, req JoinRequest, now int64) {
-	fail := func(e Error) { c.answer(id, joinError(e, req.MemberID)) }
-	if e := c.serving(); e != None {
+	fail := func(e error) { c.answer(id, joinError(e, req.MemberID)) }
+	if e := c.serving(); e != nil {
 		fail(e)
 		return
 	}
 	if !validGroupID(req.Group) {
-		fail(InvalidGroupID)
+		fail(kafka.ErrInvalidGroupID)
 		return
 	}
 	if req.SessionTimeoutMs < c.cfg.MinSessionTimeoutMs || req.SessionTimeoutMs > c.cfg.MaxSessionTimeoutMs {
-		fail(InvalidSessionTimeout)
+		fail(kafka.ErrInvalidSessionTimeout)
 		return
 	}
 	g := c.groups[req.Group]
 	if g == nil && req.MemberID != "" {
-		fail(UnknownMemberID)
+		fail(kafka.ErrUnknownMemberID)
 		return
 	}
 	if !supports(g, req.ProtocolType, req.Protocols, req.MemberID) {
-		fail(InconsistentGroupProtocol)
+		fail(kafka.ErrInconsistentGroupProtocol)
 		return
 	}
 	if g == nil {
@@ -65,13 +67,13 @@ func (c *Coordinator) JoinGroup(id uint64, req JoinRequest, now int64) {
 	if req.MemberID == "" {
 		mid := c.newMemberID(g, req.ClientID)
 		g.pending[mid] = now + req.SessionTimeoutMs
-		c.answer(id, joinError(MemberIDRequired, mid))
+		c.answer(id, joinError(kafka.ErrMemberIDRequired, mid))
 		return
 	}
 	m := g.members[req.MemberID]
 	if m == nil {
 		if _, ok := g.pending[req.MemberID]; !ok {
-			fail(UnknownMemberID)
+			fail(kafka.ErrUnknownMemberID)
 			return
 		}
 		delete(g.pending, req.MemberID)
@@ -117,7 +119,7 @@ func (c *Coordinator) updateAndRebalance(g *group, m *member, id uint64, req Joi
 	if m.join != 0 {
 		// A retried JoinGroup supersedes the one parked: the client gave up
 		// on that one, so any answer will do.
-		c.answer(m.join, joinError(RebalanceInProgress, m.id))
+		c.answer(m.join, joinError(kafka.ErrRebalanceInProgress, m.id))
 	}
 	m.join = id
 	c.maybeCompleteJoin(g, now)
@@ -206,7 +208,7 @@ func cloneProtocols(ps []Protocol) []Protocol {
 // metadata append in flight will no longer make the group Stable.
 func (c *Coordinator) prepareRebalance(g *group, now int64, reason string) {
 	if g.state == CompletingRebalance {
-		c.answerSyncs(g, RebalanceInProgress)
+		c.answerSyncs(g, kafka.ErrRebalanceInProgress)
 	}
 	g.storing, g.proposal = 0, nil
 	g.joinDeadline = now + maxRebalanceTimeout(g)
@@ -228,7 +230,7 @@ func maxRebalanceTimeout(g *group) int64 {
 }
 
 // answerSyncs answers every parked SyncGroup of g with e.
-func (c *Coordinator) answerSyncs(g *group, e Error) {
+func (c *Coordinator) answerSyncs(g *group, e error) {
 	for _, id := range g.memberIDs() {
 		if m := g.members[id]; m.sync != 0 {
 			c.answer(m.sync, SyncResponse{Err: e})
@@ -310,7 +312,7 @@ func chooseProtocol(g *group) string {
 
 // joinError is a JoinGroup answer carrying an error; generation -1 is
 // Kafka's UNKNOWN_GENERATION_ID, as clients expect in error answers.
-func joinError(e Error, memberID string) JoinResponse {
+func joinError(e error, memberID string) JoinResponse {
 	return JoinResponse{Err: e, Generation: -1, MemberID: memberID}
 }
 
@@ -346,10 +348,10 @@ func (c *Coordinator) firstJoined(g *group) string {
 // membersGone.
 func (c *Coordinator) dropMember(g *group, m *member, now int64, reason string) {
 	if m.join != 0 {
-		c.answer(m.join, joinError(UnknownMemberID, m.id))
+		c.answer(m.join, joinError(kafka.ErrUnknownMemberID, m.id))
 	}
 	if m.sync != 0 {
-		c.answer(m.sync, SyncResponse{Err: UnknownMemberID})
+		c.answer(m.sync, SyncResponse{Err: kafka.ErrUnknownMemberID})
 	}
 	delete(g.members, m.id)
 	if g.leader == m.id {

@@ -1,10 +1,10 @@
 package group
 
 import (
-	"cmp"
 	"maps"
 	"slices"
-	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // OffsetCommit handles an OffsetCommit. An accepted commit becomes an
@@ -23,59 +23,59 @@ import (
 //     completes, and the eager protocol commits on revocation just then.
 func (c *Coordinator) OffsetCommit(id uint64, req CommitRequest, now int64) {
 	e := c.checkCommit(req, now)
-	errs := make([]Error, len(req.Offsets))
+	errs := make([]error, len(req.Offsets))
 	var records []Record
 	for i, o := range req.Offsets {
 		errs[i] = e
 		switch {
-		case e != None:
+		case e != nil:
 		case o.Topic == "" || o.Partition < 0:
 			// Such a key would not decode: Load must read what is written.
-			errs[i] = UnknownTopicOrPartition
+			errs[i] = kafka.ErrUnknownTopicOrPartition
 		default:
 			records = append(records, EncodeOffset(req.Group, o.TopicPartition, &OffsetValue{Offset: o.Offset, Metadata: o.Metadata}))
 		}
 	}
 	if len(records) == 0 {
-		c.answer(id, commitAnswer(req.Offsets, errs, None))
+		c.answer(id, commitAnswer(req.Offsets, errs, nil))
 		return
 	}
 	c.appendRecords(&pendingAppend{group: req.Group, commit: true, request: id,
 		offsets: slices.Clone(req.Offsets), errs: errs}, records)
 }
 
-func (c *Coordinator) checkCommit(req CommitRequest, now int64) Error {
-	if e := c.serving(); e != None {
+func (c *Coordinator) checkCommit(req CommitRequest, now int64) error {
+	if e := c.serving(); e != nil {
 		return e
 	}
 	if !validGroupID(req.Group) {
-		return InvalidGroupID
+		return kafka.ErrInvalidGroupID
 	}
 	g := c.groups[req.Group]
 	switch {
 	case g == nil && req.Generation < 0:
-		return None
+		return nil
 	case g == nil:
-		return IllegalGeneration
+		return kafka.ErrIllegalGeneration
 	case req.Generation < 0 && g.state == Empty:
-		return None
+		return nil
 	case g.state == CompletingRebalance:
-		return RebalanceInProgress
+		return kafka.ErrRebalanceInProgress
 	case g.members[req.MemberID] == nil:
-		return UnknownMemberID
+		return kafka.ErrUnknownMemberID
 	case req.Generation != g.generation:
-		return IllegalGeneration
+		return kafka.ErrIllegalGeneration
 	}
 	g.members[req.MemberID].lastHeard = now
-	return None
+	return nil
 }
 
-// commitAnswer answers offsets with errs, and with e those errs leave None.
-func commitAnswer(offsets []OffsetToCommit, errs []Error, e Error) CommitResponse {
+// commitAnswer answers offsets with errs, and with e those errs leave nil.
+func commitAnswer(offsets []OffsetToCommit, errs []error, e error) CommitResponse {
 	r := CommitResponse{Partitions: make([]PartitionError, len(offsets))}
 	for i, o := range offsets {
 		r.Partitions[i] = PartitionError{TopicPartition: o.TopicPartition, Err: e}
-		if errs != nil && errs[i] != None {
+		if errs != nil && errs[i] != nil {
 			r.Partitions[i].Err = errs[i]
 		}
 	}
@@ -86,18 +86,18 @@ func commitAnswer(offsets []OffsetToCommit, errs []Error, e Error) CommitRespons
 // partition without one, and every partition with one when Partitions is
 // nil. Commits still waiting on their append are not visible.
 func (c *Coordinator) OffsetFetch(id uint64, req FetchOffsetsRequest, _ int64) {
-	if e := c.serving(); e != None {
+	if e := c.serving(); e != nil {
 		c.answer(id, FetchOffsetsResponse{Err: e})
 		return
 	}
 	if !validGroupID(req.Group) {
-		c.answer(id, FetchOffsetsResponse{Err: InvalidGroupID})
+		c.answer(id, FetchOffsetsResponse{Err: kafka.ErrInvalidGroupID})
 		return
 	}
 	committed := c.offsets[req.Group]
 	tps := req.Partitions
 	if tps == nil {
-		tps = slices.SortedFunc(maps.Keys(committed), compareTP)
+		tps = slices.SortedFunc(maps.Keys(committed), kafka.TopicPartition.Compare)
 	}
 	r := FetchOffsetsResponse{Partitions: make([]FetchedOffset, 0, len(tps))}
 	for _, tp := range tps {
@@ -108,14 +108,6 @@ func (c *Coordinator) OffsetFetch(id uint64, req FetchOffsetsRequest, _ int64) {
 		r.Partitions = append(r.Partitions, f)
 	}
 	c.answer(id, r)
-}
-
-// compareTP orders partitions by topic, then partition.
-func compareTP(a, b TopicPartition) int {
-	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Partition, b.Partition)
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

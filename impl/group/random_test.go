@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // workload drives a coordinator with random requests from a seeded source:
@@ -182,9 +183,9 @@ func (w *workload) learn() {
 		}
 		r := h.answers[id].(JoinResponse)
 		switch r.Err {
-		case MemberIDRequired:
+		case kafka.ErrMemberIDRequired:
 			w.seen = append(w.seen, seen{group: req.Group, member: r.MemberID})
-		case None:
+		case nil:
 			// Generations not yet persisted are chosen again after a
 			// failover, so leaders agree within one leadership term.
 			key := fmt.Sprintf("%d/%s/%d", w.epoch, req.Group, r.Generation)
@@ -223,7 +224,7 @@ func TestRandomized(t *testing.T) {
 			}
 			commits := 0
 			for _, a := range h.answers {
-				if r, ok := a.(CommitResponse); ok && len(r.Partitions) > 0 && r.Partitions[0].Err == None {
+				if r, ok := a.(CommitResponse); ok && len(r.Partitions) > 0 && r.Partitions[0].Err == nil {
 					commits++
 				}
 			}

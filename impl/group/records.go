@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // The offsets topic holds two kinds of record, told apart by the key's
@@ -76,7 +78,7 @@ func (gm *GroupMetadata) validate() error {
 
 // EncodeOffset returns the record that commits v for group's tp, or a
 // tombstone that deletes it when v is nil.
-func EncodeOffset(group string, tp TopicPartition, v *OffsetValue) Record {
+func EncodeOffset(group string, tp kafka.TopicPartition, v *OffsetValue) Record {
 	key := offsetPrefix + group + "\x00" + tp.Topic + "\x00" + strconv.FormatInt(int64(tp.Partition), 10)
 	return Record{Key: []byte(key), Value: marshal(v)}
 }
@@ -110,13 +112,13 @@ const (
 // Entry is a decoded record.
 //
 // Invariants:
-//  1. Kind == OffsetEntry: TopicPartition is set; Offset is nil for a
+//  1. Kind == OffsetEntry: kafka.TopicPartition is set; Offset is nil for a
 //     tombstone. GroupValue is nil.
 //  2. Kind == GroupEntry: GroupValue is nil for a tombstone; Offset is nil.
 type Entry struct {
 	Kind  EntryKind
 	Group string
-	TopicPartition
+	kafka.TopicPartition
 	Offset     *OffsetValue
 	GroupValue *GroupMetadata
 }
@@ -141,7 +143,7 @@ func Decode(r Record) (Entry, error) {
 			return Entry{}, fmt.Errorf("%w: offset key %q: partition", ErrBadRecord, key)
 		}
 		e := Entry{Kind: OffsetEntry, Group: rest[:first],
-			TopicPartition: TopicPartition{Topic: rest[first+1 : last], Partition: int32(p)}}
+			TopicPartition: kafka.TopicPartition{Topic: rest[first+1 : last], Partition: int32(p)}}
 		if e.Topic == "" {
 			return Entry{}, fmt.Errorf("%w: offset key %q: empty topic", ErrBadRecord, key)
 		}

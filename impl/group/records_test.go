@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // TestPartitionFor checks that a group lands on the partition a Kafka
@@ -32,7 +33,7 @@ func TestPartitionFor(t *testing.T) {
 }
 
 func TestRecordsRoundTrip(t *testing.T) {
-	tp := TopicPartition{Topic: "orders.v1", Partition: 12}
+	tp := kafka.TopicPartition{Topic: "orders.v1", Partition: 12}
 	v := &OffsetValue{Offset: 42, Metadata: "m"}
 	e, err := Decode(EncodeOffset("g", tp, v))
 	require.NoError(t, err)
@@ -54,7 +55,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 }
 
 func TestDecodeRejectsGarbage(t *testing.T) {
-	ok := EncodeOffset("g", TopicPartition{"t", 1}, &OffsetValue{Offset: 1})
+	ok := EncodeOffset("g", kafka.TopicPartition{Topic: "t", Partition: 1}, &OffsetValue{Offset: 1})
 	for name, r := range map[string]Record{
 		"empty key":           {},
 		"unknown prefix":      {Key: []byte("x\x00g")},

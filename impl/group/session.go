@@ -1,5 +1,7 @@
 package group
 
+import "github.com/watermarkhq/watermark/impl/kafka"
+
 // Heartbeat handles a Heartbeat: it keeps the member's session alive, and
 // tells it to rejoin (REBALANCE_IN_PROGRESS) while the group prepares a
 // rebalance.
@@ -7,50 +9,50 @@ func (c *Coordinator) Heartbeat(id uint64, req HeartbeatRequest, now int64) {
 	c.answer(id, HeartbeatResponse{Err: c.heartbeat(req, now)})
 }
 
-func (c *Coordinator) heartbeat(req HeartbeatRequest, now int64) Error {
-	if e := c.serving(); e != None {
+func (c *Coordinator) heartbeat(req HeartbeatRequest, now int64) error {
+	if e := c.serving(); e != nil {
 		return e
 	}
 	if !validGroupID(req.Group) {
-		return InvalidGroupID
+		return kafka.ErrInvalidGroupID
 	}
 	g := c.groups[req.Group]
 	if g == nil || g.members[req.MemberID] == nil {
-		return UnknownMemberID
+		return kafka.ErrUnknownMemberID
 	}
 	if req.Generation != g.generation {
-		return IllegalGeneration
+		return kafka.ErrIllegalGeneration
 	}
 	g.members[req.MemberID].lastHeard = now
 	if g.state == PreparingRebalance {
-		return RebalanceInProgress
+		return kafka.ErrRebalanceInProgress
 	}
-	return None
+	return nil
 }
 
 // LeaveGroup removes the members named (or KIP-394 ids not yet used) and
 // rebalances the group.
 func (c *Coordinator) LeaveGroup(id uint64, req LeaveRequest, now int64) {
-	if e := c.serving(); e != None {
+	if e := c.serving(); e != nil {
 		c.answer(id, LeaveResponse{Err: e})
 		return
 	}
 	if !validGroupID(req.Group) {
-		c.answer(id, LeaveResponse{Err: InvalidGroupID})
+		c.answer(id, LeaveResponse{Err: kafka.ErrInvalidGroupID})
 		return
 	}
 	g := c.groups[req.Group]
 	resp := LeaveResponse{Members: make([]LeaveMember, 0, len(req.Members))}
 	gone := false
 	for _, mid := range req.Members {
-		e := UnknownMemberID
+		e := kafka.ErrUnknownMemberID
 		if g != nil {
 			if m := g.members[mid]; m != nil {
 				c.dropMember(g, m, now, "leave")
-				e, gone = None, true
+				e, gone = nil, true
 			} else if _, ok := g.pending[mid]; ok {
 				delete(g.pending, mid)
-				e = None
+				e = nil
 			}
 		}
 		resp.Members = append(resp.Members, LeaveMember{MemberID: mid, Err: e})

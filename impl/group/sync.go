@@ -1,45 +1,49 @@
 package group
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
 
 // SyncGroup handles a SyncGroup. In CompletingRebalance it is parked; the
 // leader's carries the assignment, which is persisted (Ready.Appends)
 // before any member is answered.
 func (c *Coordinator) SyncGroup(id uint64, req SyncRequest, now int64) {
-	fail := func(e Error) { c.answer(id, SyncResponse{Err: e}) }
-	if e := c.serving(); e != None {
+	fail := func(e error) { c.answer(id, SyncResponse{Err: e}) }
+	if e := c.serving(); e != nil {
 		fail(e)
 		return
 	}
 	if !validGroupID(req.Group) {
-		fail(InvalidGroupID)
+		fail(kafka.ErrInvalidGroupID)
 		return
 	}
 	g := c.groups[req.Group]
 	if g == nil || g.members[req.MemberID] == nil {
-		fail(UnknownMemberID)
+		fail(kafka.ErrUnknownMemberID)
 		return
 	}
 	m := g.members[req.MemberID]
 	if req.Generation != g.generation {
-		fail(IllegalGeneration)
+		fail(kafka.ErrIllegalGeneration)
 		return
 	}
 	if (req.ProtocolType != "" && req.ProtocolType != g.protocolType) || (req.Protocol != "" && req.Protocol != g.protocol) {
-		fail(InconsistentGroupProtocol)
+		fail(kafka.ErrInconsistentGroupProtocol)
 		return
 	}
 	m.lastHeard = now
 	switch g.state {
 	case PreparingRebalance:
-		fail(RebalanceInProgress)
+		fail(kafka.ErrRebalanceInProgress)
 	case Stable:
 		m.synced = true
 		c.answer(id, SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: slices.Clone(m.assignment)})
 	case CompletingRebalance:
 		m.synced = true
 		if m.sync != 0 {
-			c.answer(m.sync, SyncResponse{Err: RebalanceInProgress})
+			c.answer(m.sync, SyncResponse{Err: kafka.ErrRebalanceInProgress})
 		}
 		m.sync = id
 		if m.id == g.leader && g.storing == 0 {
@@ -62,7 +66,7 @@ func (c *Coordinator) groupStored(g *group, err error, now int64) {
 	proposal := g.proposal
 	g.storing, g.proposal = 0, nil
 	if err != nil {
-		c.answerSyncs(g, NotCoordinator)
+		c.answerSyncs(g, kafka.ErrNotCoordinator)
 		c.prepareRebalance(g, now, "store-failed")
 		return
 	}

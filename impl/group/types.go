@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Sentinel errors; callers branch on them with errors.Is.
@@ -47,50 +49,6 @@ func (cfg Config) Validate() error {
 	return nil
 }
 
-// Error is the outcome of a request. Its value is the Kafka error code, so
-// the wire layer sends int16(e) as it is. It is not a Go error: None is
-// success.
-type Error int16
-
-// The outcomes a coordinator answers with.
-const (
-	None                      Error = 0
-	UnknownTopicOrPartition   Error = 3  // an OffsetCommit names an empty topic or a negative partition
-	CoordinatorLoadInProgress Error = 14 // Load has not been called yet
-	NotCoordinator            Error = 16 // Unload was called, or the append failed
-	IllegalGeneration         Error = 22 // the request's generation is not the group's
-	InconsistentGroupProtocol Error = 23 // protocol type or names do not match the group's
-	InvalidGroupID            Error = 24 // empty group id, or one holding a NUL byte
-	UnknownMemberID           Error = 25 // no such member in the group
-	InvalidSessionTimeout     Error = 26 // outside [MinSessionTimeoutMs, MaxSessionTimeoutMs]
-	RebalanceInProgress       Error = 27 // the group is rebalancing: rejoin
-	GroupIDNotFound           Error = 69 // reserved for DescribeGroups/DeleteGroups; unused here
-	MemberIDRequired          Error = 79 // KIP-394: rejoin with the member id in the answer
-)
-
-var errorNames = map[Error]string{
-	None:                      "NONE",
-	UnknownTopicOrPartition:   "UNKNOWN_TOPIC_OR_PARTITION",
-	CoordinatorLoadInProgress: "COORDINATOR_LOAD_IN_PROGRESS",
-	NotCoordinator:            "NOT_COORDINATOR",
-	IllegalGeneration:         "ILLEGAL_GENERATION",
-	InconsistentGroupProtocol: "INCONSISTENT_GROUP_PROTOCOL",
-	InvalidGroupID:            "INVALID_GROUP_ID",
-	UnknownMemberID:           "UNKNOWN_MEMBER_ID",
-	InvalidSessionTimeout:     "INVALID_SESSION_TIMEOUT",
-	RebalanceInProgress:       "REBALANCE_IN_PROGRESS",
-	GroupIDNotFound:           "GROUP_ID_NOT_FOUND",
-	MemberIDRequired:          "MEMBER_ID_REQUIRED",
-}
-
-// String returns the Kafka name of the error code.
-func (e Error) String() string {
-	if s, ok := errorNames[e]; ok {
-		return s
-	}
-	return fmt.Sprintf("Error(%d)", int16(e))
-}
-
 // State is a group's state, as Kafka's classic GroupCoordinator names it.
 // Kafka's Dead state is a group that is gone: here it is absent from the map.
 type State int8
@@ -112,15 +70,6 @@ func (s State) String() string {
 	}
 	return fmt.Sprintf("State(%d)", int8(s))
 }
-
-// TopicPartition names one partition of a topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// String renders tp as Kafka's logs do, "topic-partition".
-func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 // Protocol is one assignment strategy a member supports, with the metadata
 // (for "consumer", the subscription) it sends for it.
@@ -151,7 +100,7 @@ type JoinMember struct {
 
 // JoinResponse answers a JoinGroup.
 type JoinResponse struct {
-	Err          Error
+	Err          error
 	Generation   int32
 	ProtocolType string
 	Protocol     string
@@ -172,7 +121,7 @@ type SyncRequest struct {
 
 // SyncResponse answers a SyncGroup with the member's assignment.
 type SyncResponse struct {
-	Err          Error
+	Err          error
 	ProtocolType string
 	Protocol     string
 	Assignment   []byte
@@ -186,7 +135,7 @@ type HeartbeatRequest struct {
 }
 
 // HeartbeatResponse answers a Heartbeat.
-type HeartbeatResponse struct{ Err Error }
+type HeartbeatResponse struct{ Err error }
 
 // LeaveRequest is LeaveGroup v3+: several members may leave at once.
 type LeaveRequest struct {
@@ -197,19 +146,19 @@ type LeaveRequest struct {
 // LeaveMember is the outcome for one member of a LeaveRequest.
 type LeaveMember struct {
 	MemberID string
-	Err      Error
+	Err      error
 }
 
 // LeaveResponse answers a LeaveGroup, one entry per requested member in
 // request order.
 type LeaveResponse struct {
-	Err     Error
+	Err     error
 	Members []LeaveMember
 }
 
 // OffsetToCommit is one partition's offset in an OffsetCommit.
 type OffsetToCommit struct {
-	TopicPartition
+	kafka.TopicPartition
 	Offset   int64 // the next offset to read
 	Metadata string
 }
@@ -225,8 +174,8 @@ type CommitRequest struct {
 
 // PartitionError is the outcome for one partition.
 type PartitionError struct {
-	TopicPartition
-	Err Error
+	kafka.TopicPartition
+	Err error
 }
 
 // CommitResponse answers an OffsetCommit, one entry per requested
@@ -242,12 +191,12 @@ type CommitResponse struct {
 // partition the group has an offset for.
 type FetchOffsetsRequest struct {
 	Group      string
-	Partitions []TopicPartition
+	Partitions []kafka.TopicPartition
 }
 
 // FetchedOffset is one partition's committed offset, -1 when none.
 type FetchedOffset struct {
-	TopicPartition
+	kafka.TopicPartition
 	Offset   int64
 	Metadata string
 }
@@ -255,7 +204,7 @@ type FetchedOffset struct {
 // FetchOffsetsResponse answers an OffsetFetch, sorted by topic and partition
 // when Partitions was nil, in request order otherwise.
 type FetchOffsetsResponse struct {
-	Err        Error
+	Err        error
 	Partitions []FetchedOffset
 }
 

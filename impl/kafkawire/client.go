@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -182,31 +183,22 @@ func (c *Client) request(ctx context.Context, to broker.NodeID, req kmsg.Request
 }
 
 // wireError turns a Kafka error code into the reference's error: the
-// sentinel the server maps to that code (so errors.Is works as it does in
-// the simulator), or franz-go's error for codes the reference never sends.
+// code's sentinel (kafka.ForCode, so errors.Is works as it does in the
+// simulator), with the server's message when it sent one.
 func wireError(code int16, msg *string) error {
-	if code == 0 {
-		return nil
+	err := kafka.ForCode(code)
+	if err != nil && msg != nil && *msg != "" && *msg != err.Error() {
+		return fmt.Errorf("%w (%s)", err, *msg)
 	}
-	for _, e := range errorCodes {
-		if e.code.Code == code {
-			if msg != nil && *msg != "" {
-				return fmt.Errorf("%w (%s)", e.err, *msg)
-			}
-			return e.err
-		}
-	}
-	return kerr.ErrorForCode(code)
+	return err
 }
 
 func (c *Client) produce(ctx context.Context, to broker.NodeID, m broker.ProduceRequest) (any, error) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = int16(m.Acks)
 	req.TimeoutMillis = int32(m.TimeoutMs)
-	b := record.Batch{LeaderEpoch: -1, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, BaseSequence: m.BaseSequence, Records: m.Records}
-	if b.ProducerID == record.NoProducerID {
-		b.BaseSequence = record.NoSequence
-	}
+	b := m.Batch
+	b.LeaderEpoch = -1
 	p := kmsg.NewProduceRequestTopicPartition()
 	p.Partition = m.Partition
 	p.Records = appendBatch(nil, &b)
@@ -291,7 +283,7 @@ func DecodeFetched(raw []byte) ([]record.Batch, error) {
 	for len(raw) >= 12 {
 		length := int64(int32(binary.BigEndian.Uint32(raw[8:])))
 		if length < batchHeaderLen-12 {
-			return out, fmt.Errorf("%w: batch length %d", errCorruptBatch, length)
+			return out, fmt.Errorf("%w: batch length %d", kafka.ErrCorruptMessage, length)
 		}
 		if 12+length > int64(len(raw)) {
 			break // partial
@@ -369,7 +361,7 @@ func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.Metada
 			continue
 		}
 		for _, p := range t.Partitions {
-			s := broker.PartitionState{Leader: c.in(p.Leader), LeaderEpoch: p.LeaderEpoch, Replicas: c.ins(p.Replicas), ISR: c.ins(p.ISR)}
+			s := kafka.PartitionState{Leader: c.in(p.Leader), LeaderEpoch: p.LeaderEpoch, Replicas: c.ins(p.Replicas), ISR: c.ins(p.ISR)}
 			s.Topic, s.Partition = *t.Topic, p.Partition
 			if p.ErrorCode != 0 && !errors.Is(kerr.ErrorForCode(p.ErrorCode), kerr.LeaderNotAvailable) {
 				continue

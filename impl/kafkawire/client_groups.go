@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // findCoordinator asks broker `to` for the group's coordinator, in either
@@ -46,7 +47,7 @@ func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker
 
 // groupRequest sends one impl/group request as its Kafka request and
 // turns the answer into the matching impl/group response; Kafka error
-// codes are group.Error values as they are.
+// codes are error values as they are.
 func (c *Client) groupRequest(ctx context.Context, to broker.NodeID, r any) (any, error) {
 	switch r := r.(type) {
 	case group.JoinRequest:
@@ -60,7 +61,7 @@ func (c *Client) groupRequest(ctx context.Context, to broker.NodeID, r any) (any
 		if err != nil {
 			return nil, err
 		}
-		return group.HeartbeatResponse{Err: group.Error(raw.(*kmsg.HeartbeatResponse).ErrorCode)}, nil
+		return group.HeartbeatResponse{Err: kafka.ForCode(raw.(*kmsg.HeartbeatResponse).ErrorCode)}, nil
 	case group.LeaveRequest:
 		return c.leaveGroup(ctx, to, r)
 	case group.CommitRequest:
@@ -90,7 +91,7 @@ func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRe
 	}
 	resp := raw.(*kmsg.JoinGroupResponse)
 	out := group.JoinResponse{
-		Err: group.Error(resp.ErrorCode), Generation: resp.Generation,
+		Err: kafka.ForCode(resp.ErrorCode), Generation: resp.Generation,
 		LeaderID: resp.LeaderID, MemberID: resp.MemberID,
 	}
 	if resp.ProtocolType != nil {
@@ -124,7 +125,7 @@ func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRe
 		return nil, err
 	}
 	resp := raw.(*kmsg.SyncGroupResponse)
-	out := group.SyncResponse{Err: group.Error(resp.ErrorCode), Assignment: resp.MemberAssignment}
+	out := group.SyncResponse{Err: kafka.ForCode(resp.ErrorCode), Assignment: resp.MemberAssignment}
 	if resp.ProtocolType != nil {
 		out.ProtocolType = *resp.ProtocolType
 	}
@@ -152,7 +153,7 @@ func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.Leave
 		return nil, err
 	}
 	resp := raw.(*kmsg.LeaveGroupResponse)
-	out := group.LeaveResponse{Err: group.Error(resp.ErrorCode)}
+	out := group.LeaveResponse{Err: kafka.ForCode(resp.ErrorCode)}
 	if resp.Version < 3 {
 		if len(r.Members) > 1 {
 			return nil, fmt.Errorf("leave group %q: the broker answered v%d, which takes one member", r.Group, resp.Version)
@@ -163,7 +164,7 @@ func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.Leave
 		return out, nil
 	}
 	for _, m := range resp.Members {
-		out.Members = append(out.Members, group.LeaveMember{MemberID: m.MemberID, Err: group.Error(m.ErrorCode)})
+		out.Members = append(out.Members, group.LeaveMember{MemberID: m.MemberID, Err: kafka.ForCode(m.ErrorCode)})
 	}
 	return out, nil
 }
@@ -191,10 +192,10 @@ func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.Com
 		return nil, err
 	}
 	resp := raw.(*kmsg.OffsetCommitResponse)
-	codes := map[group.TopicPartition]group.Error{}
+	codes := map[kafka.TopicPartition]error{}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			codes[group.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = group.Error(p.ErrorCode)
+			codes[kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = kafka.ForCode(p.ErrorCode)
 		}
 	}
 	var out group.CommitResponse
@@ -238,9 +239,9 @@ func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.Fetc
 		return nil, err
 	}
 	resp := raw.(*kmsg.OffsetFetchResponse)
-	out := group.FetchOffsetsResponse{Err: group.Error(resp.ErrorCode)}
+	out := group.FetchOffsetsResponse{Err: kafka.ForCode(resp.ErrorCode)}
 	var got []group.FetchedOffset
-	var codes []group.Error
+	var codes []error
 	if resp.Version >= 8 {
 		found := false
 		for _, rg := range resp.Groups {
@@ -248,11 +249,11 @@ func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.Fetc
 				continue
 			}
 			found = true
-			out.Err = group.Error(rg.ErrorCode)
+			out.Err = kafka.ForCode(rg.ErrorCode)
 			for _, t := range rg.Topics {
 				for _, p := range t.Partitions {
 					got = append(got, fetched(t.Topic, p.Partition, p.Offset, p.Metadata))
-					codes = append(codes, group.Error(p.ErrorCode))
+					codes = append(codes, kafka.ForCode(p.ErrorCode))
 				}
 			}
 		}
@@ -263,20 +264,20 @@ func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.Fetc
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				got = append(got, fetched(t.Topic, p.Partition, p.Offset, p.Metadata))
-				codes = append(codes, group.Error(p.ErrorCode))
+				codes = append(codes, kafka.ForCode(p.ErrorCode))
 			}
 		}
 	}
 	for i, code := range codes {
-		if code != group.None {
-			if out.Err == group.None {
+		if code != nil {
+			if out.Err == nil {
 				out.Err = code // v0-v1 carry the group's error per partition
 			}
 			continue
 		}
 		out.Partitions = append(out.Partitions, got[i])
 	}
-	if out.Err != group.None {
+	if out.Err != nil {
 		out.Partitions = nil
 	}
 	if r.Partitions == nil {
@@ -289,7 +290,7 @@ func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.Fetc
 }
 
 func fetched(topic string, partition int32, offset int64, metadata *string) group.FetchedOffset {
-	f := group.FetchedOffset{TopicPartition: group.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}
+	f := group.FetchedOffset{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}
 	if metadata != nil {
 		f.Metadata = *metadata
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // findCoordinator asks through cl until the offsets topic exists and the
@@ -29,7 +30,7 @@ func findCoordinator(t *testing.T, cl *Client, g string) broker.NodeID {
 		require.NoError(t, err)
 		a := out.(broker.FindCoordinatorResponse)
 		require.Equal(t, uint64(9), a.Correlation)
-		if errors.Is(a.Err, broker.ErrCoordinatorNotAvailable) {
+		if errors.Is(a.Err, kafka.ErrCoordinatorNotAvailable) {
 			return false
 		}
 		require.NoError(t, a.Err)
@@ -89,8 +90,8 @@ func exchangeGroupLifecycle(t *testing.T, cl *Client, coord broker.NodeID, g str
 		require.Equal(t, uint64(3), out.(broker.GroupResponse).Correlation)
 		return out.(broker.GroupResponse).Resp
 	}
-	tp0 := group.TopicPartition{Topic: "t", Partition: 0}
-	tp1 := group.TopicPartition{Topic: "t", Partition: 1}
+	tp0 := kafka.TopicPartition{Topic: "t", Partition: 0}
+	tp1 := kafka.TopicPartition{Topic: "t", Partition: 1}
 	join := group.JoinRequest{Group: g, ClientID: "c", SessionTimeoutMs: 10_000, RebalanceTimeoutMs: 10_000,
 		ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range", Metadata: []byte{1, 2, 3}}}}
 
@@ -98,11 +99,11 @@ func exchangeGroupLifecycle(t *testing.T, cl *Client, coord broker.NodeID, g str
 	member := first.MemberID
 	require.NotEmpty(t, member)
 	if modern {
-		require.Equal(t, group.MemberIDRequired, first.Err, "KIP-394 from JoinGroup v4")
+		require.Equal(t, kafka.ErrMemberIDRequired, first.Err, "KIP-394 from JoinGroup v4")
 		join.MemberID = member
 		first = ask(join).(group.JoinResponse)
 	}
-	require.Equal(t, group.None, first.Err)
+	require.Equal(t, nil, first.Err)
 	require.Equal(t, member, first.MemberID)
 	require.Equal(t, member, first.LeaderID)
 	require.Equal(t, "range", first.Protocol)
@@ -118,19 +119,19 @@ func exchangeGroupLifecycle(t *testing.T, cl *Client, coord broker.NodeID, g str
 			group.SyncResponse{Assignment: []byte{9, 9}}},
 		{"heartbeat", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen}, group.HeartbeatResponse{}},
 		{"heartbeat of an old generation", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen - 1},
-			group.HeartbeatResponse{Err: group.IllegalGeneration}},
+			group.HeartbeatResponse{Err: kafka.ErrIllegalGeneration}},
 		{"commit", group.CommitRequest{Group: g, MemberID: member, Generation: gen, Offsets: []group.OffsetToCommit{
 			{TopicPartition: tp0, Offset: 7, Metadata: "m"}, {TopicPartition: tp1, Offset: 8}}},
 			group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0}, {TopicPartition: tp1}}}},
 		{"commit of an unknown member", group.CommitRequest{Group: g, MemberID: "nobody", Generation: gen, Offsets: []group.OffsetToCommit{
 			{TopicPartition: tp0, Offset: 1}}},
-			group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0, Err: group.UnknownMemberID}}}},
-		{"fetch named partitions", group.FetchOffsetsRequest{Group: g, Partitions: []group.TopicPartition{tp1, {Topic: "u"}}},
-			group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp1, Offset: 8}, {TopicPartition: group.TopicPartition{Topic: "u"}, Offset: -1}}}},
+			group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp0, Err: kafka.ErrUnknownMemberID}}}},
+		{"fetch named partitions", group.FetchOffsetsRequest{Group: g, Partitions: []kafka.TopicPartition{tp1, {Topic: "u"}}},
+			group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: tp1, Offset: 8}, {TopicPartition: kafka.TopicPartition{Topic: "u"}, Offset: -1}}}},
 		{"leave", group.LeaveRequest{Group: g, Members: []string{member}},
 			group.LeaveResponse{Members: []group.LeaveMember{{MemberID: member}}}},
 		{"heartbeat after leaving", group.HeartbeatRequest{Group: g, MemberID: member, Generation: gen},
-			group.HeartbeatResponse{Err: group.UnknownMemberID}},
+			group.HeartbeatResponse{Err: kafka.ErrUnknownMemberID}},
 	}
 	if modern { // a nil topic list needs OffsetFetch v2+
 		steps = append(steps, struct {
@@ -153,8 +154,8 @@ func exchangeGroupLifecycle(t *testing.T, cl *Client, coord broker.NodeID, g str
 }
 
 // TestClientGroupElsewhere: the Client turns NOT_COORDINATOR into the
-// group.Error the harness branches on, and COORDINATOR_NOT_AVAILABLE into
-// broker.ErrCoordinatorNotAvailable.
+// error the harness branches on, and COORDINATOR_NOT_AVAILABLE into
+// kafka.ErrCoordinatorNotAvailable.
 func TestClientGroupElsewhere(t *testing.T) {
 	srv := startFakeServer(t)
 	cl, err := NewClient([]string{srv})
@@ -164,19 +165,19 @@ func TestClientGroupElsewhere(t *testing.T) {
 	defer cancel()
 	out, err := cl.Exchange(ctx, 1, broker.FindCoordinatorRequest{Correlation: 1, Group: fakeNoCoordinator})
 	require.NoError(t, err)
-	require.ErrorIs(t, out.(broker.FindCoordinatorResponse).Err, broker.ErrCoordinatorNotAvailable)
+	require.ErrorIs(t, out.(broker.FindCoordinatorResponse).Err, kafka.ErrCoordinatorNotAvailable)
 	require.Equal(t, int32(-1), out.(broker.FindCoordinatorResponse).Coordinator)
 	for _, req := range []any{
 		group.JoinRequest{Group: fakeElsewhere, MemberID: "m"},
 		group.SyncRequest{Group: fakeElsewhere},
 		group.HeartbeatRequest{Group: fakeElsewhere},
 		group.LeaveRequest{Group: fakeElsewhere, Members: []string{"m"}},
-		group.CommitRequest{Group: fakeElsewhere, Offsets: []group.OffsetToCommit{{TopicPartition: group.TopicPartition{Topic: "t"}}}},
+		group.CommitRequest{Group: fakeElsewhere, Offsets: []group.OffsetToCommit{{TopicPartition: kafka.TopicPartition{Topic: "t"}}}},
 		group.FetchOffsetsRequest{Group: fakeElsewhere},
 	} {
 		out, err := cl.Exchange(ctx, 1, broker.GroupRequest{Req: req})
 		require.NoError(t, err)
-		require.Equal(t, refusal(req, group.NotCoordinator), normalize(out.(broker.GroupResponse).Resp), "%T", req)
+		require.Equal(t, refusal(req, kafka.ErrNotCoordinator), normalize(out.(broker.GroupResponse).Resp), "%T", req)
 	}
 	_, err = cl.Exchange(ctx, 1, broker.GroupRequest{Req: "not a group request"})
 	require.Error(t, err)
@@ -246,7 +247,7 @@ func TestHeldJoinOutlastsTheServersOwnWait(t *testing.T) {
 		out, err := cl.Exchange(ctx, coord, broker.GroupRequest{Req: req})
 		require.NoError(t, err)
 		a := out.(broker.GroupResponse).Resp.(group.JoinResponse)
-		if a.Err == group.MemberIDRequired {
+		if a.Err == kafka.ErrMemberIDRequired {
 			req.MemberID = a.MemberID
 			out, err = cl.Exchange(ctx, coord, broker.GroupRequest{Req: req})
 			require.NoError(t, err)
@@ -255,16 +256,16 @@ func TestHeldJoinOutlastsTheServersOwnWait(t *testing.T) {
 		return a
 	}
 	first := join("", 12_000)
-	require.Equal(t, group.None, first.Err)
+	require.Equal(t, nil, first.Err)
 	out, err := cl.Exchange(ctx, coord, broker.GroupRequest{Req: group.SyncRequest{Group: g, MemberID: first.MemberID, Generation: first.Generation,
 		Assignments: map[string][]byte{first.MemberID: nil}}})
 	require.NoError(t, err)
-	require.Equal(t, group.None, out.(broker.GroupResponse).Resp.(group.SyncResponse).Err)
+	require.Equal(t, nil, out.(broker.GroupResponse).Resp.(group.SyncResponse).Err)
 
 	start := time.Now()
 	second := join("", 12_000)
 	held := time.Since(start)
-	require.Equal(t, group.None, second.Err, "answered after %v", held)
+	require.Equal(t, nil, second.Err, "answered after %v", held)
 	require.Greater(t, held, backendTimeout, "the coordinator held the join past the server's own wait")
 	require.Equal(t, first.Generation+1, second.Generation)
 	require.Equal(t, second.MemberID, second.LeaderID, "member 1 was expelled")

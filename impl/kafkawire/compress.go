@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Compression codecs: the low three bits of a record batch's attributes.
@@ -68,10 +69,10 @@ func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
 			out, err = d.zstd.DecodeAll(src, nil)
 		}
 	default:
-		return nil, fmt.Errorf("%w: codec %d", errUnsupportedCodec, codec)
+		return nil, fmt.Errorf("%w: codec %d", kafka.ErrUnsupportedCompression, codec)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: decompress (codec %d): %v", errCorruptBatch, codec, err)
+		return nil, fmt.Errorf("%w: decompress (codec %d): %v", kafka.ErrCorruptMessage, codec, err)
 	}
 	return out, nil
 }

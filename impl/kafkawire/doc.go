@@ -3,8 +3,9 @@
 // turns each request into the broker's own client-plane messages
 // (broker.ProduceRequest, broker.FetchRequest, ...), sends them through a
 // Backend session, and turns the answers back into Kafka responses. The
-// broker never sees the wire format; Kafka error codes exist only here (see
-// errorCodes).
+// broker never sees the wire format: its errors are impl/kafka's, and this
+// package sends their codes (kafka.CodeOf) and reads codes back into them
+// (kafka.ForCode).
 //
 // # Connections
 //

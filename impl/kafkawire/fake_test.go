@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -67,7 +67,7 @@ func (s *fakeSession) Recv(ctx context.Context) (broker.Envelope, error) {
 
 const fakeHW = 5
 
-func fakeKnown(tp broker.TopicPartition) bool { return tp.Topic == "t" && tp.Partition == 0 }
+func fakeKnown(tp kafka.TopicPartition) bool { return tp.Topic == "t" && tp.Partition == 0 }
 
 func (s *fakeSession) Send(to broker.NodeID, msg any) {
 	var answer any
@@ -75,8 +75,8 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 	case broker.MetadataRequest:
 		answer = broker.MetadataResponse{
 			Correlation: m.Correlation,
-			Partitions: []broker.PartitionState{{
-				TopicPartition: controller.TopicPartition{Topic: "t"},
+			Partitions: []kafka.PartitionState{{
+				TopicPartition: kafka.TopicPartition{Topic: "t"},
 				Replicas:       []int32{1}, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, PartitionEpoch: 1,
 			}},
 			LiveBrokers: []int32{1, 2},
@@ -88,16 +88,16 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 		}
 		a := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: fakeHW}
 		if !fakeKnown(m.TopicPartition) {
-			a.BaseOffset, a.Err = -1, broker.ErrUnknownTopicOrPartition
+			a.BaseOffset, a.Err = -1, kafka.ErrUnknownTopicOrPartition
 		}
 		answer = a
 	case broker.FetchRequest:
 		a := broker.FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: fakeHW, LEO: fakeHW}
 		switch {
 		case !fakeKnown(m.TopicPartition):
-			a.HW, a.LEO, a.Err = -1, -1, broker.ErrUnknownTopicOrPartition
+			a.HW, a.LEO, a.Err = -1, -1, kafka.ErrUnknownTopicOrPartition
 		case m.Offset < 0 || m.Offset > fakeHW:
-			a.Err = partition.ErrOffsetOutOfRange
+			a.Err = kafka.ErrOffsetOutOfRange
 		default:
 			for o := m.Offset; o < fakeHW; o++ {
 				a.Batches = append(a.Batches, record.Batch{BaseOffset: o, LeaderEpoch: 3, ProducerID: record.NoProducerID,
@@ -111,7 +111,7 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 			a.Offset = fakeHW
 		}
 		if !fakeKnown(m.TopicPartition) {
-			a.Offset, a.LeaderEpoch, a.Err = -1, -1, broker.ErrUnknownTopicOrPartition
+			a.Offset, a.LeaderEpoch, a.Err = -1, -1, kafka.ErrUnknownTopicOrPartition
 		}
 		answer = a
 	case broker.InitProducerIDRequest:
@@ -119,14 +119,14 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 	case broker.CreateTopic:
 		a := broker.CreateTopicResponse{Correlation: m.Correlation}
 		if m.Name == "exists" {
-			a.Err = controller.ErrTopicExists
+			a.Err = kafka.ErrTopicExists
 		}
 		answer = a
 	case broker.FindCoordinatorRequest:
 		a := broker.FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: 1}
 		switch m.Group {
 		case fakeNoCoordinator:
-			a.Coordinator, a.Err = -1, broker.ErrCoordinatorNotAvailable
+			a.Coordinator, a.Err = -1, kafka.ErrCoordinatorNotAvailable
 		case fakeUnreachable:
 			a.Coordinator = 2 // live, but without an address
 		}
@@ -222,12 +222,12 @@ const (
 // all offsets finds "t" partition 0 at 5.
 func fakeGroupAnswer(req any) any {
 	if g, _ := groupName(req); g == fakeElsewhere {
-		return refusal(req, group.NotCoordinator)
+		return refusal(req, kafka.ErrNotCoordinator)
 	}
 	switch r := req.(type) {
 	case group.JoinRequest:
 		if r.MemberID == "" {
-			return group.JoinResponse{Err: group.MemberIDRequired, Generation: -1, MemberID: "m-1"}
+			return group.JoinResponse{Err: kafka.ErrMemberIDRequired, Generation: -1, MemberID: "m-1"}
 		}
 		a := group.JoinResponse{Generation: 1, ProtocolType: r.ProtocolType, LeaderID: r.MemberID, MemberID: r.MemberID}
 		if len(r.Protocols) > 0 {
@@ -250,10 +250,10 @@ func fakeGroupAnswer(req any) any {
 		}
 		return a
 	case group.CommitRequest:
-		return refusal(req, group.None)
+		return refusal(req, nil)
 	case group.FetchOffsetsRequest:
 		if r.Partitions == nil {
-			return group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: group.TopicPartition{Topic: "t"}, Offset: 5, Metadata: "md"}}}
+			return group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: kafka.TopicPartition{Topic: "t"}, Offset: 5, Metadata: "md"}}}
 		}
 		var a group.FetchOffsetsResponse
 		for _, tp := range r.Partitions {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // fetchSlot is one partition of a fetch and its latest answer.
@@ -60,7 +61,7 @@ func (h *handler) fetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Respo
 				epoch = p.CurrentLeaderEpoch
 			}
 			slots = append(slots, &fetchSlot{t: ti, p: len(rt.Partitions) - 1, req: broker.FetchRequest{
-				TopicPartition:     broker.TopicPartition{Topic: t.Topic, Partition: p.Partition},
+				TopicPartition:     kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition},
 				Offset:             p.FetchOffset,
 				MaxBytes:           int(max(p.PartitionMaxBytes, 0)),
 				CurrentLeaderEpoch: epoch,
@@ -157,7 +158,7 @@ func (h *handler) fillFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, sl
 			rp.ErrorCode = kerr.RequestTimedOut.Code
 			continue
 		case s.answer.Err != nil:
-			rp.ErrorCode = errorCode(s.answer.Err)
+			rp.ErrorCode = kafka.CodeOf(s.answer.Err)
 			rp.LogStartOffset = -1
 			continue
 		}
@@ -201,7 +202,7 @@ func (h *handler) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest)
 			if req.Version >= 4 {
 				epoch = p.CurrentLeaderEpoch
 			}
-			tp := broker.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			latest := p.Timestamp == -1
 			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
 				return broker.ListOffsetsRequest{Correlation: corr, TopicPartition: tp, Latest: latest}
@@ -219,7 +220,7 @@ func (h *handler) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest)
 		rp := &resp.Topics[s.t].Partitions[s.p]
 		switch {
 		case a.Err != nil:
-			rp.ErrorCode = errorCode(a.Err)
+			rp.ErrorCode = kafka.CodeOf(a.Err)
 		case s.epoch >= 0 && s.epoch < a.LeaderEpoch: // KIP-320
 			rp.ErrorCode = kerr.FencedLeaderEpoch.Code
 		case s.epoch > a.LeaderEpoch:

@@ -2,6 +2,7 @@ package kafkawire
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Group apis. FindCoordinator goes to the local broker, which names the
@@ -16,7 +18,7 @@ import (
 // request goes to the local broker as a broker.GroupRequest carrying the
 // impl/group request, and the broker answers it itself when it hosts the
 // group's coordinator, or with NOT_COORDINATOR, which sends the client back
-// to FindCoordinator. group.Error values are Kafka error codes and go on the
+// to FindCoordinator. error values are Kafka error codes and go on the
 // wire as they are. Protocol metadata and assignments are opaque bytes here
 // as at the coordinator.
 //
@@ -32,11 +34,6 @@ const (
 	// joined the group (5 minutes is the Java consumer's rebalance timeout).
 	defaultSyncWait = 5 * time.Minute
 )
-
-// codeCoordinatorNotAvailable answers a group request the broker did not
-// answer in time: every client treats it as "find the coordinator again and
-// retry", which is what a lost request calls for.
-var codeCoordinatorNotAvailable = group.Error(kerr.CoordinatorNotAvailable.Code)
 
 // isGroupRequest reports whether body is one of the group apis.
 func isGroupRequest(body kmsg.Request) bool {
@@ -98,7 +95,7 @@ func (h *handler) askGroup(ctx context.Context, wait time.Duration, reqs ...any)
 	}
 	for i, r := range reqs {
 		if !sameKind(r, out[i]) {
-			out[i] = refusal(r, codeCoordinatorNotAvailable)
+			out[i] = refusal(r, kafka.ErrCoordinatorNotAvailable)
 		}
 	}
 	return out, nil
@@ -131,7 +128,7 @@ func sameKind(req, resp any) bool {
 }
 
 // refusal is req's response with every error set to e.
-func refusal(req any, e group.Error) any {
+func refusal(req any, e error) any {
 	switch r := req.(type) {
 	case group.JoinRequest:
 		return group.JoinResponse{Err: e, Generation: -1, MemberID: r.MemberID}
@@ -193,7 +190,7 @@ func (h *handler) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 		case !ok:
 			a.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case m.Err != nil:
-			a.ErrorCode, a.ErrorMessage = errorCode(m.Err), errorMessage(m.Err)
+			a.ErrorCode, a.ErrorMessage = kafka.CodeOf(m.Err), errorMessage(m.Err)
 		default:
 			a.NodeID = m.Coordinator
 			found = true
@@ -266,7 +263,7 @@ func (h *handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, cli
 		return nil, err
 	}
 	a := answers[0].(group.JoinResponse)
-	if req.Version < 4 && j.MemberID == "" && a.Err == group.MemberIDRequired && a.MemberID != "" {
+	if req.Version < 4 && j.MemberID == "" && errors.Is(a.Err, kafka.ErrMemberIDRequired) && a.MemberID != "" {
 		j.MemberID = a.MemberID
 		if answers, err = h.askGroup(ctx, wait, j); err != nil {
 			return nil, err
@@ -274,12 +271,12 @@ func (h *handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, cli
 		a = answers[0].(group.JoinResponse)
 	}
 	resp := kmsg.NewPtrJoinGroupResponse()
-	resp.ErrorCode, resp.Generation = int16(a.Err), a.Generation
+	resp.ErrorCode, resp.Generation = kafka.CodeOf(a.Err), a.Generation
 	resp.LeaderID, resp.MemberID = a.LeaderID, a.MemberID
 	if a.ProtocolType != "" {
 		resp.ProtocolType = kmsg.StringPtr(a.ProtocolType)
 	}
-	if a.Protocol != "" || a.Err == group.None {
+	if a.Protocol != "" || a.Err == nil {
 		resp.Protocol = kmsg.StringPtr(a.Protocol)
 	}
 	for _, m := range a.Members {
@@ -328,7 +325,7 @@ func (h *handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (km
 	}
 	a := answers[0].(group.SyncResponse)
 	resp := kmsg.NewPtrSyncGroupResponse()
-	resp.ErrorCode, resp.MemberAssignment = int16(a.Err), a.Assignment
+	resp.ErrorCode, resp.MemberAssignment = kafka.CodeOf(a.Err), a.Assignment
 	if resp.MemberAssignment == nil {
 		resp.MemberAssignment = []byte{}
 	}
@@ -347,7 +344,7 @@ func (h *handler) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (km
 		return nil, err
 	}
 	resp := kmsg.NewPtrHeartbeatResponse()
-	resp.ErrorCode = int16(answers[0].(group.HeartbeatResponse).Err)
+	resp.ErrorCode = kafka.CodeOf(answers[0].(group.HeartbeatResponse).Err)
 	return resp, nil
 }
 
@@ -369,22 +366,22 @@ func (h *handler) leaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (
 	}
 	a := answers[0].(group.LeaveResponse)
 	resp := kmsg.NewPtrLeaveGroupResponse()
-	resp.ErrorCode = int16(a.Err)
+	resp.ErrorCode = kafka.CodeOf(a.Err)
 	if req.Version < 3 {
-		if a.Err == group.None && len(a.Members) > 0 {
-			resp.ErrorCode = int16(a.Members[0].Err)
+		if a.Err == nil && len(a.Members) > 0 {
+			resp.ErrorCode = kafka.CodeOf(a.Members[0].Err)
 		}
 		return resp, nil
 	}
-	if a.Err != group.None {
+	if a.Err != nil {
 		return resp, nil // a group-level error has no member list, as Kafka answers
 	}
 	for i, m := range req.Members {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = m.MemberID, m.InstanceID
-		rm.ErrorCode = int16(group.UnknownMemberID) // unless the coordinator answered for it
+		rm.ErrorCode = kafka.CodeOf(kafka.ErrUnknownMemberID) // unless the coordinator answered for it
 		if i < len(a.Members) && a.Members[i].MemberID == m.MemberID {
-			rm.ErrorCode = int16(a.Members[i].Err)
+			rm.ErrorCode = kafka.CodeOf(a.Members[i].Err)
 		}
 		resp.Members = append(resp.Members, rm)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // offsetCommit forwards an OffsetCommit (v0 is a simple commit: no member,
@@ -17,7 +18,7 @@ func (h *handler) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitReques
 	}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			o := group.OffsetToCommit{TopicPartition: group.TopicPartition{Topic: t.Topic, Partition: p.Partition}, Offset: p.Offset}
+			o := group.OffsetToCommit{TopicPartition: kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}, Offset: p.Offset}
 			if p.Metadata != nil {
 				o.Metadata = *p.Metadata
 			}
@@ -29,7 +30,7 @@ func (h *handler) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitReques
 		return nil, err
 	}
 	a := answers[0].(group.CommitResponse)
-	byTP := make(map[group.TopicPartition]group.Error, len(a.Partitions))
+	byTP := make(map[kafka.TopicPartition]error, len(a.Partitions))
 	for _, p := range a.Partitions {
 		byTP[p.TopicPartition] = p.Err
 	}
@@ -39,7 +40,7 @@ func (h *handler) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitReques
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			tp := group.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			code, ok := byTP[tp]
 			if i < len(a.Partitions) && a.Partitions[i].TopicPartition == tp {
 				code, ok = a.Partitions[i].Err, true
@@ -47,11 +48,11 @@ func (h *handler) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitReques
 			if !ok {
 				// The coordinator left the partition out: the commit's
 				// fate is unknown to the client, which retries.
-				code = codeCoordinatorNotAvailable
+				code = kafka.ErrCoordinatorNotAvailable
 			}
 			i++
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, int16(code)
+			rp.Partition, rp.ErrorCode = p.Partition, kafka.CodeOf(code)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -70,10 +71,10 @@ func (h *handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 	if req.Version < 8 {
 		f := group.FetchOffsetsRequest{Group: req.Group}
 		if req.Topics != nil || req.Version < 2 {
-			f.Partitions = []group.TopicPartition{}
+			f.Partitions = []kafka.TopicPartition{}
 			for _, t := range req.Topics {
 				for _, p := range t.Partitions {
-					f.Partitions = append(f.Partitions, group.TopicPartition{Topic: t.Topic, Partition: p})
+					f.Partitions = append(f.Partitions, kafka.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
@@ -82,10 +83,10 @@ func (h *handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 		for _, g := range req.Groups {
 			f := group.FetchOffsetsRequest{Group: g.Group}
 			if g.Topics != nil {
-				f.Partitions = []group.TopicPartition{}
+				f.Partitions = []kafka.TopicPartition{}
 				for _, t := range g.Topics {
 					for _, p := range t.Partitions {
-						f.Partitions = append(f.Partitions, group.TopicPartition{Topic: t.Topic, Partition: p})
+						f.Partitions = append(f.Partitions, kafka.TopicPartition{Topic: t.Topic, Partition: p})
 					}
 				}
 			}
@@ -101,7 +102,7 @@ func (h *handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 		for i, g := range req.Groups {
 			a := answers[i].(group.FetchOffsetsResponse)
 			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group, rg.ErrorCode = g.Group, int16(a.Err)
+			rg.Group, rg.ErrorCode = g.Group, kafka.CodeOf(a.Err)
 			for _, t := range fetchedTopics(reqs[i].(group.FetchOffsetsRequest), a, false) {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
 				rt.Topic = t.Topic
@@ -117,7 +118,7 @@ func (h *handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 		return resp, nil
 	}
 	a := answers[0].(group.FetchOffsetsResponse)
-	resp.ErrorCode = int16(a.Err)
+	resp.ErrorCode = kafka.CodeOf(a.Err)
 	resp.Topics = fetchedTopics(reqs[0].(group.FetchOffsetsRequest), a, req.Version < 2)
 	return resp, nil
 }
@@ -127,7 +128,7 @@ func (h *handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 // partition carries the error instead (OffsetFetch v0-v1).
 func fetchedTopics(f group.FetchOffsetsRequest, a group.FetchOffsetsResponse, perPartition bool) []kmsg.OffsetFetchResponseTopic {
 	parts := a.Partitions
-	if a.Err != group.None {
+	if a.Err != nil {
 		parts = nil
 		if perPartition {
 			for _, tp := range f.Partitions {
@@ -147,7 +148,7 @@ func fetchedTopics(f group.FetchOffsetsRequest, a group.FetchOffsetsResponse, pe
 			out = append(out, rt)
 		}
 		rp := kmsg.NewOffsetFetchResponseTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p.Partition, p.Offset, -1, int16(a.Err)
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p.Partition, p.Offset, -1, kafka.CodeOf(a.Err)
 		rp.Metadata = kmsg.StringPtr(p.Metadata)
 		out[i].Partitions = append(out[i].Partitions, rp)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // ClusterID is what Metadata reports as the cluster id.
@@ -60,7 +60,7 @@ func (h *handler) metadata(ctx context.Context, req *kmsg.MetadataRequest) (kmsg
 			resp.ControllerID = id
 		}
 	}
-	byTopic := map[string][]broker.PartitionState{}
+	byTopic := map[string][]kafka.PartitionState{}
 	var names []string
 	for _, p := range m.Partitions {
 		if _, ok := byTopic[p.Topic]; !ok {
@@ -101,7 +101,7 @@ func (h *handler) metadata(ctx context.Context, req *kmsg.MetadataRequest) (kmsg
 					rp.OfflineReplicas = append(rp.OfflineReplicas, r)
 				}
 			}
-			if p.Leader == controller.NoLeader {
+			if p.Leader == kafka.NoLeader {
 				rp.ErrorCode = kerr.LeaderNotAvailable.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -208,7 +208,7 @@ func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsReques
 	err = h.collect(ctx, want, time.Now().Add(wait), func(corr uint64, msg any) bool {
 		if a, ok := msg.(broker.CreateTopicResponse); ok && a.Err != nil {
 			rt := &resp.Topics[pending[corr]]
-			rt.ErrorCode, rt.ErrorMessage = errorCode(a.Err), errorMessage(a.Err)
+			rt.ErrorCode, rt.ErrorMessage = kafka.CodeOf(a.Err), errorMessage(a.Err)
 			rt.NumPartitions, rt.ReplicationFactor = -1, -1
 		}
 		return false
@@ -246,7 +246,7 @@ func (h *handler) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRe
 	case !ok:
 		resp.ErrorCode = kerr.RequestTimedOut.Code
 	case a.Err != nil:
-		resp.ErrorCode = errorCode(a.Err)
+		resp.ErrorCode = kafka.CodeOf(a.Err)
 	default:
 		resp.ProducerID, resp.ProducerEpoch = a.ProducerID, a.ProducerEpoch
 	}

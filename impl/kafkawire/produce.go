@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -52,23 +53,20 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 			pb, err := decodeProduce(p.Records, h.s.decomp)
 			if err != nil {
 				rp := &rt.Partitions[len(rt.Partitions)-1]
-				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+				rp.ErrorCode, rp.ErrorMessage = kafka.CodeOf(err), errorMessage(err)
 				if refused == nil {
 					refused = fmt.Errorf("produce to %s-%d: %w", t.Topic, p.Partition, err)
 				}
 				continue
 			}
-			tp := broker.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
 				return broker.ProduceRequest{
 					Correlation:    corr,
 					TopicPartition: tp,
 					Acks:           acks,
-					Records:        pb.Records,
+					Batch:          pb,
 					TimeoutMs:      int64(max(req.TimeoutMillis, 0)),
-					ProducerID:     pb.ProducerID,
-					ProducerEpoch:  pb.ProducerEpoch,
-					BaseSequence:   pb.BaseSequence,
 				}
 			})
 			pending[corr] = slot{ti, len(rt.Partitions) - 1}
@@ -95,7 +93,7 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 		}
 		s := pending[corr]
 		rp := &resp.Topics[s.t].Partitions[s.p]
-		rp.ErrorCode, rp.ErrorMessage = errorCode(a.Err), errorMessage(a.Err)
+		rp.ErrorCode, rp.ErrorMessage = kafka.CodeOf(a.Err), errorMessage(a.Err)
 		if a.Err == nil {
 			rp.BaseOffset = a.BaseOffset
 		}

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -24,42 +25,33 @@ const (
 	attrControl       = 1 << 5
 )
 
-// producedBatch is one partition's data of a Kafka produce, as the broker's
-// ProduceRequest takes it.
-type producedBatch struct {
-	ProducerID    int64
-	ProducerEpoch int16
-	BaseSequence  int32
-	Records       []record.Record
-}
-
 // decodeProduce decodes the record batches of one partition of a produce
 // request. It accepts exactly one v2 batch: the broker appends one batch per
 // ProduceRequest, and splitting a Kafka batch would break its sequence
-// numbers. Bad framing or CRC wraps errCorruptBatch; a well-formed batch the
-// broker cannot take wraps errInvalidBatch.
-func decodeProduce(raw []byte, d *decompressor) (producedBatch, error) {
-	var pb producedBatch
+// numbers. Bad framing or CRC wraps kafka.ErrCorruptMessage; a well-formed batch the
+// broker cannot take wraps kafka.ErrInvalidRecord.
+func decodeProduce(raw []byte, d *decompressor) (record.Batch, error) {
+	var pb record.Batch
 	if len(raw) < batchHeaderLen {
-		return pb, fmt.Errorf("%w: %d bytes, want at least %d", errCorruptBatch, len(raw), batchHeaderLen)
+		return pb, fmt.Errorf("%w: %d bytes, want at least %d", kafka.ErrCorruptMessage, len(raw), batchHeaderLen)
 	}
 	length := int32(binary.BigEndian.Uint32(raw[8:]))
 	magic := int8(raw[16])
 	if magic != 2 {
-		return pb, fmt.Errorf("%w: magic %d, only v2 batches are accepted", errInvalidBatch, magic)
+		return pb, fmt.Errorf("%w: magic %d, only v2 batches are accepted", kafka.ErrInvalidRecord, magic)
 	}
 	if length < batchHeaderLen-12 || int64(length)+12 > int64(len(raw)) {
-		return pb, fmt.Errorf("%w: batch length %d in %d bytes", errCorruptBatch, length, len(raw))
+		return pb, fmt.Errorf("%w: batch length %d in %d bytes", kafka.ErrCorruptMessage, length, len(raw))
 	}
 	if int(length)+12 < len(raw) {
-		return pb, fmt.Errorf("%w: more than one batch for a partition", errInvalidBatch)
+		return pb, fmt.Errorf("%w: more than one batch for a partition", kafka.ErrInvalidRecord)
 	}
 	if got, want := crc32.Checksum(raw[crcStart:], castagnoli), binary.BigEndian.Uint32(raw[17:]); got != want {
-		return pb, fmt.Errorf("%w: crc %08x, batch says %08x", errCorruptBatch, got, want)
+		return pb, fmt.Errorf("%w: crc %08x, batch says %08x", kafka.ErrCorruptMessage, got, want)
 	}
 	attrs := int16(binary.BigEndian.Uint16(raw[21:]))
 	if attrs&(attrTransactional|attrControl) != 0 {
-		return pb, fmt.Errorf("%w: transactional and control batches are not supported", errInvalidBatch)
+		return pb, fmt.Errorf("%w: transactional and control batches are not supported", kafka.ErrInvalidRecord)
 	}
 	lastOffsetDelta := int32(binary.BigEndian.Uint32(raw[23:]))
 	firstTimestamp := int64(binary.BigEndian.Uint64(raw[27:]))
@@ -68,7 +60,7 @@ func decodeProduce(raw []byte, d *decompressor) (producedBatch, error) {
 	pb.BaseSequence = int32(binary.BigEndian.Uint32(raw[53:]))
 	numRecords := int32(binary.BigEndian.Uint32(raw[57:]))
 	if numRecords <= 0 || lastOffsetDelta != numRecords-1 {
-		return pb, fmt.Errorf("%w: %d records, last offset delta %d", errInvalidBatch, numRecords, lastOffsetDelta)
+		return pb, fmt.Errorf("%w: %d records, last offset delta %d", kafka.ErrInvalidRecord, numRecords, lastOffsetDelta)
 	}
 	if pb.ProducerID < 0 {
 		pb.ProducerID, pb.ProducerEpoch, pb.BaseSequence = record.NoProducerID, 0, record.NoSequence
@@ -80,21 +72,21 @@ func decodeProduce(raw []byte, d *decompressor) (producedBatch, error) {
 	// Every record takes at least 7 bytes, so a count beyond len(data) is
 	// a lie that must not size an allocation.
 	if int64(numRecords) > int64(len(data)) {
-		return pb, fmt.Errorf("%w: %d records in %d bytes", errCorruptBatch, numRecords, len(data))
+		return pb, fmt.Errorf("%w: %d records in %d bytes", kafka.ErrCorruptMessage, numRecords, len(data))
 	}
 	pb.Records = make([]record.Record, numRecords)
 	for i := range pb.Records {
 		n, size := binary.Varint(data)
 		if size <= 0 || n < 0 || n > int64(len(data)-size) {
-			return pb, fmt.Errorf("%w: record %d length", errCorruptBatch, i)
+			return pb, fmt.Errorf("%w: record %d length", kafka.ErrCorruptMessage, i)
 		}
 		var kr kmsg.Record
 		if err := kr.ReadFrom(data[:size+int(n)]); err != nil {
-			return pb, fmt.Errorf("%w: record %d: %v", errCorruptBatch, i, err)
+			return pb, fmt.Errorf("%w: record %d: %v", kafka.ErrCorruptMessage, i, err)
 		}
 		data = data[size+int(n):]
 		if kr.OffsetDelta != int32(i) {
-			return pb, fmt.Errorf("%w: record %d has offset delta %d", errInvalidBatch, i, kr.OffsetDelta)
+			return pb, fmt.Errorf("%w: record %d has offset delta %d", kafka.ErrInvalidRecord, i, kr.OffsetDelta)
 		}
 		r := record.Record{Key: kr.Key, Value: kr.Value, Timestamp: firstTimestamp + kr.TimestampDelta64}
 		for _, h := range kr.Headers {
@@ -103,7 +95,7 @@ func decodeProduce(raw []byte, d *decompressor) (producedBatch, error) {
 		pb.Records[i] = r
 	}
 	if len(data) != 0 {
-		return pb, fmt.Errorf("%w: %d bytes after the last record", errCorruptBatch, len(data))
+		return pb, fmt.Errorf("%w: %d bytes after the last record", kafka.ErrCorruptMessage, len(data))
 	}
 	return pb, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -120,7 +121,7 @@ func TestDecodeProduceRejects(t *testing.T) {
 	code := func(in []byte) int16 {
 		_, err := decodeProduce(in, d)
 		require.Error(t, err)
-		return errorCode(err)
+		return kafka.CodeOf(err)
 	}
 	flipped := bytes.Clone(raw)
 	flipped[len(flipped)-1] ^= 1
@@ -141,7 +142,7 @@ func TestDecodeProduceRejects(t *testing.T) {
 	require.Equal(t, int16(2), code(garbage), "gzip codec over plain bytes")
 	small := &decompressor{limit: 100}
 	_, err := decodeProduce(recompress(t, raw, codecZstd, kgoCompress(t, kgo.ZstdCompression())), small)
-	require.Equal(t, int16(2), errorCode(err), "over the decompression limit")
+	require.Equal(t, int16(2), kafka.CodeOf(err), "over the decompression limit")
 	_, err = decodeProduce(recompress(t, raw, codecSnappy, xerial), small)
-	require.Equal(t, int16(2), errorCode(err), "xerial over the decompression limit")
+	require.Equal(t, int16(2), kafka.CodeOf(err), "xerial over the decompression limit")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/kafkawire"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
@@ -99,16 +100,16 @@ func (tc *testCluster) callWithin(at, to broker.NodeID, msg any, wait time.Durat
 
 // leader waits until broker `at` knows a leader for tp in the ISR of `isr`
 // members at least, and returns it.
-func (tc *testCluster) leader(at broker.NodeID, tp broker.TopicPartition, isr int, not broker.NodeID) broker.PartitionState {
+func (tc *testCluster) leader(at broker.NodeID, tp kafka.TopicPartition, isr int, not broker.NodeID) kafka.PartitionState {
 	tc.t.Helper()
-	var got broker.PartitionState
+	var got kafka.PartitionState
 	require.Eventually(tc.t, func() bool {
 		m, ok := tc.call(at, at, broker.MetadataRequest{Correlation: 1}).(broker.MetadataResponse)
 		if !ok {
 			return false
 		}
 		for _, p := range m.Partitions {
-			if broker.TopicPartition(p.TopicPartition) == tp && p.Leader > 0 && broker.NodeID(p.Leader) != not && len(p.ISR) >= isr {
+			if p.TopicPartition == tp && p.Leader > 0 && broker.NodeID(p.Leader) != not && len(p.ISR) >= isr {
 				got = p
 				return true
 			}
@@ -118,18 +119,18 @@ func (tc *testCluster) leader(at broker.NodeID, tp broker.TopicPartition, isr in
 	return got
 }
 
-func produce(tc *testCluster, leader broker.NodeID, tp broker.TopicPartition, value string) broker.ProduceResponse {
+func produce(tc *testCluster, leader broker.NodeID, tp kafka.TopicPartition, value string) broker.ProduceResponse {
 	tc.t.Helper()
 	resp, ok := tc.call(leader, leader, broker.ProduceRequest{
 		Correlation: 7, TopicPartition: tp, Acks: partition.AcksAll, TimeoutMs: 3000,
-		Records:    []record.Record{{Value: []byte(value)}},
-		ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
+		Batch: record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
+			Records: []record.Record{{Value: []byte(value)}}},
 	}).(broker.ProduceResponse)
 	require.True(tc.t, ok, "no produce answer")
 	return resp
 }
 
-func readAll(tc *testCluster, leader broker.NodeID, tp broker.TopicPartition) []string {
+func readAll(tc *testCluster, leader broker.NodeID, tp kafka.TopicPartition) []string {
 	tc.t.Helper()
 	resp, ok := tc.call(leader, leader, broker.FetchRequest{Correlation: 8, TopicPartition: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}).(broker.FetchResponse)
 	require.True(tc.t, ok)
@@ -145,7 +146,7 @@ func readAll(tc *testCluster, leader broker.NodeID, tp broker.TopicPartition) []
 
 func TestClusterReplicatesAndFailsOverOverTCP(t *testing.T) {
 	tc := startCluster(t, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	resp := tc.call(1, broker.ControllerID, broker.CreateTopic{Correlation: 1, Name: "t", Partitions: 1, ReplicationFactor: 3})
 	require.Equal(t, broker.CreateTopicResponse{Correlation: 1}, resp)
 
@@ -185,7 +186,7 @@ func TestClusterReplicatesAndFailsOverOverTCP(t *testing.T) {
 
 func TestControllerSurvivesItsOwnRestart(t *testing.T) {
 	tc := startCluster(t, 3)
-	tp := broker.TopicPartition{Topic: "t", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	require.Equal(t, broker.CreateTopicResponse{Correlation: 1},
 		tc.call(1, broker.ControllerID, broker.CreateTopic{Correlation: 1, Name: "t", Partitions: 1, ReplicationFactor: 3}))
 	st := tc.leader(1, tp, 3, 0)
@@ -206,7 +207,7 @@ func TestControllerSurvivesItsOwnRestart(t *testing.T) {
 		resp, ok = tc.callWithin(1, broker.ControllerID, broker.CreateTopic{Correlation: 2, Name: "t", Partitions: 1, ReplicationFactor: 3}, time.Second).(broker.CreateTopicResponse)
 		return ok
 	}, 20*time.Second, 10*time.Millisecond, "the restarted controller never answered CreateTopic")
-	require.ErrorIs(t, resp.Err, controller.ErrTopicExists)
+	require.ErrorIs(t, resp.Err, kafka.ErrTopicExists)
 
 	// And it still elects, from the epochs it had.
 	leader := broker.NodeID(st.Leader)

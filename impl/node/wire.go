@@ -2,13 +2,11 @@ package node
 
 import (
 	"encoding/gob"
-	"errors"
 	"fmt"
 	"io"
-	"reflect"
 
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -16,10 +14,10 @@ import (
 // Magic opens an internal (node-to-node) connection. A Kafka connection
 // starts with a request size instead, and this one, read as a size, is far
 // above any request limit, so one listener serves both. The digit is the
-// framing's version (2: batches travel raw after their frame, see
-// writeFrame), so that nodes of different builds refuse each other instead
-// of misreading each other.
-const Magic = "WMK2"
+// framing's version (3: batches travel raw after their frame, see
+// writeFrame, and errors as *kafka.Error), so that nodes of different
+// builds refuse each other instead of misreading each other.
+const Magic = "WMK3"
 
 // hello is the first message on an internal connection: who dialled.
 type hello struct {
@@ -27,15 +25,12 @@ type hello struct {
 	Incarnation int64
 }
 
-// frame is one envelope on an internal connection. Go errors do not travel
-// through gob, so a message's Err field goes as text next to it, with the
-// sentinel it wraps (see sentinels), and is rebuilt on arrival so that
-// errors.Is works across processes.
+// frame is one envelope on an internal connection. A message's Err is a
+// *kafka.Error (checkErr), which gob carries as itself, so errors.Is works
+// across processes as it does within one.
 type frame struct {
 	From, To broker.NodeID
 	Msg      any
-	Err      string
-	Sentinel int // 1 + index in sentinels; 0 when the error wraps none
 	// BatchesLen is len(batches): the raw bytes that follow the frame's
 	// gob encoding on the connection.
 	BatchesLen int
@@ -85,25 +80,12 @@ func readFrame(dec *gob.Decoder, r io.Reader) (frame, error) {
 	return f, nil
 }
 
-// sentinels are the errors a message can carry that the receiver branches
-// on. Append only: the index travels.
-var sentinels = []error{
-	partition.ErrNotLeader, partition.ErrFencedLeaderEpoch, partition.ErrUnknownLeaderEpoch,
-	partition.ErrOffsetOutOfRange, partition.ErrNotEnoughReplicas, partition.ErrNotEnoughReplicasAfterAppend,
-	partition.ErrInvalidRecord, partition.ErrStaleBrokerEpoch, partition.ErrLeaderChanged,
-	partition.ErrOutOfOrderSequence, partition.ErrInvalidProducerEpoch, partition.ErrUnknownProducerID,
-	broker.ErrUnknownTopicOrPartition, broker.ErrRequestTimedOut, broker.ErrProducerIDsExhausted,
-	controller.ErrInvalidConfig, controller.ErrInvalidBrokerID, controller.ErrUnknownBroker,
-	controller.ErrStaleIncarnation, controller.ErrInvalidTopic, controller.ErrTopicExists,
-	controller.ErrInvalidPartitions, controller.ErrInvalidReplicationFactor,
-}
-
 // wireMessages are the messages that cross between processes: the control
 // plane (broker <-> controller) and replication (broker <-> broker). Client
 // requests never do: a connection's requests go to its own broker.
 var wireMessages = []any{
 	broker.RegisterBroker{}, broker.Heartbeat{}, broker.StateUpdate{},
-	broker.AlterISR{}, broker.AlterISRAnswer{},
+	kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
 	broker.CreateTopic{}, broker.CreateTopicResponse{},
 	broker.MetadataRequest{}, broker.MetadataResponse{},
 	partition.FetchRequest{}, partition.FetchResponse{},
@@ -114,30 +96,9 @@ func init() {
 	for _, m := range wireMessages {
 		gob.Register(m)
 	}
-}
-
-// remoteError is an error that crossed the wire: its text as the sender
-// had it, wrapping the sentinel it matched.
-type remoteError struct {
-	text     string
-	sentinel error
-}
-
-func (e *remoteError) Error() string { return e.text }
-func (e *remoteError) Unwrap() error { return e.sentinel }
-
-var errorType = reflect.TypeFor[error]()
-
-// errField returns the addressable Err field of a message struct, if it has one.
-func errField(v reflect.Value) (reflect.Value, bool) {
-	if v.Kind() != reflect.Struct {
-		return reflect.Value{}, false
-	}
-	f := v.FieldByName("Err")
-	if !f.IsValid() || f.Type() != errorType {
-		return reflect.Value{}, false
-	}
-	return f, true
+	// A message's Err travels as itself: *kafka.Error encodes its code and
+	// text, and decodes to the same sentinel (kafka.Error.GobDecode).
+	gob.Register(&kafka.Error{})
 }
 
 // toFrame prepares env for gob: the message is copied with its error taken
@@ -156,27 +117,7 @@ func toFrame(env broker.Envelope, buf []byte) (frame, error) {
 		fr.Batches = nil
 		f.Msg = fr
 	}
-	v := reflect.ValueOf(f.Msg)
-	if v.Kind() != reflect.Struct {
-		return f, nil
-	}
-	c := reflect.New(v.Type()).Elem()
-	c.Set(v)
-	ef, ok := errField(c)
-	if !ok || ef.IsNil() {
-		return f, nil
-	}
-	err := ef.Interface().(error)
-	f.Err = err.Error()
-	for i, s := range sentinels {
-		if errors.Is(err, s) {
-			f.Sentinel = i + 1
-			break
-		}
-	}
-	ef.Set(reflect.Zero(errorType))
-	f.Msg = c.Interface()
-	return f, nil
+	return f, checkErr(f.Msg)
 }
 
 // fromFrame rebuilds the envelope a frame carries.
@@ -201,26 +142,26 @@ func fromFrame(f frame) (broker.Envelope, error) {
 		f.Msg = fr
 		env.Msg = fr
 	}
-	if f.Err == "" {
-		return env, nil
-	}
-	v := reflect.ValueOf(f.Msg)
-	c := reflect.New(v.Type()).Elem()
-	c.Set(v)
-	ef, ok := errField(c)
-	if !ok {
-		return env, fmt.Errorf("frame from %d: %T carries an error but has no Err field", f.From, f.Msg)
-	}
-	var err error
-	switch {
-	case f.Sentinel > 0 && f.Sentinel <= len(sentinels) && sentinels[f.Sentinel-1].Error() == f.Err:
-		err = sentinels[f.Sentinel-1]
-	case f.Sentinel > 0 && f.Sentinel <= len(sentinels):
-		err = &remoteError{text: f.Err, sentinel: sentinels[f.Sentinel-1]}
-	default:
-		err = errors.New(f.Err)
-	}
-	ef.Set(reflect.ValueOf(&err).Elem())
-	env.Msg = c.Interface()
 	return env, nil
+}
+
+// checkErr refuses a message whose error is not a *kafka.Error: gob could
+// not carry it, and the receiver could not branch on it. Nodes answer each
+// other with impl/kafka's errors, with detail added by kafka.With.
+func checkErr(msg any) error {
+	var err error
+	switch m := msg.(type) {
+	case partition.FetchResponse:
+		err = m.Err
+	case partition.EpochEndResponse:
+		err = m.Err
+	case kafka.AlterPartitionAnswer:
+		err = m.Err
+	case broker.CreateTopicResponse:
+		err = m.Err
+	}
+	if _, ok := err.(*kafka.Error); err != nil && !ok {
+		return fmt.Errorf("%T carries %T (%v): only a *kafka.Error crosses between nodes", msg, err, err)
+	}
+	return nil
 }

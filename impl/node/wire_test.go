@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -37,13 +38,16 @@ func roundTrip(t *testing.T, env broker.Envelope) broker.Envelope {
 	return got
 }
 
+// TestFramesKeepErrorsComparable: an error crosses between nodes as
+// itself, even one that shares its Kafka code with another (ErrLeaderChanged
+// and ErrNotLeader), and one with detail added.
 func TestFramesKeepErrorsComparable(t *testing.T) {
-	tp := partition.TopicPartition{Topic: "t", Partition: 1}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 1}
 	for _, err := range []error{
 		nil,
-		partition.ErrNotLeader,
-		fmt.Errorf("fetch at 7: %w", partition.ErrOffsetOutOfRange),
-		errors.New("disk on fire"),
+		kafka.ErrNotLeader,
+		kafka.ErrLeaderChanged,
+		kafka.With(kafka.ErrOffsetOutOfRange, "fetch at 7"),
 	} {
 		env := broker.Envelope{From: 2, To: 3, Msg: partition.FetchResponse{
 			TopicPartition: tp, ID: 9, Err: err, HW: 4, LEO: 5,
@@ -57,13 +61,26 @@ func TestFramesKeepErrorsComparable(t *testing.T) {
 			require.NoError(t, resp.Err)
 		} else {
 			require.EqualError(t, resp.Err, err.Error())
-			for _, s := range sentinels {
+			for _, s := range kafka.Sentinels() {
 				require.Equal(t, errors.Is(err, s), errors.Is(resp.Err, s), "sentinel %v", s)
 			}
 		}
 		want := env.Msg.(partition.FetchResponse)
 		want.Err, resp.Err = nil, nil
 		require.Equal(t, want, resp)
+	}
+}
+
+// TestFramesRefuseForeignErrors: an error that is no *kafka.Error would
+// reach the other node as text its code cannot be read from; toFrame says
+// so instead of sending it.
+func TestFramesRefuseForeignErrors(t *testing.T) {
+	for _, err := range []error{
+		errors.New("disk on fire"),
+		fmt.Errorf("fetch at 7: %w", kafka.ErrOffsetOutOfRange),
+	} {
+		_, ferr := toFrame(broker.Envelope{From: 2, To: 3, Msg: partition.FetchResponse{Err: err}}, nil)
+		require.ErrorContains(t, ferr, "only a *kafka.Error crosses", "%v", err)
 	}
 }
 

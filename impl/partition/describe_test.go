@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -47,11 +48,11 @@ func kindOf(m any) string {
 		return "epoch-end"
 	case EpochEndResponse:
 		return "epoch-end-resp"
-	case AlterISRRequest:
+	case kafka.AlterPartition:
 		return "alter-isr"
-	case AlterISRResponse:
+	case kafka.AlterPartitionAnswer:
 		return "alter-isr-resp"
-	case State:
+	case kafka.PartitionState:
 		return "state"
 	}
 	return fmt.Sprintf("%T", m)
@@ -78,14 +79,14 @@ func formatMessage(m any) string {
 			return fmt.Sprintf("%s id=%d err=%v", k, uint32(m.ID), m.Err)
 		}
 		return fmt.Sprintf("%s id=%d epoch=%d end=%d", k, uint32(m.ID), m.Epoch, m.EndOffset)
-	case AlterISRRequest:
+	case kafka.AlterPartition:
 		return fmt.Sprintf("%s epoch=%d pe=%d isr=%v", k, m.LeaderEpoch, m.PartitionEpoch, m.NewISR)
-	case AlterISRResponse:
+	case kafka.AlterPartitionAnswer:
 		if m.Err != nil {
 			return fmt.Sprintf("%s err=%v (pe=%d isr=%v)", k, m.Err, m.State.PartitionEpoch, m.State.ISR)
 		}
 		return fmt.Sprintf("%s pe=%d isr=%v", k, m.State.PartitionEpoch, m.State.ISR)
-	case State:
+	case kafka.PartitionState:
 		return fmt.Sprintf("%s leader=%d epoch=%d pe=%d isr=%v", k, m.Leader, m.LeaderEpoch, m.PartitionEpoch, m.ISR)
 	}
 	return k

@@ -1,6 +1,10 @@
 package partition
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
 
 // followerState exists while the replica follows.
 //
@@ -19,7 +23,7 @@ type followerState struct {
 // becomeFollower resolves where the log may diverge from the new leader's,
 // by the configured truncation variant, then starts fetching.
 func (r *Replica) becomeFollower(epoch, leader int32, now int64) {
-	r.failPending(ErrLeaderChanged)
+	r.failPending(kafka.ErrLeaderChanged)
 	if r.cfg.Truncation == TruncateToEpochNoBump && r.role == RoleFollower && r.leaderID == leader {
 		// Kafka before KAFKA-7164's fix: the leader did not change, so the
 		// follower keeps fetching in the new epoch without truncating.
@@ -113,7 +117,7 @@ func (r *Replica) tickFollower(now int64) {
 // are behind the controller and a newer partition state is on its way.
 func (r *Replica) backoff(err error, now int64) {
 	r.follower.retryAt = now + r.cfg.RetryBackoffMs
-	if errors.Is(err, ErrFencedLeaderEpoch) {
+	if errors.Is(err, kafka.ErrFencedLeaderEpoch) {
 		r.event(EventFenced, "leader %d fenced epoch %d", r.leaderID, r.epoch)
 	}
 }
@@ -173,7 +177,7 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 	}
 	r.follower.inflight = 0
 	if resp.Err != nil {
-		if errors.Is(resp.Err, ErrOffsetOutOfRange) && resp.LEO >= 0 {
+		if errors.Is(resp.Err, kafka.ErrOffsetOutOfRange) && resp.LEO >= 0 {
 			// Our log runs past the leader's.
 			if r.cfg.Truncation == TruncateToHW {
 				r.truncate(resp.LEO)

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -15,7 +16,7 @@ import (
 func followerOf(t testing.TB, cfg Config, log []record.Batch, hw int64, ec storage.EpochCache, epoch int32) (*Replica, Ready) {
 	t.Helper()
 	r := newReplica(t, cfg, log, hw, ec)
-	r.UpdateState(State{Leader: 1, LeaderEpoch: epoch, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: epoch, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	require.Equal(t, RoleFollower, r.Role())
 	return r, r.Ready()
 }
@@ -70,7 +71,7 @@ func TestReadyGathersInputs(t *testing.T) {
 	r, rd := followerOf(t, cfg, stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)), 1)
 	f := messages[FetchRequest](rd)[0]
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f.ID, Batches: []record.Batch{leaderBatch(1, 1, "b"), leaderBatch(2, 1, "c")}, HW: 1, LEO: 3}, 1)
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 2}, 2)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 2}, 2)
 	rd = r.Ready()
 	assert.Equal(t, []string{"a"}, values(r.Log()), "truncated back to HW 1")
 	assert.Empty(t, rd.Append, "b and c were appended and truncated in the same Ready")
@@ -123,7 +124,7 @@ func TestTruncateToHWOnBecomingFollower(t *testing.T) {
 	assert.Equal(t, uint64(1), r.Truncations())
 
 	// The leader's log is shorter still: the follower truncates to it.
-	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetches[0].ID, Err: ErrOffsetOutOfRange, HW: -1, LEO: 0}, 1)
+	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetches[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: -1, LEO: 0}, 1)
 	rd = r.Ready()
 	assert.Equal(t, int64(0), rd.Truncate)
 	assert.Equal(t, int64(0), r.LEO())
@@ -179,7 +180,7 @@ func TestTruncationOnEveryEpochBump(t *testing.T) {
 			require.Equal(t, int64(2), r.LEO())
 			require.Equal(t, int64(1), r.HW())
 
-			r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 2}, 3)
+			r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 2}, 3)
 			rd = r.Ready()
 			assert.Equal(t, int32(3), r.LeaderEpoch())
 			assert.Equal(t, int32(1), r.Leader())
@@ -368,7 +369,7 @@ func TestFollowerResendsAfterTimeoutAndIgnoresStaleAnswers(t *testing.T) {
 // controller); a fenced answer is reported as an event. Reference: KIP-320.
 func TestFollowerBacksOffAfterErrorAnswer(t *testing.T) {
 	cfg := testConfig(2)
-	for _, err := range []error{ErrNotLeader, ErrUnknownLeaderEpoch, ErrFencedLeaderEpoch} {
+	for _, err := range []error{kafka.ErrNotLeader, kafka.ErrUnknownLeaderEpoch, kafka.ErrFencedLeaderEpoch} {
 		t.Run(err.Error(), func(t *testing.T) {
 			r, rd := followerOf(t, cfg, nil, 0, storage.EpochCache{}, 1)
 			f := messages[FetchRequest](rd)[0]
@@ -376,7 +377,7 @@ func TestFollowerBacksOffAfterErrorAnswer(t *testing.T) {
 			rd = r.Ready()
 			assert.Empty(t, rd.Messages)
 			fenced := len(rd.Events) == 1 && rd.Events[0].Kind == EventFenced
-			assert.Equal(t, err == ErrFencedLeaderEpoch, fenced)
+			assert.Equal(t, err == kafka.ErrFencedLeaderEpoch, fenced)
 
 			r.Tick(100 + cfg.RetryBackoffMs - 1)
 			assert.Empty(t, r.Ready().Messages)
@@ -389,7 +390,7 @@ func TestFollowerBacksOffAfterErrorAnswer(t *testing.T) {
 	t.Run("epoch query", func(t *testing.T) {
 		r, rd := followerOf(t, cfg, stored([]int32{1}, "a"), 0, epochCache(t, entry(1, 0)), 2)
 		q := messages[EpochEndRequest](rd)[0]
-		r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Err: ErrUnknownLeaderEpoch, Epoch: -1, EndOffset: -1}, 100)
+		r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Err: kafka.ErrUnknownLeaderEpoch, Epoch: -1, EndOffset: -1}, 100)
 		assert.Equal(t, int64(1), r.LEO(), "an error is no answer: nothing truncated")
 		r.Ready()
 		r.Tick(100 + cfg.RetryBackoffMs)
@@ -410,7 +411,7 @@ func TestFollowerPastLeaderLEO(t *testing.T) {
 	f := messages[FetchRequest](r.Ready())[0]
 	assert.Equal(t, int64(2), f.FetchOffset)
 
-	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f.ID, Err: ErrOffsetOutOfRange, HW: -1, LEO: 1}, 2)
+	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f.ID, Err: kafka.ErrOffsetOutOfRange, HW: -1, LEO: 1}, 2)
 	rd = r.Ready()
 	q2 := messages[EpochEndRequest](rd)
 	require.Len(t, q2, 1)

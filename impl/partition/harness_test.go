@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -23,7 +24,7 @@ import (
 // controllerID addresses the fake controller; brokers are numbered from 1.
 const controllerID int32 = 0
 
-var testTP = TopicPartition{Topic: "t", Partition: 0}
+var testTP = kafka.TopicPartition{Topic: "t", Partition: 0}
 
 // Errors of the fake controller, as the real one names them.
 var (
@@ -79,7 +80,7 @@ type cluster struct {
 	nodes map[int32]*node
 	net   []envelope
 	held  []envelope // follower fetches a leader holds: they found nothing new
-	ctrl  State
+	ctrl  kafka.PartitionState
 	// syncController answers ISR changes at once, as if the controller
 	// and its metadata were never late and never lost.
 	syncController bool
@@ -98,7 +99,7 @@ func newCluster(t testing.TB, cfg func(id int32) Config, ids ...int32) *cluster 
 		cfg = testConfig
 	}
 	c := &cluster{t: t, cfg: cfg, ids: ids, nodes: map[int32]*node{}, completions: map[uint64]Completion{}}
-	c.ctrl = State{Leader: -1, LeaderEpoch: 0, ISR: slices.Clone(ids), Replicas: slices.Clone(ids)}
+	c.ctrl = kafka.PartitionState{Leader: -1, LeaderEpoch: 0, ISR: slices.Clone(ids), Replicas: slices.Clone(ids)}
 	for _, id := range ids {
 		n := &node{id: id, lastEp: -1}
 		c.nodes[id] = n
@@ -185,7 +186,7 @@ func (c *cluster) apply(n *node) {
 			c.send(n.id, m.To, m)
 		case EpochEndRequest:
 			c.send(n.id, m.To, m)
-		case AlterISRRequest:
+		case kafka.AlterPartition:
 			if c.syncController {
 				c.handleAlterISR(m)
 				for _, e := range c.take(msgs(controllerID, -1, "")) {
@@ -292,7 +293,7 @@ func (c *cluster) publishTo(id int32) {
 	c.apply(n)
 }
 
-func cloneState(s State) State {
+func cloneState(s kafka.PartitionState) kafka.PartitionState {
 	s.ISR = slices.Clone(s.ISR)
 	s.Replicas = slices.Clone(s.Replicas)
 	return s

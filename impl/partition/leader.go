@@ -3,6 +3,7 @@ package partition
 import (
 	"slices"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -74,7 +75,7 @@ type ProduceResult struct {
 }
 
 func (r *Replica) becomeLeader(epoch int32, now int64) {
-	r.failPending(ErrLeaderChanged)
+	r.failPending(kafka.ErrLeaderChanged)
 	r.role = RoleLeader
 	r.epoch = epoch
 	r.leaderID = r.cfg.BrokerID
@@ -99,13 +100,13 @@ func (r *Replica) becomeLeader(epoch int32, now int64) {
 // HW passes the batch.
 func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
 	if r.role != RoleLeader {
-		return ProduceResult{BaseOffset: -1, Err: ErrNotLeader}
+		return ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}
 	}
 	if len(req.Batch.Records) == 0 {
-		return ProduceResult{BaseOffset: -1, Err: ErrInvalidRecord}
+		return ProduceResult{BaseOffset: -1, Err: kafka.ErrInvalidRecord}
 	}
 	if req.Acks == AcksAll && len(r.isr) < r.cfg.MinInsyncReplicas {
-		return ProduceResult{BaseOffset: -1, Err: ErrNotEnoughReplicas}
+		return ProduceResult{BaseOffset: -1, Err: kafka.ErrNotEnoughReplicas}
 	}
 	b := req.Batch
 	if b.ProducerID != record.NoProducerID {
@@ -147,14 +148,14 @@ func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
 	}
 	f := r.leader.followers[req.ReplicaID]
 	if f == nil {
-		resp.Err = ErrNotLeader // not a replica of this partition
+		resp.Err = kafka.ErrNotLeader // not a replica of this partition
 		return resp
 	}
 	switch {
 	case req.ReplicaIncarnation < f.incarnation:
 		// Sent by the follower's previous process, delayed or held here:
 		// what it says about the follower's log is no longer true.
-		resp.Err = ErrStaleBrokerEpoch
+		resp.Err = kafka.ErrStaleBrokerEpoch
 		return resp
 	case req.ReplicaIncarnation > f.incarnation:
 		// A new process: nothing it has not itself fetched counts.
@@ -165,7 +166,7 @@ func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
 	leo := r.leo()
 	resp.LEO = leo
 	if req.FetchOffset > leo || req.FetchOffset < 0 {
-		resp.Err = ErrOffsetOutOfRange
+		resp.Err = kafka.ErrOffsetOutOfRange
 		return resp
 	}
 	switch {
@@ -210,7 +211,7 @@ type ReadResult struct {
 }
 
 // Read serves a consumer: only batches wholly below HW. An offset in
-// [HW, LEO] returns nothing; past LEO is ErrOffsetOutOfRange. A
+// [HW, LEO] returns nothing; past LEO is kafka.ErrOffsetOutOfRange. A
 // currentLeaderEpoch of -1 skips KIP-320's fencing check.
 func (r *Replica) Read(offset int64, maxBytes int, currentLeaderEpoch int32) ReadResult {
 	if currentLeaderEpoch >= 0 {
@@ -218,11 +219,11 @@ func (r *Replica) Read(offset int64, maxBytes int, currentLeaderEpoch int32) Rea
 			return ReadResult{Err: err, HW: -1, LEO: -1}
 		}
 	} else if r.role != RoleLeader {
-		return ReadResult{Err: ErrNotLeader, HW: -1, LEO: -1}
+		return ReadResult{Err: kafka.ErrNotLeader, HW: -1, LEO: -1}
 	}
 	leo := r.leo()
 	if offset < 0 || offset > leo {
-		return ReadResult{Err: ErrOffsetOutOfRange, HW: r.hw, LEO: leo}
+		return ReadResult{Err: kafka.ErrOffsetOutOfRange, HW: r.hw, LEO: leo}
 	}
 	return ReadResult{Batches: r.read(offset, r.hw, maxBytes), HW: r.hw, LEO: leo}
 }
@@ -231,24 +232,16 @@ func (r *Replica) Read(offset int64, maxBytes int, currentLeaderEpoch int32) Rea
 func (r *Replica) checkLeaderEpoch(epoch int32) error {
 	switch {
 	case r.role != RoleLeader:
-		return ErrNotLeader
+		return kafka.ErrNotLeader
 	case epoch < r.epoch:
-		return ErrFencedLeaderEpoch
+		return kafka.ErrFencedLeaderEpoch
 	case epoch > r.epoch:
-		return ErrUnknownLeaderEpoch
+		return kafka.ErrUnknownLeaderEpoch
 	}
 	return nil
 }
 
-// AlterISRResponse is the controller's answer to an AlterISRRequest.
-type AlterISRResponse struct {
-	TopicPartition
-	ProposalID uint64 // echoes the request's
-	Err        error
-	State      State
-}
-
-// HandleAlterISRResponse handles the controller's answer to an ISR change.
+// HandleAlterPartitionAnswer handles the controller's answer to an ISR change.
 // Answers can be late, duplicated and reordered, so an answer counts only if
 // it carries a partition state newer than the one the leader knows: then it
 // is the controller's truth, whether it accepted this proposal, an earlier
@@ -257,7 +250,7 @@ type AlterISRResponse struct {
 // the proposal in flight stays in flight, and HW keeps counting it (KIP-497).
 // A refusal that teaches nothing new ends the proposal, and the leader waits
 // RetryBackoffMs before proposing again.
-func (r *Replica) HandleAlterISRResponse(resp AlterISRResponse, now int64) {
+func (r *Replica) HandleAlterPartitionAnswer(resp kafka.AlterPartitionAnswer, now int64) {
 	if r.role != RoleLeader || r.leader.pending == nil {
 		return
 	}
@@ -282,7 +275,7 @@ func (r *Replica) HandleAlterISRResponse(resp AlterISRResponse, now int64) {
 // adoptISR takes the controller's committed ISR. A proposal in flight that
 // it settles is done; one made from an older partition epoch can only be
 // refused, so it is dropped too.
-func (r *Replica) adoptISR(st State) {
+func (r *Replica) adoptISR(st kafka.PartitionState) {
 	r.isr = sortedClone(st.ISR)
 	r.partitionEpoch = st.PartitionEpoch
 	r.replicas = slices.Clone(st.Replicas)
@@ -292,7 +285,7 @@ func (r *Replica) adoptISR(st State) {
 		// HW cannot pass what is parked until the ISR grows back: tell the
 		// producers now, as Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND does;
 		// the records may still commit, so the outcome is unknown to them.
-		r.failPending(ErrNotEnoughReplicasAfterAppend)
+		r.failPending(kafka.ErrNotEnoughReplicasAfterAppend)
 	}
 }
 
@@ -354,10 +347,11 @@ func (r *Replica) sendAlterISR(isr []int32, now int64) {
 			incs[i] = f.incarnation
 		}
 	}
-	r.ready.Messages = append(r.ready.Messages, AlterISRRequest{
+	r.ready.Messages = append(r.ready.Messages, kafka.AlterPartition{
 		TopicPartition:     r.tp,
 		ProposalID:         r.requestID,
 		LeaderID:           r.cfg.BrokerID,
+		LeaderIncarnation:  r.cfg.Incarnation,
 		LeaderEpoch:        r.epoch,
 		PartitionEpoch:     r.partitionEpoch,
 		NewISR:             slices.Clone(isr),
@@ -416,7 +410,7 @@ func (r *Replica) completeProduces() {
 		}
 		var err error
 		if len(r.isr) < r.cfg.MinInsyncReplicas {
-			err = ErrNotEnoughReplicasAfterAppend
+			err = kafka.ErrNotEnoughReplicasAfterAppend
 		}
 		r.ready.Completions = append(r.ready.Completions, Completion{ID: p.id, BaseOffset: p.base, Err: err})
 	}

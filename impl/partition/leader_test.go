@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // "acks 0: no response; acks 1: the leader answers once the record is in its
@@ -88,7 +89,7 @@ func TestAcksAllRefusedWhenISRBelowMin(t *testing.T) {
 	r := leaderOf(t, cfg, []int32{1})
 
 	res := r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0)
-	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrNotEnoughReplicas}, res)
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotEnoughReplicas}, res)
 	assert.Equal(t, int64(0), r.LEO())
 	assert.False(t, r.HasReady(), "nothing to store or send")
 
@@ -111,10 +112,10 @@ func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 	require.True(t, res.Parked)
 	r.Ready()
 
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
 	rd := r.Ready()
 	assert.Equal(t, int64(1), r.HW())
-	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
+	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
 }
 
 // "Last replica standing": with the safe default, a leader alone in the ISR
@@ -132,10 +133,10 @@ func TestHWStaysWhileISRBelowMin(t *testing.T) {
 	require.True(t, r.Produce(ProduceRequest{ID: 7, Acks: AcksAll, Batch: batch("a")}, 0).Parked)
 	r.Ready()
 
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
 	rd := r.Ready()
 	assert.Equal(t, int64(0), r.HW())
-	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
+	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
 
 	timeout := errors.New("request timed out")
 	assert.False(t, r.ExpireProduce(7, timeout), "answered once only")
@@ -147,14 +148,14 @@ func TestHWStaysWhileISRBelowMin(t *testing.T) {
 // Reference: SEMANTICS.md, Producer; KIP-101 (batches carry the epoch).
 func TestProduceRefusals(t *testing.T) {
 	f := newReplica(t, testConfig(2), nil, 0, epochCache(t))
-	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
 		"a replica without a role")
-	f.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
+	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
 		"a follower")
 
 	r := leaderOf(t, testConfig(1), []int32{1})
-	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: ErrInvalidRecord}, r.Produce(ProduceRequest{Acks: AcksAll, Batch: batch()}, 0))
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrInvalidRecord}, r.Produce(ProduceRequest{Acks: AcksAll, Batch: batch()}, 0))
 	assert.Equal(t, int64(0), r.LEO())
 
 	// The leader assigns offsets and its epoch, whatever the client sent.
@@ -183,7 +184,7 @@ func TestLeaderHWIsMinLEOOverISR(t *testing.T) {
 
 	fetchAt(r, 3, 1, 0)
 	assert.Equal(t, int64(5), r.HW(), "HW never moves back on one leader")
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
 	assert.Equal(t, int64(5), r.HW())
 
 	r = leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b")
@@ -198,7 +199,7 @@ func TestLeaderHWIsMinLEOOverISR(t *testing.T) {
 func TestNewLeaderWaitsForEveryISRFollower(t *testing.T) {
 	ec := epochCache(t, entry(1, 0))
 	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, ec)
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
 	assert.Equal(t, RoleLeader, r.Role())
 	assert.Equal(t, int64(1), r.HW())
 	fetchAt(r, 2, 3, 10)
@@ -208,7 +209,7 @@ func TestNewLeaderWaitsForEveryISRFollower(t *testing.T) {
 	assert.Equal(t, int64(3), r.HW())
 
 	r = newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, epochCache(t, entry(1, 0)))
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
 	assert.Equal(t, int64(3), r.HW())
 	rd := r.Ready()
 	assert.True(t, rd.HWChanged)
@@ -235,10 +236,10 @@ func TestISRShrinksAfterLagTime(t *testing.T) {
 		fetchAt(r, 3, max(prev-1, 0), now)
 		r.Tick(now)
 	}
-	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "3 last caught up at 0, 1000 ms ago: within the lag")
+	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "3 last caught up at 0, 1000 ms ago: within the lag")
 
 	r.Tick(1001)
-	got := messages[AlterISRRequest](r.Ready())
+	got := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, got, 1)
 	assertAlterISR(t, got[0], 1, 1, []int32{1, 2})
 	assert.Equal(t, []int32{1, 2, 3}, r.ISR(), "the ISR changes when the controller commits it")
@@ -254,13 +255,13 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 		fetchAt(r, 3, 0, 0)
 		fetchAt(r, 2, 1, 1000)
 		r.Tick(1001)
-		require.Len(t, messages[AlterISRRequest](r.Ready()), 1)
+		require.Len(t, messages[kafka.AlterPartition](r.Ready()), 1)
 		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1001)
 		fetchAt(r, 2, 2, 1001)
 		assert.Equal(t, int64(0), r.HW(), "3 may still be in the ISR the controller holds")
 
-		r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP,
-			State: State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 1002)
+		r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP,
+			State: kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 1002)
 		assert.Equal(t, []int32{1, 2}, r.ISR())
 		assert.Equal(t, int64(2), r.HW())
 	})
@@ -269,7 +270,7 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 		fetchAt(r, 2, 1, 0)
 		require.Equal(t, int64(1), r.HW())
 		fetchAt(r, 3, 1, 0)
-		got := messages[AlterISRRequest](r.Ready())
+		got := messages[kafka.AlterPartition](r.Ready())
 		require.Len(t, got, 1)
 		assert.Equal(t, []int32{1, 2, 3}, got[0].NewISR)
 
@@ -286,20 +287,20 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 func TestISRExpansionNeedsHWAndEpochStart(t *testing.T) {
 	// 1 leads epoch 2 from LEO 3 with HW 1: the epoch starts at 3.
 	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, epochCache(t, entry(1, 0)))
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 0)
 	r.Ready()
 
 	fetchAt(r, 3, 0, 0)
-	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "below HW")
+	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "below HW")
 	fetchAt(r, 3, 2, 0)
-	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "at HW but before the epoch's start offset 3")
+	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "at HW but before the epoch's start offset 3")
 	fetchAt(r, 3, 3, 0)
-	got := messages[AlterISRRequest](r.Ready())
+	got := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, got, 1)
 	assertAlterISR(t, got[0], 2, 1, []int32{1, 2, 3})
 
 	fetchAt(r, 3, 3, 1)
-	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "one proposal in flight at a time")
+	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "one proposal in flight at a time")
 }
 
 // An answer older than the state the leader already holds does not take
@@ -309,11 +310,11 @@ func TestOlderAlterISRAnswerDoesNotRegressISR(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2, 3})
 	fetchAt(r, 2, 0, 1000)
 	r.Tick(1001)
-	require.Len(t, messages[AlterISRRequest](r.Ready()), 1) // propose {1 2}
+	require.Len(t, messages[kafka.AlterPartition](r.Ready()), 1) // propose {1 2}
 	// Meanwhile the controller went two steps further.
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1002)
-	r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP,
-		State: State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 1003)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1002)
+	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP,
+		State: kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 1003)
 	assert.Equal(t, []int32{1}, r.ISR())
 }
 
@@ -322,11 +323,11 @@ func TestOlderAlterISRAnswerDoesNotRegressISR(t *testing.T) {
 // Reference: SEMANTICS.md, Replication.
 func TestNewLeaderGivesFollowersALagWindow(t *testing.T) {
 	r := newReplica(t, testConfig(1), nil, 0, epochCache(t))
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 50000)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 50000)
 	r.Tick(51000)
-	assert.Empty(t, messages[AlterISRRequest](r.Ready()))
+	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()))
 	r.Tick(51001)
-	assert.Len(t, messages[AlterISRRequest](r.Ready()), 1)
+	assert.Len(t, messages[kafka.AlterPartition](r.Ready()), 1)
 }
 
 // A replica fetch is bounded by the smaller of the request's and the
@@ -353,30 +354,30 @@ func TestAlterISRResentUntilAnswered(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2, 3})
 	fetchAt(r, 2, 0, 1000)
 	r.Tick(1001)
-	first := messages[AlterISRRequest](r.Ready())
+	first := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, first, 1)
 
 	r.Tick(1001 + 499)
-	assert.Empty(t, messages[AlterISRRequest](r.Ready()))
+	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()))
 	r.Tick(1001 + 500)
-	again := messages[AlterISRRequest](r.Ready())
+	again := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, again, 1)
 	assert.NotEqual(t, first[0].ProposalID, again[0].ProposalID, "a resend is a new proposal: only its own answer ends it")
 	again[0].ProposalID = first[0].ProposalID
 	assert.Equal(t, first, again)
 
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1600)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1600)
 	assert.Equal(t, []int32{1, 2}, r.ISR())
 	fetchAt(r, 2, 0, 2050)
 	r.Tick(2100)
-	assert.Empty(t, messages[AlterISRRequest](r.Ready()), "the proposal came back committed")
+	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "the proposal came back committed")
 }
 
 // A leader that loses leadership answers every parked produce with
-// ErrLeaderChanged (an indefinite error: the record may still commit under
+// kafka.ErrLeaderChanged (an indefinite error: the record may still commit under
 // the next leader). Reference: SEMANTICS.md, Producer.
 func TestLeaderChangeFailsParkedProduces(t *testing.T) {
-	for name, next := range map[string]State{
+	for name, next := range map[string]kafka.PartitionState{
 		"follower": {Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2},
 		"offline":  {Leader: -1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2},
 	} {
@@ -386,17 +387,17 @@ func TestLeaderChangeFailsParkedProduces(t *testing.T) {
 			require.True(t, r.Produce(ProduceRequest{ID: 2, Acks: AcksAll, Batch: batch("b")}, 0).Parked)
 			r.Ready()
 			r.UpdateState(next, 1)
-			assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: ErrLeaderChanged}, {ID: 2, BaseOffset: 1, Err: ErrLeaderChanged}},
+			assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: kafka.ErrLeaderChanged}, {ID: 2, BaseOffset: 1, Err: kafka.ErrLeaderChanged}},
 				r.Ready().Completions)
 			assert.NotEqual(t, RoleLeader, r.Role())
-			assert.False(t, r.ExpireProduce(1, ErrLeaderChanged), "nothing stays parked")
+			assert.False(t, r.ExpireProduce(1, kafka.ErrLeaderChanged), "nothing stays parked")
 		})
 	}
 }
 
 // assertAlterISR checks a proposal from broker 1 of isr, made in leader
 // epoch from partition epoch pe.
-func assertAlterISR(t *testing.T, got AlterISRRequest, epoch, pe int32, isr []int32) {
+func assertAlterISR(t *testing.T, got kafka.AlterPartition, epoch, pe int32, isr []int32) {
 	t.Helper()
 	assert.Equal(t, testTP, got.TopicPartition)
 	assert.Equal(t, int32(1), got.LeaderID)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // The harness's network and fake controller: messages queue in order, and
@@ -38,7 +40,7 @@ func (c *cluster) deliverOne(e envelope) {
 			return
 		}
 		c.logf("%s", formatEnvelope(e))
-		c.handleAlterISR(e.msg.(AlterISRRequest))
+		c.handleAlterISR(e.msg.(kafka.AlterPartition))
 		return
 	}
 	n := c.nodes[e.to]
@@ -83,11 +85,11 @@ func (c *cluster) deliverOne(e envelope) {
 		c.logf("%s", formatEnvelope(e))
 		r.HandleEpochEndResponse(m, c.now)
 		c.apply(n)
-	case AlterISRResponse:
+	case kafka.AlterPartitionAnswer:
 		c.logf("%s", formatEnvelope(e))
-		r.HandleAlterISRResponse(m, c.now)
+		r.HandleAlterPartitionAnswer(m, c.now)
 		c.apply(n)
-	case State:
+	case kafka.PartitionState:
 		c.logf("%s", formatEnvelope(e))
 		r.UpdateState(m, c.now)
 		c.apply(n)
@@ -241,8 +243,8 @@ func (c *cluster) run(ms, step int64, m matcher) {
 // controller does (leader epoch, partition epoch, then that added members
 // are up in the incarnation the leader saw), applies it, answers the leader
 // and publishes the new state.
-func (c *cluster) handleAlterISR(req AlterISRRequest) {
-	resp := AlterISRResponse{TopicPartition: req.TopicPartition, ProposalID: req.ProposalID}
+func (c *cluster) handleAlterISR(req kafka.AlterPartition) {
+	resp := kafka.AlterPartitionAnswer{TopicPartition: req.TopicPartition, ProposalID: req.ProposalID}
 	accepted := false
 	switch {
 	case req.LeaderEpoch != c.ctrl.LeaderEpoch || req.LeaderID != c.ctrl.Leader:
@@ -269,7 +271,7 @@ func (c *cluster) handleAlterISR(req AlterISRRequest) {
 
 // eligible is the controller's KIP-903 check: a broker added to the ISR
 // must be up, in the incarnation the leader saw it fetch from.
-func (c *cluster) eligible(req AlterISRRequest) bool {
+func (c *cluster) eligible(req kafka.AlterPartition) bool {
 	for i, id := range req.NewISR {
 		if slices.Contains(c.ctrl.ISR, id) {
 			continue

@@ -1,20 +1,13 @@
 package partition
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
-)
-
-// Errors of the idempotent producer (SEMANTICS.md, Producer).
-var (
-	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
-	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
-	ErrUnknownProducerID    = errors.New("unknown producer id")
 )
 
 // DedupWindow is how many of a producer's latest batches a partition
@@ -100,14 +93,14 @@ func (ps producers) observe(b *record.Batch) {
 // or refuse it (nil, err).
 //
 // The rules (SEMANTICS.md, Producer):
-//   - an epoch older than the producer's latest: ErrInvalidProducerEpoch;
-//   - a newer epoch must start at sequence 0: ErrOutOfOrderSequence;
+//   - an epoch older than the producer's latest: kafka.ErrInvalidProducerEpoch;
+//   - a newer epoch must start at sequence 0: kafka.ErrOutOfOrderSequence;
 //   - the same epoch and the same sequence range as one of the last
 //     DedupWindow batches: a duplicate, answered with the original offset;
 //   - the same epoch: the next sequence after the latest batch, or
-//     ErrOutOfOrderSequence;
+//     kafka.ErrOutOfOrderSequence;
 //   - a producer the partition has no state for: sequence 0 starts it;
-//     anything else is ErrUnknownProducerID. The reference broker never
+//     anything else is kafka.ErrUnknownProducerID. The reference broker never
 //     expires producer state (it deletes no log), so an unknown producer
 //     with a later sequence means state was lost, and that must show as an
 //     error in the history rather than be accepted as Kafka's lenient
@@ -119,14 +112,14 @@ func (ps producers) check(b *record.Batch, lenient bool) (*producerBatch, error)
 		if b.BaseSequence == 0 || lenient {
 			return nil, nil
 		}
-		return nil, ErrUnknownProducerID
+		return nil, kafka.ErrUnknownProducerID
 	}
 	switch {
 	case b.ProducerEpoch < e.epoch:
-		return nil, ErrInvalidProducerEpoch
+		return nil, kafka.ErrInvalidProducerEpoch
 	case b.ProducerEpoch > e.epoch:
 		if b.BaseSequence != 0 {
-			return nil, ErrOutOfOrderSequence
+			return nil, kafka.ErrOutOfOrderSequence
 		}
 		return nil, nil
 	}
@@ -137,7 +130,7 @@ func (ps producers) check(b *record.Batch, lenient bool) (*producerBatch, error)
 		}
 	}
 	if len(e.batches) > 0 && b.BaseSequence != e.batches[len(e.batches)-1].lastSeq+1 {
-		return nil, ErrOutOfOrderSequence
+		return nil, kafka.ErrOutOfOrderSequence
 	}
 	return nil, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -103,15 +104,15 @@ func TestIdempotentFirstBatchOfANewProducer(t *testing.T) {
 	assert.Equal(t, pidP, b.ProducerID, "the batch keeps its PID in the log")
 	assert.Equal(t, int32(0), b.BaseSequence)
 
-	p.refused(AcksLeader, idem(pidQ, 0, 3, "q3"), ErrUnknownProducerID)
-	p.refused(AcksAll, idem(pidQ, 0, 1, "q1"), ErrUnknownProducerID)
+	p.refused(AcksLeader, idem(pidQ, 0, 3, "q3"), kafka.ErrUnknownProducerID)
+	p.refused(AcksAll, idem(pidQ, 0, 1, "q1"), kafka.ErrUnknownProducerID)
 	p.ok(idem(pidQ, 0, 0, "q0"), 3)
 
 	lenient := leaderOf(t, leaderOnlyConfig(1), []int32{1})
 	lp := &producer{t: t, r: lenient}
 	lp.ok(idem(pidQ, 0, 3, "q3"), 0)
 	lp.ok(idem(pidQ, 0, 4, "q4"), 1)
-	lp.refused(AcksLeader, idem(pidQ, 0, 6, "q6"), ErrOutOfOrderSequence)
+	lp.refused(AcksLeader, idem(pidQ, 0, 6, "q6"), kafka.ErrOutOfOrderSequence)
 }
 
 // "next batch = last sequence + 1"; "A gap is refused with
@@ -123,18 +124,18 @@ func TestIdempotentSequencesFollowOneAnother(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1})
 	p := &producer{t: t, r: r}
 	p.ok(idem(pidP, 0, 0, "a", "b"), 0) // sequences 0-1
-	p.refused(AcksLeader, idem(pidP, 0, 3, "d"), ErrOutOfOrderSequence)
-	p.refused(AcksAll, idem(pidP, 0, 100, "z"), ErrOutOfOrderSequence)
-	p.refused(AcksLeader, idem(pidP, 0, 1, "b"), ErrOutOfOrderSequence)
-	p.refused(AcksLeader, idem(pidP, 0, 0, "a"), ErrOutOfOrderSequence)
-	p.refused(AcksLeader, idem(pidP, 0, 0, "a", "b", "c"), ErrOutOfOrderSequence)
+	p.refused(AcksLeader, idem(pidP, 0, 3, "d"), kafka.ErrOutOfOrderSequence)
+	p.refused(AcksAll, idem(pidP, 0, 100, "z"), kafka.ErrOutOfOrderSequence)
+	p.refused(AcksLeader, idem(pidP, 0, 1, "b"), kafka.ErrOutOfOrderSequence)
+	p.refused(AcksLeader, idem(pidP, 0, 0, "a"), kafka.ErrOutOfOrderSequence)
+	p.refused(AcksLeader, idem(pidP, 0, 0, "a", "b", "c"), kafka.ErrOutOfOrderSequence)
 	p.ok(idem(pidP, 0, 2, "c"), 2)
 	p.ok(idem(pidP, 0, 3, "d", "e", "f"), 3)
 	p.ok(idem(pidP, 0, 6, "g"), 6)
 
 	// Sequences are per producer: another PID keeps its own.
 	p.ok(idem(pidQ, 0, 0, "q0"), 7)
-	p.refused(AcksLeader, idem(pidQ, 0, 7, "q7"), ErrOutOfOrderSequence)
+	p.refused(AcksLeader, idem(pidQ, 0, 7, "q7"), kafka.ErrOutOfOrderSequence)
 	p.ok(idem(pidQ, 0, 1, "q1"), 8)
 
 	// Plain batches interleave freely.
@@ -178,12 +179,12 @@ func TestIdempotentRetryOfTheLastFiveBatchesIsADuplicate(t *testing.T) {
 				res := p.dup(acks, sent[i], offsets[i])
 				assert.False(t, res.Parked, "batch %d is committed: answered at once", i)
 			}
-			p.refused(acks, sent[0], ErrOutOfOrderSequence)
+			p.refused(acks, sent[0], kafka.ErrOutOfOrderSequence)
 			assert.Equal(t, logBefore, values(r.Log()))
 
 			// The window still moves on with the next batch.
 			p.ok(idem(pidP, 0, seq, "p6"), r.LEO())
-			p.refused(acks, sent[1], ErrOutOfOrderSequence)
+			p.refused(acks, sent[1], kafka.ErrOutOfOrderSequence)
 			p.dup(acks, sent[2], offsets[2])
 		})
 	}
@@ -234,8 +235,8 @@ func TestIdempotentParkedDuplicateFailsOnLeaderChange(t *testing.T) {
 	p := &producer{t: t, r: r}
 	require.True(t, p.send(AcksAll, idem(pidP, 0, 0, "a")).Parked)
 	require.True(t, p.dup(AcksAll, idem(pidP, 0, 0, "a"), 0).Parked)
-	r.UpdateState(State{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1)
-	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: ErrLeaderChanged}, {ID: 2, BaseOffset: 0, Err: ErrLeaderChanged}},
+	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1)
+	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: kafka.ErrLeaderChanged}, {ID: 2, BaseOffset: 0, Err: kafka.ErrLeaderChanged}},
 		r.Ready().Completions)
 }
 
@@ -250,14 +251,14 @@ func TestIdempotentProducerEpochs(t *testing.T) {
 	p.ok(idem(pidP, 1, 0, "a"), 0)
 	p.ok(idem(pidP, 1, 1, "b"), 1)
 
-	p.refused(AcksLeader, idem(pidP, 0, 2, "c"), ErrInvalidProducerEpoch)
-	p.refused(AcksLeader, idem(pidP, 0, 0, "a"), ErrInvalidProducerEpoch)
-	p.refused(AcksLeader, idem(pidP, 2, 2, "c"), ErrOutOfOrderSequence)
-	p.refused(AcksAll, idem(pidP, 2, 1, "c"), ErrOutOfOrderSequence)
+	p.refused(AcksLeader, idem(pidP, 0, 2, "c"), kafka.ErrInvalidProducerEpoch)
+	p.refused(AcksLeader, idem(pidP, 0, 0, "a"), kafka.ErrInvalidProducerEpoch)
+	p.refused(AcksLeader, idem(pidP, 2, 2, "c"), kafka.ErrOutOfOrderSequence)
+	p.refused(AcksAll, idem(pidP, 2, 1, "c"), kafka.ErrOutOfOrderSequence)
 
 	p.ok(idem(pidP, 2, 0, "a2"), 2)
-	p.refused(AcksLeader, idem(pidP, 1, 1, "b"), ErrInvalidProducerEpoch)
-	p.refused(AcksLeader, idem(pidP, 1, 2, "c"), ErrInvalidProducerEpoch)
+	p.refused(AcksLeader, idem(pidP, 1, 1, "b"), kafka.ErrInvalidProducerEpoch)
+	p.refused(AcksLeader, idem(pidP, 1, 2, "c"), kafka.ErrInvalidProducerEpoch)
 	p.dup(AcksLeader, idem(pidP, 2, 0, "a2"), 2)
 	p.ok(idem(pidP, 2, 1, "b2"), 3)
 	assert.Equal(t, []string{"a", "b", "a2", "b2"}, values(r.Log()))
@@ -360,7 +361,7 @@ func TestIdempotentTruncationForgetsBatchesAboveThePoint(t *testing.T) {
 			require.Equal(t, int64(2), r.HW())
 
 			// Broker 2 leads epoch 2; with truncation=hw, 1 drops b and c.
-			r.UpdateState(State{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 20)
+			r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 20)
 			rd := r.Ready()
 			require.Equal(t, int64(2), rd.Truncate)
 			require.Equal(t, []string{"a", "q"}, values(r.Log()))
@@ -369,11 +370,11 @@ func TestIdempotentTruncationForgetsBatchesAboveThePoint(t *testing.T) {
 			}
 
 			// 1 leads again, and the producer retries b and c.
-			r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 30)
+			r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 30)
 			r.Ready()
 			p.dup(AcksLeader, idem(pidP, 0, 0, "a"), 0)
 			p.dup(AcksLeader, idem(pidQ, 0, 0, "q"), 1)
-			p.refused(AcksLeader, idem(pidP, 0, 2, "c"), ErrOutOfOrderSequence)
+			p.refused(AcksLeader, idem(pidP, 0, 2, "c"), kafka.ErrOutOfOrderSequence)
 			p.ok(idem(pidP, 0, 1, "b"), 2)
 			p.ok(idem(pidP, 0, 2, "c"), 3)
 			assert.Equal(t, []string{"a", "q", "b", "c"}, values(r.Log()))
@@ -395,16 +396,16 @@ func TestIdempotentTruncationRebuildsTheWindow(t *testing.T) {
 		p.ok(idem(pidP, 0, int32(i), fmt.Sprintf("p%d", i)), int64(i))
 	}
 	p.ok(idem(pidQ, 0, 0, "q0"), 7)
-	p.refused(AcksLeader, idem(pidP, 0, 0, "p0"), ErrOutOfOrderSequence) // out of the window
+	p.refused(AcksLeader, idem(pidP, 0, 0, "p0"), kafka.ErrOutOfOrderSequence) // out of the window
 	fetchAt(r, 2, 5, 10)
-	r.UpdateState(State{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 20)
+	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 20)
 	require.Equal(t, int64(5), r.LEO())
 	assert.Equal(t, rebuilt(t, cfg, r.Log()), r.ProducerSnapshot())
 
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 30)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 30)
 	r.Ready()
 	p.dup(AcksLeader, idem(pidP, 0, 0, "p0"), 0)
-	p.refused(AcksLeader, idem(pidQ, 0, 1, "q1"), ErrUnknownProducerID)
+	p.refused(AcksLeader, idem(pidQ, 0, 1, "q1"), kafka.ErrUnknownProducerID)
 	p.ok(idem(pidQ, 0, 0, "q0"), 5)
 }
 
@@ -487,7 +488,7 @@ func TestIdempotentRestoredReplicaDeduplicates(t *testing.T) {
 	snap := rebuilt(t, cfg, log[:k])
 	r, err := New(cfg, testTP, slices.Clone(log), 0, storage.EpochCache{}, &snap)
 	require.NoError(t, err)
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1}, PartitionEpoch: 1}, 0)
 	r.Ready()
 	p := &producer{t: t, r: r}
 	retry := func(b record.Batch) record.Batch {
@@ -496,7 +497,7 @@ func TestIdempotentRestoredReplicaDeduplicates(t *testing.T) {
 	for _, b := range recent {
 		p.dup(AcksAll, retry(b), b.BaseOffset)
 	}
-	p.refused(AcksAll, retry(ofP[len(ofP)-DedupWindow-1]), ErrOutOfOrderSequence)
+	p.refused(AcksAll, retry(ofP[len(ofP)-DedupWindow-1]), kafka.ErrOutOfOrderSequence)
 	last := recent[len(recent)-1]
 	p.ok(idem(pidP, 0, last.LastSequence()+1, "next"), r.LEO())
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
@@ -34,8 +35,8 @@ func TestReadOnlyBelowHW(t *testing.T) {
 		{4, nil, nil}, // HW: e-f not committed
 		{5, nil, nil},
 		{6, nil, nil}, // LEO
-		{7, nil, ErrOffsetOutOfRange},
-		{-1, nil, ErrOffsetOutOfRange},
+		{7, nil, kafka.ErrOffsetOutOfRange},
+		{-1, nil, kafka.ErrOffsetOutOfRange},
 	}
 	for _, tc := range cases {
 		res := r.Read(tc.offset, 1<<20, -1)
@@ -62,13 +63,13 @@ func TestReadOnlyBelowHW(t *testing.T) {
 // answers NOT_LEADER. Reference: KIP-320.
 func TestLeaderEpochFencing(t *testing.T) {
 	r := newReplica(t, testConfig(1), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	require.Equal(t, RoleLeader, r.Role())
 
 	for _, tc := range []struct {
 		epoch int32
 		err   error
-	}{{2, ErrFencedLeaderEpoch}, {4, ErrUnknownLeaderEpoch}, {3, nil}} {
+	}{{2, kafka.ErrFencedLeaderEpoch}, {4, kafka.ErrUnknownLeaderEpoch}, {3, nil}} {
 		read := r.Read(0, 1<<20, tc.epoch)
 		fetch := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, FetchOffset: 0, CurrentLeaderEpoch: tc.epoch, MaxBytes: 1 << 20}, 0)
 		end := r.EpochEnd(EpochEndRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, Epoch: 1, CurrentLeaderEpoch: tc.epoch})
@@ -93,17 +94,17 @@ func TestLeaderEpochFencing(t *testing.T) {
 	assert.NoError(t, r.Read(0, 1<<20, -1).Err, "-1 skips the check")
 
 	f := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
-	f.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-	assert.ErrorIs(t, f.Read(0, 1<<20, 3).Err, ErrNotLeader)
-	assert.ErrorIs(t, f.Read(0, 1<<20, -1).Err, ErrNotLeader)
-	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, ErrNotLeader)
-	assert.ErrorIs(t, f.EpochEnd(EpochEndRequest{TopicPartition: testTP, ReplicaID: 3, Epoch: 1, CurrentLeaderEpoch: 3}).Err, ErrNotLeader)
+	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.ErrorIs(t, f.Read(0, 1<<20, 3).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, f.Read(0, 1<<20, -1).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, f.EpochEnd(EpochEndRequest{TopicPartition: testTP, ReplicaID: 3, Epoch: 1, CurrentLeaderEpoch: 3}).Err, kafka.ErrNotLeader)
 
 	// A fetch from a broker that holds no replica of the partition.
-	assert.ErrorIs(t, r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, ErrNotLeader)
+	assert.ErrorIs(t, r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
 	// A follower fetching past the leader's LEO learns the LEO.
 	oor := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3}, 0)
-	assert.ErrorIs(t, oor.Err, ErrOffsetOutOfRange)
+	assert.ErrorIs(t, oor.Err, kafka.ErrOffsetOutOfRange)
 	assert.Equal(t, int64(1), oor.LEO)
 }
 
@@ -113,26 +114,26 @@ func TestLeaderEpochFencing(t *testing.T) {
 // Reference: SEMANTICS.md, Replication ("leader epochs only increase").
 func TestStaleStateUpdatesIgnored(t *testing.T) {
 	r, _ := followerOf(t, testConfig(2), nil, 0, storage.EpochCache{}, 3)
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 5}, 1)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 5}, 1)
 	r.Ready()
 
-	r.UpdateState(State{Leader: 2, LeaderEpoch: 2, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 9}, 2)
+	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 9}, 2)
 	assert.Equal(t, RoleFollower, r.Role(), "older leader epoch")
 	assert.Equal(t, int32(1), r.Leader())
 	assert.Equal(t, int32(3), r.LeaderEpoch())
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 4}, 2)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 4}, 2)
 	assert.Equal(t, []int32{1, 2}, r.ISR(), "older partition epoch")
 	assert.False(t, r.HasReady())
 
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{2, 1}, Replicas: []int32{1, 2}, PartitionEpoch: 6}, 3)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{2, 1}, Replicas: []int32{1, 2}, PartitionEpoch: 6}, 3)
 	assert.Equal(t, []int32{1, 2}, r.ISR(), "kept sorted")
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 7}, 3)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 7}, 3)
 	assert.Equal(t, []int32{1}, r.ISR())
 	assert.Equal(t, RoleFollower, r.Role())
 	assert.Empty(t, r.Ready().Messages, "an ISR change does not restart the follower")
 
 	l := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
-	l.UpdateState(State{Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1)
+	l.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1)
 	assert.Equal(t, RoleLeader, l.Role(), "a stale state does not demote the leader")
 	assert.False(t, l.HasReady())
 }
@@ -146,16 +147,16 @@ func TestRestartedReplicaTakesRoleInItsOwnEpoch(t *testing.T) {
 		return newReplica(t, testConfig(2), stored([]int32{1, 3}, "a", "b"), 2, epochCache(t, entry(1, 0), entry(3, 1)))
 	}
 	r := load()
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.Equal(t, RoleNone, r.Role(), "older than its own records")
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.Equal(t, RoleFollower, r.Role())
 	q := messages[EpochEndRequest](r.Ready())
 	require.Len(t, q, 1)
 	assert.Equal(t, int32(3), q[0].Epoch)
 
 	r = load()
-	r.UpdateState(State{Leader: 2, LeaderEpoch: 3, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 3, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.Equal(t, RoleLeader, r.Role())
 	assert.Equal(t, int64(2), r.HW(), "alone in the ISR")
 }
@@ -177,16 +178,16 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 	assert.Equal(t, int64(1), r.HW())
 
 	stale := fetch(2, 4, 2)
-	assert.ErrorIs(t, stale.Err, ErrStaleBrokerEpoch)
+	assert.ErrorIs(t, stale.Err, kafka.ErrStaleBrokerEpoch)
 	assert.Empty(t, stale.Batches)
 	assert.Equal(t, int64(1), r.HW(), "the old process's fetch offset does not count")
 
 	require.NoError(t, fetch(2, 6, 2).Err)
 	assert.Equal(t, int64(2), r.HW())
-	assert.ErrorIs(t, fetch(2, 5, 2).Err, ErrStaleBrokerEpoch, "the process before the current one")
+	assert.ErrorIs(t, fetch(2, 5, 2).Err, kafka.ErrStaleBrokerEpoch, "the process before the current one")
 
 	require.NoError(t, fetch(3, 7, 2).Err)
-	got := messages[AlterISRRequest](r.Ready())
+	got := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, got, 1)
 	assert.Equal(t, []int32{1, 2, 3}, got[0].NewISR)
 	assert.Equal(t, []int64{10, 6, 7}, got[0].NewISRIncarnations)
@@ -197,7 +198,7 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 	require.NoError(t, fetch(2, 5, 3).Err)
 	require.NoError(t, fetch(3, 5, 1).Err)
 	require.Equal(t, int64(1), r.HW())
-	assert.ErrorIs(t, fetch(2, 6, 9).Err, ErrOffsetOutOfRange, "the restarted 2 fetches past the leader's LEO")
+	assert.ErrorIs(t, fetch(2, 6, 9).Err, kafka.ErrOffsetOutOfRange, "the restarted 2 fetches past the leader's LEO")
 	require.NoError(t, fetch(3, 5, 3).Err)
 	assert.Equal(t, int64(1), r.HW(), "2's new process has not shown it holds offsets 1-2")
 }
@@ -210,7 +211,7 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 func TestResolved(t *testing.T) {
 	r := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
 	assert.False(t, r.Resolved(), "restarted, no role yet")
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.False(t, r.Resolved(), "waiting for the epoch answer")
 	q := messages[EpochEndRequest](r.Ready())[0]
 	r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Epoch: 1, EndOffset: 1}, 1)

@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -29,13 +30,15 @@ type Ready struct {
 	Events []Event
 }
 
-// Message is a request from this replica to another node.
-type Message interface{ isMessage() }
+// Message is a request from this replica to another node: a
+// FetchRequest or EpochEndRequest to the leader, or a kafka.AlterPartition
+// to the controller.
+type Message = any
 
 // FetchRequest is a follower's replica fetch. Its FetchOffset is the
 // follower's LEO: sending it acknowledges everything below.
 type FetchRequest struct {
-	TopicPartition
+	kafka.TopicPartition
 	ID                 uint64 // matches the response to the request in flight
 	ReplicaID          int32
 	ReplicaIncarnation int64 // the follower process's incarnation (KIP-903's broker epoch)
@@ -47,7 +50,7 @@ type FetchRequest struct {
 
 // FetchResponse answers a FetchRequest.
 type FetchResponse struct {
-	TopicPartition
+	kafka.TopicPartition
 	ID      uint64
 	Err     error
 	Batches []record.Batch
@@ -57,7 +60,7 @@ type FetchResponse struct {
 
 // EpochEndRequest is OffsetsForLeaderEpoch: where did Epoch end on the leader?
 type EpochEndRequest struct {
-	TopicPartition
+	kafka.TopicPartition
 	ID                 uint64
 	ReplicaID          int32
 	To                 int32
@@ -68,34 +71,12 @@ type EpochEndRequest struct {
 // EpochEndResponse answers with the largest epoch <= the one asked and the
 // offset where it ended, or -1/-1 when the leader has no such epoch.
 type EpochEndResponse struct {
-	TopicPartition
+	kafka.TopicPartition
 	ID        uint64
 	Err       error
 	Epoch     int32
 	EndOffset int64
 }
-
-// AlterISRRequest proposes a new ISR to the controller (KIP-497).
-type AlterISRRequest struct {
-	TopicPartition
-	// ProposalID ties the controller's answer to this request: answers can
-	// be late and reordered, and only the answer to the proposal in flight
-	// may end it.
-	ProposalID     uint64
-	LeaderID       int32
-	LeaderEpoch    int32
-	PartitionEpoch int32
-	NewISR         []int32
-	// NewISRIncarnations holds, for each member of NewISR, the incarnation
-	// its fetches came from (0 when the leader has not heard from it in
-	// this epoch). The controller refuses to add a member whose process
-	// has since restarted (KIP-903).
-	NewISRIncarnations []int64
-}
-
-func (FetchRequest) isMessage()    {}
-func (EpochEndRequest) isMessage() {}
-func (AlterISRRequest) isMessage() {}
 
 // Completion finishes a produce that was parked until HW passed it.
 type Completion struct {

@@ -6,13 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Regression tests for bugs these tests found in the partition core, each
 // fixed since: the scenario that showed it, kept so it stays fixed.
 
 // Bug 1a. "While the proposal is in flight the leader computes HW over the
-// union of the old and the proposed ISR" — but HandleAlterISRResponse drops
+// union of the old and the proposed ISR" — but HandleAlterPartitionAnswer drops
 // whatever proposal is in flight on any answer, even an answer to an
 // earlier proposal. Scenario: a shrink to {1 2} is committed and its
 // metadata reaches the leader before the controller's answer; 3 catches up
@@ -27,13 +28,13 @@ func TestRegressionStaleAlterISRAnswerDropsInFlightExpansion(t *testing.T) {
 	fetchAt(r, 2, 1, 1000)
 	r.Tick(1001) // 3 lags: propose {1 2}
 	require.Equal(t, [][]int32{{1, 2}}, proposals(r.Ready()))
-	shrunk := State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
+	shrunk := kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
 	r.UpdateState(shrunk, 1002) // metadata first
 	require.Equal(t, int64(1), r.HW())
 
 	fetchAt(r, 3, 1, 1003) // 3 caught up: propose {1 2 3}
 	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(r.Ready()))
-	r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP, State: shrunk}, 1004) // the shrink's late answer
+	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, State: shrunk}, 1004) // the shrink's late answer
 
 	require.True(t, r.Produce(ProduceRequest{ID: 9, Acks: AcksAll, Batch: batch("m")}, 1005).Parked)
 	fetchAt(r, 2, 2, 1006)
@@ -58,8 +59,8 @@ func TestRegressionRefusedRetryDropsCommittedExpansion(t *testing.T) {
 	r.Tick(cfg.RequestTimeoutMs) // the answer was lost: send it again
 	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(r.Ready()))
 
-	committed := State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
-	r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP, Err: errInvalidVersion, State: committed}, cfg.RequestTimeoutMs+1)
+	committed := kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
+	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, Err: errInvalidVersion, State: committed}, cfg.RequestTimeoutMs+1)
 
 	require.True(t, r.Produce(ProduceRequest{ID: 9, Acks: AcksAll, Batch: batch("m")}, cfg.RequestTimeoutMs+2).Parked)
 	fetchAt(r, 2, 2, cfg.RequestTimeoutMs+3)
@@ -79,9 +80,9 @@ func TestRegressionRefusedAlterISRRetriedAtOnceFromStaleEpoch(t *testing.T) {
 	fetchAt(r, 2, 1, 1000)
 	r.Tick(1001)
 	require.Equal(t, [][]int32{{1, 2}}, proposals(r.Ready()))
-	current := State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
-	r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP, Err: errInvalidVersion, State: current}, 1002)
-	for _, p := range messages[AlterISRRequest](r.Ready()) {
+	current := kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
+	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, Err: errInvalidVersion, State: current}, 1002)
+	for _, p := range messages[kafka.AlterPartition](r.Ready()) {
 		assert.GreaterOrEqual(t, p.PartitionEpoch, current.PartitionEpoch,
 			"re-proposed %v from partition epoch %d right after the controller said it is %d", p.NewISR, p.PartitionEpoch, current.PartitionEpoch)
 	}
@@ -123,7 +124,7 @@ func TestRegressionNewDoesNotPersistClampedCheckpoints(t *testing.T) {
 			epochCache(t, entry(1, 0), entry(2, 2)))
 		require.Equal(t, int64(2), r.HW())
 		require.Equal(t, "[1@0]", r.epochs.String())
-		r.UpdateState(State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+		r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 		rd := r.Ready()
 		assert.True(t, rd.EpochsChanged, "the clamped cache is never written")
 		assert.True(t, rd.HWChanged, "the clamped HW is never written")
@@ -208,7 +209,7 @@ func TestRegressionAnswerToPreviousProcessAccepted(t *testing.T) {
 
 func proposals(rd Ready) [][]int32 {
 	var out [][]int32
-	for _, m := range messages[AlterISRRequest](rd) {
+	for _, m := range messages[kafka.AlterPartition](rd) {
 		out = append(out, m.NewISR)
 	}
 	return out
@@ -230,22 +231,22 @@ func TestRegressionRefusedResendDoesNotEndNewerProposal(t *testing.T) {
 	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 10).Err)
 	fetchAt(r, 2, 2, 1500)
 	r.Tick(1500)
-	shrink := messages[AlterISRRequest](r.Ready())
+	shrink := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, shrink, 1)
 	require.Equal(t, []int32{1, 2}, shrink[0].NewISR)
 	r.Tick(1500 + 500)
-	resent := messages[AlterISRRequest](r.Ready())
+	resent := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, resent, 1)
 	// The controller committed #1; the news reaches the leader first.
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 2010)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 2010)
 	// 3 catches up to the HW: expansion #2 goes out.
 	fetchAt(r, 3, 2, 2020)
-	expand := messages[AlterISRRequest](r.Ready())
+	expand := messages[kafka.AlterPartition](r.Ready())
 	require.Len(t, expand, 1)
 	require.Equal(t, []int32{1, 2, 3}, expand[0].NewISR)
 	// The refusal of #1' (made from partition epoch 1) arrives now.
-	r.HandleAlterISRResponse(AlterISRResponse{TopicPartition: testTP, ProposalID: resent[0].ProposalID,
-		Err: ErrFencedLeaderEpoch, State: State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 2030)
+	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, ProposalID: resent[0].ProposalID,
+		Err: kafka.ErrFencedLeaderEpoch, State: kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 2030)
 	// A new record that 2 copies but 3 does not: HW must not pass it.
 	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("c")}, 2040).Err)
 	fetchAt(r, 2, 3, 2050)

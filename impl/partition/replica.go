@@ -21,24 +21,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
-// Sentinel errors returned to callers and carried in responses. The wire
-// layer maps them to Kafka error codes.
-var (
-	ErrNotLeader                    = errors.New("not leader or follower")
-	ErrFencedLeaderEpoch            = errors.New("fenced leader epoch")
-	ErrUnknownLeaderEpoch           = errors.New("unknown leader epoch")
-	ErrOffsetOutOfRange             = errors.New("offset out of range")
-	ErrNotEnoughReplicas            = errors.New("not enough replicas")
-	ErrNotEnoughReplicasAfterAppend = errors.New("not enough replicas after append")
-	ErrInvalidRecord                = errors.New("invalid record")
-	ErrStaleBrokerEpoch             = errors.New("stale broker epoch")
-	ErrLeaderChanged                = errors.New("leader changed before the request completed")
-	errUnexpectedBatch              = errors.New("fetched batch does not start at the follower's LEO")
-)
+// errUnexpectedBatch: a fetch answer that does not continue the log. The
+// answers a replica gives are impl/kafka's errors.
+var errUnexpectedBatch = errors.New("fetched batch does not start at the follower's LEO")
 
 // Truncation selects how a replica finds the point to truncate to when it
 // becomes a follower.
@@ -169,15 +159,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// String renders "topic-partition" as Kafka does.
-func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
-
 // Role is what a replica currently does for its partition.
 type Role int
 
@@ -201,15 +182,6 @@ func (r Role) String() string {
 	return "none"
 }
 
-// State is the controller's view of a partition, as published to replicas.
-type State struct {
-	Leader         int32
-	LeaderEpoch    int32
-	ISR            []int32
-	Replicas       []int32
-	PartitionEpoch int32
-}
-
 // Replica is one broker's replica of one partition.
 //
 // Invariants:
@@ -219,7 +191,7 @@ type State struct {
 //  4. epochs.Latest() <= epoch; on a leader, epochs holds (epoch, leaderStart).
 type Replica struct {
 	cfg  Config
-	tp   TopicPartition
+	tp   kafka.TopicPartition
 	role Role
 
 	log       []record.Batch
@@ -245,7 +217,7 @@ type Replica struct {
 // checkpointed HW, its leader-epoch cache and its producer-state snapshot
 // (nil if none). It starts with RoleNone and waits for the controller to say
 // what it is.
-func New(cfg Config, tp TopicPartition, batches []record.Batch, hw int64, epochs storage.EpochCache, snap *ProducerSnapshot) (*Replica, error) {
+func New(cfg Config, tp kafka.TopicPartition, batches []record.Batch, hw int64, epochs storage.EpochCache, snap *ProducerSnapshot) (*Replica, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -279,8 +251,8 @@ func New(cfg Config, tp TopicPartition, batches []record.Batch, hw int64, epochs
 	return r, nil
 }
 
-// TopicPartition names the replica's partition.
-func (r *Replica) TopicPartition() TopicPartition { return r.tp }
+// kafka.TopicPartition names the replica's partition.
+func (r *Replica) TopicPartition() kafka.TopicPartition { return r.tp }
 
 // Role reports whether the replica leads, follows or neither.
 func (r *Replica) Role() Role { return r.role }
@@ -357,7 +329,7 @@ func (r *Replica) leo() int64 {
 // higher leader epoch makes the replica leader or follower; the same epoch
 // with a newer partition epoch updates the ISR; anything older is stale and
 // ignored (the controller's messages can be delayed and reordered).
-func (r *Replica) UpdateState(s State, now int64) {
+func (r *Replica) UpdateState(s kafka.PartitionState, now int64) {
 	switch {
 	case s.LeaderEpoch > r.epoch || (s.LeaderEpoch == r.epoch && r.role == RoleNone && s.Leader >= 0):
 		r.replicas = slices.Clone(s.Replicas)
@@ -386,7 +358,7 @@ func (r *Replica) UpdateState(s State, now int64) {
 }
 
 func (r *Replica) becomeOffline(epoch int32) {
-	r.failPending(ErrLeaderChanged)
+	r.failPending(kafka.ErrLeaderChanged)
 	r.role = RoleNone
 	r.epoch = epoch
 	r.leaderID = -1

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -63,7 +64,7 @@ func newReplica(t testing.TB, cfg Config, log []record.Batch, hw int64, ec stora
 func leaderOf(t testing.TB, cfg Config, isr []int32, values ...string) *Replica {
 	t.Helper()
 	r := newReplica(t, cfg, nil, 0, storage.EpochCache{})
-	r.UpdateState(State{Leader: 1, LeaderEpoch: 1, ISR: isr, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 0)
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: isr, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 0)
 	for _, v := range values {
 		res := r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch(v)}, 0)
 		require.NoError(t, res.Err)

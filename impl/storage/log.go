@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -19,11 +20,11 @@ const LogFile = "log"
 // not the log end offset: the log has no gaps and no overlaps.
 var ErrNonContiguous = errors.New("batch not contiguous with the log end offset")
 
-// ErrLogFailed is returned by every write to a Log after a write, truncate or
-// sync of its file failed: the file may then hold a partial frame or differ
-// from the in-memory index, so appending after it would bury good batches
-// behind garbage. Reopen the log (OpenLog recovers the file) to go on.
-var ErrLogFailed = errors.New("log failed after an I/O error")
+// Every write to a Log after a write, truncate or sync of its file failed
+// returns kafka.ErrStorage (KAFKA_STORAGE_ERROR): the file may then hold a
+// partial frame or differ from the in-memory index, so appending after it
+// would bury good batches behind garbage. Reopen the log (OpenLog recovers
+// the file) to go on.
 
 // Log is a partition's log of record batches, stored as one file of frames
 // (see codec.go) on a Disk.
@@ -53,7 +54,7 @@ type Log struct {
 	index     []indexEntry
 	recovered []record.Batch
 	exists    bool  // the file exists, so Sync has something to sync
-	failed    error // sticky I/O failure, see ErrLogFailed
+	failed    error // sticky I/O failure, see kafka.ErrStorage
 	buf       []byte
 }
 
@@ -191,9 +192,9 @@ func (l *Log) pos(i int) int64 {
 // size is the length of the log file.
 func (l *Log) size() int64 { return l.pos(len(l.index)) }
 
-// fail makes err sticky; see ErrLogFailed.
+// fail makes err sticky; see kafka.ErrStorage.
 func (l *Log) fail(op string, err error) error {
-	l.failed = fmt.Errorf("%w: %s %s: %w", ErrLogFailed, op, l.name, err)
+	l.failed = fmt.Errorf("%w: %s %s: %w", kafka.ErrStorage, op, l.name, err)
 	return l.failed
 }
 
@@ -274,7 +275,7 @@ func (l *Log) search(offset int64) int {
 // The batches belong to the caller and read back exactly as appended (nil and
 // empty byte slices stay apart); they share one buffer that holds their own
 // frames only. A frame that no longer matches the index (the file changed
-// under the log) fails the log with ErrLogFailed.
+// under the log) fails the log with kafka.ErrStorage.
 func (l *Log) Read(offset int64, maxBytes int) ([]record.Batch, error) {
 	if offset < l.StartOffset() {
 		return nil, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -218,10 +219,10 @@ func TestLogReadChecksTheFile(t *testing.T) {
 			appendN(t, l, rng, 3)
 			change(d, l.File())
 			_, err := l.ReadAll()
-			require.ErrorIs(t, err, ErrLogFailed)
+			require.ErrorIs(t, err, kafka.ErrStorage)
 			require.ErrorIs(t, err, errIndexMismatch)
 			assert.Panics(t, func() { l.Batches() })
-			require.ErrorIs(t, l.Append(genBatch(rng, l.LEO(), 1)), ErrLogFailed, "the failure is sticky")
+			require.ErrorIs(t, l.Append(genBatch(rng, l.LEO(), 1)), kafka.ErrStorage, "the failure is sticky")
 		})
 	}
 }
@@ -347,13 +348,13 @@ func TestLogFailsAfterIOError(t *testing.T) {
 	written := appendN(t, l, rng, 3)
 
 	err := l.Append(genBatch(rng, l.LEO(), 1))
-	require.ErrorIs(t, err, ErrLogFailed)
+	require.ErrorIs(t, err, kafka.ErrStorage)
 	assert.Equal(t, written[2].NextOffset(), l.LEO(), "the failed batch is not in the log")
 	d.failAfter = 100
-	require.ErrorIs(t, l.Append(genBatch(rng, l.LEO(), 1)), ErrLogFailed, "the failure is sticky")
-	require.ErrorIs(t, l.Sync(), ErrLogFailed)
+	require.ErrorIs(t, l.Append(genBatch(rng, l.LEO(), 1)), kafka.ErrStorage, "the failure is sticky")
+	require.ErrorIs(t, l.Sync(), kafka.ErrStorage)
 	_, err = l.TruncateTo(0)
-	require.ErrorIs(t, err, ErrLogFailed)
+	require.ErrorIs(t, err, kafka.ErrStorage)
 
 	l2, rec := openLog(t, d, "p")
 	assert.False(t, rec.Clean(), "the partial frame is dropped")

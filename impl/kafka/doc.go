@@ -1,0 +1,11 @@
+// Package kafka is the vocabulary every part of the reference shares, the
+// way Kafka names it: a topic-partition, the state the controller publishes
+// for a partition, and the errors a node answers with, each tied to its
+// Kafka error code by one table (errors.go).
+//
+// It sits below every other package of impl/ and holds no behaviour of its
+// own: what crosses a package line (a core's answer, a message between
+// brokers, a response on the Kafka wire) uses these types, and is converted
+// only at the wire. The Kafka wire server sends CodeOf(err); the Kafka
+// client and the internal transport turn a code back into the same error.
+package kafka
