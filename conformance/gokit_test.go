@@ -1,16 +1,15 @@
-package conformance
+package conformance_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/watermarkhq/watermark/conformance/sim"
-	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/kafkawire"
 	"github.com/watermarkhq/watermark/impl/node"
-	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // crashOnly offers an in-process cluster's crashes, and says it offers
@@ -21,7 +20,9 @@ type crashOnly struct {
 	created *int
 }
 
-func (crashOnly) Capabilities() Capabilities { return Capabilities{Crash: true} }
+func (crashOnly) Capabilities() conformance.Capabilities {
+	return conformance.Capabilities{Crash: true}
+}
 
 func (c crashOnly) CreateTopic(ctx context.Context, name string, partitions int32, rf int, configs map[string]string) error {
 	cl, err := kafkawire.NewClient(c.Bootstrap())
@@ -41,29 +42,21 @@ func TestAGoImplementationChecksItself(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time; run without -short")
 	}
-	d := sim.DefaultConfig(1)
+	d := run.DefaultSpec(1)
 	lc, err := node.StartLocalCluster(node.LocalOptions{
-		Brokers: 3,
-		Dir:     t.TempDir(),
-		Broker: func(id int) broker.Config {
-			p := partition.DefaultConfig(int32(id))
-			p.MinInsyncReplicas = d.Broker.MinInsyncReplicas
-			p.ReplicaLagTimeMaxMs = d.Broker.ReplicaLagTimeMaxMs
-			p.ReplicaFetchWaitMaxMs = d.Broker.ReplicaFetchWaitMaxMs
-			p.RequestTimeoutMs = d.Broker.RequestTimeoutMs
-			return broker.Config{Partition: p, HeartbeatIntervalMs: d.Broker.HeartbeatIntervalMs,
-				HWCheckpointIntervalMs: d.Broker.HWCheckpointIntervalMs, Groups: sim.GroupSettings()}
-		},
-		Controller: controller.Config{SessionTimeoutMs: d.Controller.SessionTimeoutMs},
+		Brokers:    3,
+		Dir:        t.TempDir(),
+		Broker:     d.BrokerConfig,
+		Controller: d.Controller,
 	})
 	require.NoError(t, err)
 	defer lc.Close()
 
 	created := 0
-	target := &KafkaTarget{Bootstrap: lc.Bootstrap(), Faults: crashOnly{lc, &created}, DurationMs: 6000, SettleMs: 6000}
-	require.Equal(t, Capabilities{Crash: true, Slow: true}, target.Capabilities())
-	cases, err := Lookup([]string{"acks-all-leader-crash", "isr-shrink-expand"})
+	target := &conformance.KafkaTarget{Bootstrap: lc.Bootstrap(), Faults: crashOnly{lc, &created}, DurationMs: 6000, SettleMs: 6000}
+	require.Equal(t, conformance.Capabilities{Crash: true, Slow: true}, target.Capabilities())
+	list, err := cases.Lookup([]string{"acks-all-leader-crash", "isr-shrink-expand"})
 	require.NoError(t, err)
-	Run(t, target, RunOptions{Cases: cases}) // isr-shrink-expand needs pauses: skipped
+	conformance.Run(t, target, conformance.RunOptions{Cases: list}) // isr-shrink-expand needs pauses: skipped
 	require.Equal(t, 1, created, "the run's topic came from the system's TopicCreator")
 }

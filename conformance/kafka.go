@@ -8,12 +8,12 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/watermarkhq/watermark/conformance/cluster"
-	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/conformance/live"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafkawire"
 )
@@ -47,6 +47,21 @@ type KafkaTarget struct {
 
 // Name implements Target.
 func (t *KafkaTarget) Name() string { return "kafka" }
+
+// ReplayArgs are the flags that give another check this target: the
+// cluster, the fault commands and the times.
+func (t *KafkaTarget) ReplayArgs() []string {
+	args := []string{"--bootstrap=" + strings.Join(t.Bootstrap, ",")}
+	for _, c := range []struct{ flag, cmd string }{
+		{"kill-cmd", t.KillCmd}, {"restart-cmd", t.RestartCmd}, {"pause-cmd", t.PauseCmd},
+		{"resume-cmd", t.ResumeCmd}, {"isolate-cmd", t.IsolateCmd}, {"heal-cmd", t.HealCmd},
+	} {
+		if c.cmd != "" {
+			args = append(args, "--"+c.flag+"="+c.cmd)
+		}
+	}
+	return append(args, durationArgs(t.DurationMs, t.SettleMs)...)
+}
 
 // Parallel implements Target: runs share the cluster, and faults on it.
 func (t *KafkaTarget) Parallel() bool { return false }
@@ -182,8 +197,9 @@ func (t *KafkaTarget) proxies(ctx context.Context, shift int32) (map[int]*cluste
 }
 
 // Run implements Target.
-func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, error) {
-	if why := sim.LiveUnsupported(cfg); why != "" {
+func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error) {
+	cfg = cfg.Clone()
+	if why := live.Unsupported(cfg); why != "" {
 		return nil, &SkipError{Reason: why}
 	}
 	n, shift, err := t.Probe(ctx)
@@ -246,7 +262,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 			o.Close()
 		}
 	}()
-	netFor := func(broker.NodeID) (sim.Exchanger, error) {
+	netFor := func(broker.NodeID) (live.Exchanger, error) {
 		o, err := t.newClient(shift, via)
 		if err == nil {
 			own = append(own, o)
@@ -261,9 +277,9 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, err
 	if tc, ok := t.Faults.(TopicCreator); ok {
 		net.create = tc
 	}
-	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: &cmdCluster{t: t, n: n, shift: shift, ctx: ctx, proxies: proxies}, Net: net, NetFor: netFor, Progress: t.Progress})
-	if err == nil && shift != 0 {
-		res.Notes = append(res.Notes, sim.Note{AtMs: res.Stats.EndMs, Text: fmt.Sprintf("broker ids in this run are the cluster's plus %d", shift)})
+	res, err := live.Run(ctx, cfg, live.Options{Cluster: &cmdCluster{t: t, n: n, shift: shift, ctx: ctx, proxies: proxies}, Net: net, NetFor: netFor, Progress: t.Progress})
+	if err == nil {
+		res.BrokerIDShift = shift
 	}
 	return res, err
 }
@@ -293,6 +309,18 @@ type cmdCluster struct {
 }
 
 func (c *cmdCluster) Brokers() int { return c.n }
+
+// How says how the user's cluster carries out a fault, for the run's notes.
+func (c *cmdCluster) How(kind run.FaultKind) string {
+	cmd := map[run.FaultKind]string{run.FaultCrash: c.t.KillCmd, run.FaultPause: c.t.PauseCmd, run.FaultIsolate: c.t.IsolateCmd}[kind]
+	switch {
+	case c.t.Faults != nil && cmd == "":
+		return fmt.Sprintf("%T", c.t.Faults)
+	case cmd != "":
+		return strings.ReplaceAll(cmd, "{id}", "…")
+	}
+	return "the harness's proxies"
+}
 
 func (c *cmdCluster) run(what, cmd string, id int) error {
 	if cmd == "" {
@@ -370,68 +398,4 @@ func (c *cmdCluster) SetLatency(id int, d time.Duration) error {
 	}
 	p.SetLatency(d)
 	return nil
-}
-
-// Run checks a target from its own go test, as testing/fstest.TestFS does
-// for file systems: every case with opts' seeds (1 by default), as
-// subtests named case/seed-N, so `go test -run 'TestX/acks-all'` picks
-// cases. A run that does not hold fails its subtest with its reasons and
-// replay command; a case the target cannot run is skipped with the reason.
-// At most one RunOptions is used.
-func Run(t *testing.T, target Target, options ...RunOptions) {
-	t.Helper()
-	var opts RunOptions
-	if len(options) > 0 {
-		opts = options[0]
-	}
-	cases := opts.Cases
-	if cases == nil {
-		cases = Cases
-	}
-	seeds := opts.Seeds
-	if len(seeds) == 0 {
-		seeds = []uint64{1}
-	}
-	o := Options{Target: target, Context: opts.Context}
-	timeout := opts.CheckTimeout
-	if timeout == 0 {
-		timeout = time.Minute
-	}
-	for i := range cases {
-		c := &cases[i]
-		t.Run(c.Name, func(t *testing.T) {
-			for _, seed := range seeds {
-				t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-					r, err := RunOne(c, seed, o, timeout)
-					if err != nil {
-						t.Fatalf("%v", err)
-						return
-					}
-					switch r.Verdict {
-					case Skipped:
-						t.Skipf("%s", strings.Join(r.Reasons, "; "))
-					case Holds:
-					default:
-						if opts.ReportDir != "" {
-							if dir, err := WriteRun(opts.ReportDir, r); err == nil {
-								t.Logf("report: %s", dir)
-							}
-						}
-						t.Errorf("%s seed %d %s on %s:\n  %s\nreplay: %s", c.Name, seed, r.Verdict, target.Name(),
-							strings.Join(r.Reasons, "\n  "), ReplayCommand(r))
-					}
-				})
-			}
-		})
-	}
-}
-
-// RunOptions shape Run.
-type RunOptions struct {
-	Cases        []Case   // default: every case
-	Seeds        []uint64 // default: 1
-	CheckTimeout time.Duration
-	Context      context.Context
-	// ReportDir, when set, keeps every run that does not hold there.
-	ReportDir string
 }

@@ -1,4 +1,6 @@
-package conformance
+package conformance_test
+
+// The kit from outside, as a broker's author uses it.
 
 import (
 	"context"
@@ -11,7 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/linearizability"
 )
 
 // kfakeExpected is franz-go's kfake, run in-process as a third-party
@@ -19,26 +24,52 @@ import (
 // in-memory log per partition and does not replicate, and the harness
 // cannot crash, pause or cut off its brokers, so every case built on
 // broker faults is skipped; what is left is checked like any broker.
-// A change in kfake's results fails TestKfakeTable, so the table stays
-// true. Runs on kfake take real time on a shared machine, so where a row
-// was seen to vary between runs here, it lists every verdict seen; any
-// other verdict, and a case run or skipped contrary to the table, fails.
-var kfakeExpected = map[string][]Verdict{
-	"no-faults":              {Holds},
-	"long-poll":              {Holds},
-	"reconsume":              {Holds},
-	"at-least-once-consumer": {Holds},
-	"at-most-once-consumer":  {Holds},
-	"producer-restart":       {Holds},
-	// In some runs (2 of 6 here) the idempotent producer's sends to a partition
-	// landed out of order (nonmonotonic-send) after kfake stalled its
-	// answers for seconds and the producer took a new producer id; the
-	// reference holds on the same schedule. Not yet explained.
-	"lost-answers": {Holds, Violated},
+// Each row is one verdict, and a change in kfake's results fails
+// TestKfakeTable, so the table stays true. A row may also name a known
+// difference (known): the anomalies, explained in KIT.md, that alone may
+// turn its verdict into violated in some runs on a loaded machine; any
+// other anomaly, invariant or verdict fails the test.
+var kfakeExpected = map[string]kfakeRow{
+	"no-faults":              {verdict: conformance.Holds},
+	"long-poll":              {verdict: conformance.Holds},
+	"reconsume":              {verdict: conformance.Holds},
+	"at-least-once-consumer": {verdict: conformance.Holds},
+	"at-most-once-consumer":  {verdict: conformance.Holds},
+	"producer-restart":       {verdict: conformance.Holds},
+	// In some runs the idempotent producer's pipelined sends reach kfake
+	// out of order (the harness sends each request on its own goroutine);
+	// kfake, as Kafka 2.5+, takes the first sequence it sees from a
+	// producer id it has no state for, refuses the earlier ones, and the
+	// producer resends them under a new id: nonmonotonic-send, and nothing
+	// else. The harness's fault, not kfake's.
+	"lost-answers": {verdict: conformance.Holds, known: []string{linearizability.AnomalyNonmonotonicSend}},
 	// A member dies without leaving: in every run here either no member
 	// was assigned its partitions within two session timeouts (12 s), or
 	// the group had not consumed to the end when the run ended.
-	"group-member-crash": {Unknown},
+	"group-member-crash": {verdict: conformance.Unknown},
+}
+
+// kfakeRow is kfake's expected verdict on a case.
+type kfakeRow struct {
+	verdict conformance.Verdict
+	known   []string
+}
+
+// matches reports whether cr is what the row expects: its verdict, or
+// violated by nothing but its known anomalies.
+func (row kfakeRow) matches(cr *conformance.CaseResult) bool {
+	if cr.Verdict == row.verdict {
+		return true
+	}
+	if cr.Verdict != conformance.Violated || len(row.known) == 0 || len(cr.Invariants) > 0 || cr.Illegal > 0 || len(cr.Found) == 0 {
+		return false
+	}
+	for name := range cr.Found {
+		if !slices.Contains(row.known, name) {
+			return false
+		}
+	}
+	return true
 }
 
 func TestKfakeTable(t *testing.T) {
@@ -48,20 +79,20 @@ func TestKfakeTable(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	require.NoError(t, err)
 	defer c.Close()
-	target := &KafkaTarget{Bootstrap: c.ListenAddrs(), DurationMs: 12000, SettleMs: 8000, Prefix: "kfake"}
+	target := &conformance.KafkaTarget{Bootstrap: c.ListenAddrs(), DurationMs: 12000, SettleMs: 8000, Prefix: "kfake"}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rep, err := Check(Cases, []uint64{1}, Options{Target: target, Context: ctx}, time.Minute, 1, nil)
+	rep, err := conformance.Check(cases.Cases, []uint64{1}, conformance.Options{Target: target, Context: ctx, CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	var diffs, table []string
 	for _, cr := range rep.Cases {
 		want, ok := kfakeExpected[cr.Name]
 		if !ok {
-			want = []Verdict{Skipped}
+			want = kfakeRow{verdict: conformance.Skipped}
 		}
 		line := fmt.Sprintf("%-24s %-8s", cr.Name, cr.Verdict)
 		switch cr.Verdict {
-		case Skipped:
+		case conformance.Skipped:
 			line += " " + cr.Skipped
 		default:
 			for _, r := range cr.Failed {
@@ -69,10 +100,10 @@ func TestKfakeTable(t *testing.T) {
 			}
 		}
 		table = append(table, line)
-		if !slices.Contains(want, cr.Verdict) {
-			diffs = append(diffs, fmt.Sprintf("%s: kfake %s, the table says %v", cr.Name, cr.Verdict, want))
+		if !want.matches(cr) {
+			diffs = append(diffs, fmt.Sprintf("%s: kfake %s (%s), the table says %s", cr.Name, cr.Verdict, cr.Counts(false), want.verdict))
 		}
-		if cr.Verdict == Skipped {
+		if cr.Verdict == conformance.Skipped {
 			require.NotEmpty(t, cr.Skipped, "%s: skipped without a reason", cr.Name)
 		}
 	}
@@ -84,30 +115,33 @@ func TestKfakeTable(t *testing.T) {
 // TestKafkaTargetFailsFastWithoutABroker: a bootstrap address where nothing
 // listens is an error that says so, within seconds, not a hang or a pass.
 func TestKafkaTargetFailsFastWithoutABroker(t *testing.T) {
-	target := &KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}}
+	target := &conformance.KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}}
 	start := time.Now()
 	_, _, err := target.Probe(context.Background())
-	require.ErrorIs(t, err, ErrNoBroker)
+	require.ErrorIs(t, err, conformance.ErrNoBroker)
 	require.ErrorContains(t, err, "127.0.0.1:1")
 	require.Less(t, time.Since(start), 15*time.Second)
 
-	_, err = RunOne(caseNamed("no-faults"), 1, Options{Target: target}, time.Minute)
-	require.ErrorIs(t, err, ErrNoBroker)
+	_, err = conformance.RunOne(caseNamed(t, "no-faults"), 1, conformance.Options{Target: target, CheckTimeout: time.Minute})
+	require.ErrorIs(t, err, conformance.ErrNoBroker)
 }
 
 // TestCapabilitiesSkipWithTheReason: a target without fault commands skips
 // the fault cases, naming the commands that would run them.
 func TestCapabilitiesSkipWithTheReason(t *testing.T) {
-	target := &KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}}
-	r, err := RunOne(caseNamed("acks-all-leader-crash"), 1, Options{Target: target}, time.Minute)
+	target := &conformance.KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}}
+	r, err := conformance.RunOne(caseNamed(t, "acks-all-leader-crash"), 1, conformance.Options{Target: target, CheckTimeout: time.Minute})
 	require.NoError(t, err, "skipped before anything is dialled")
-	require.Equal(t, Skipped, r.Verdict)
+	require.Equal(t, conformance.Skipped, r.Verdict)
 	require.Contains(t, r.Reasons[0], "--kill-cmd and --restart-cmd")
 
 	target.KillCmd, target.RestartCmd = "true", "true"
 	require.True(t, target.Capabilities().Crash)
-	require.Empty(t, missing(caseNamed("acks-all-leader-crash").config(1, Options{}), target.Capabilities()))
-	require.Contains(t, missing(caseNamed("leader-isolated").config(1, Options{}), target.Capabilities()), "--isolate-cmd")
+	r, err = conformance.RunOne(caseNamed(t, "leader-isolated"), 1, conformance.Options{Target: target, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, conformance.Skipped, r.Verdict)
+	require.Contains(t, r.Reasons[0], "--isolate-cmd")
+	require.NotContains(t, r.Reasons[0], "--kill-cmd", "the crash commands are given")
 }
 
 // TestKafkaTargetSlowsBrokersThroughItsProxies: the harness reaches every
@@ -121,17 +155,17 @@ func TestKafkaTargetSlowsBrokersThroughItsProxies(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	require.NoError(t, err)
 	defer c.Close()
-	target := &KafkaTarget{Bootstrap: c.ListenAddrs(), DurationMs: 4000, SettleMs: 4000, Prefix: "slow"}
+	target := &conformance.KafkaTarget{Bootstrap: c.ListenAddrs(), DurationMs: 4000, SettleMs: 4000, Prefix: "slow"}
 	require.True(t, target.Capabilities().Slow)
-	slow := Case{Name: "slow-leader", Config: func(seed uint64) sim.Config {
-		cfg := base(seed)
-		cfg.Faults = []sim.Fault{{When: sim.Trigger{AtMs: 500}, Kind: sim.FaultSlow, Role: sim.RoleLeader, ForMs: 2000, DelayMs: 300}}
+	slow := cases.Case{Name: "slow-leader", Spec: func(seed uint64) run.Spec {
+		cfg := run.DefaultSpec(seed)
+		cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 500}, Kind: run.FaultSlow, Role: run.RoleLeader, ForMs: 2000, DelayMs: 300}}
 		return cfg
 	}}
-	r, err := RunOne(&slow, 1, Options{Target: target, Context: context.Background()}, time.Minute)
+	r, err := conformance.RunOne(&slow, 1, conformance.Options{Target: target, Context: context.Background(), CheckTimeout: time.Minute})
 	require.NoError(t, err)
-	require.Equal(t, Holds, r.Verdict, "%v", r.Reasons)
-	slowed := slices.ContainsFunc(r.Sim.Notes, func(n sim.Note) bool { return strings.HasPrefix(n.Text, "slow broker") })
-	require.True(t, slowed, "no broker was slowed: %v", r.Sim.Notes)
-	require.Positive(t, r.Sim.Stats.Faults)
+	require.Equal(t, conformance.Holds, r.Verdict, "%v", r.Reasons)
+	slowed := slices.ContainsFunc(r.Run.Notes, func(n run.Note) bool { return n.Kind == run.NoteFault && n.Fault == run.FaultSlow })
+	require.True(t, slowed, "no broker was slowed: %v", r.Run.Notes)
+	require.Positive(t, r.Run.Stats.Faults)
 }

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/conformance/live"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafkawire"
@@ -21,9 +22,9 @@ import (
 type Target interface {
 	// Name names the target in reports and replay commands.
 	Name() string
-	// Run carries out cfg. A run the target cannot do returns a *SkipError
-	// saying why: it is reported as skipped, never as passed.
-	Run(ctx context.Context, cfg sim.Config) (*sim.Result, error)
+	// Run carries out spec. A run the target cannot do returns a
+	// *SkipError saying why: it is reported as skipped, never as passed.
+	Run(ctx context.Context, spec run.Spec) (*run.Result, error)
 	// Parallel reports whether runs may overlap.
 	Parallel() bool
 	// Capabilities are the faults the target can inject. A case that
@@ -50,26 +51,22 @@ var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow
 
 // missing names the capabilities cfg's faults need and have does not
 // offer, with how to get each where that helps; "" when none is missing.
-func missing(cfg sim.Config, have Capabilities) string {
-	kinds := slices.Clone(cfg.Nemesis.Kinds)
-	for _, f := range cfg.Faults {
-		kinds = append(kinds, f.Kind)
-	}
+func missing(cfg run.Spec, have Capabilities) string {
 	var need []string
 	add := func(ok bool, what string) {
 		if !ok && !slices.Contains(need, what) {
 			need = append(need, what)
 		}
 	}
-	for _, k := range kinds {
+	for _, k := range cfg.Kinds() {
 		switch k {
-		case sim.FaultCrash:
+		case run.FaultCrash:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
-		case sim.FaultPause:
+		case run.FaultPause:
 			add(have.Pause, "pausing brokers (--pause-cmd and --resume-cmd, or a Pauser)")
-		case sim.FaultIsolate, sim.FaultHeal:
+		case run.FaultIsolate, run.FaultHeal:
 			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
-		case sim.FaultSlow:
+		case run.FaultSlow:
 			add(have.Slow, "slowing brokers' links")
 		}
 	}
@@ -95,8 +92,8 @@ type simulator struct{}
 func (simulator) Name() string               { return "sim" }
 func (simulator) Parallel() bool             { return true }
 func (simulator) Capabilities() Capabilities { return AllCapabilities }
-func (simulator) Run(_ context.Context, cfg sim.Config) (*sim.Result, error) {
-	return sim.Run(cfg)
+func (simulator) Run(_ context.Context, spec run.Spec) (*run.Result, error) {
+	return sim.Run(spec)
 }
 
 // ClusterTarget runs every run on a fresh local cluster of reference
@@ -121,6 +118,21 @@ type ClusterTarget struct {
 // Name implements Target.
 func (t *ClusterTarget) Name() string { return "cluster" }
 
+// ReplayArgs are the flags that give another check this target.
+func (t *ClusterTarget) ReplayArgs() []string { return durationArgs(t.DurationMs, t.SettleMs) }
+
+// durationArgs are --duration and --settle for the times given.
+func durationArgs(durationMs, settleMs int64) []string {
+	var args []string
+	if durationMs > 0 {
+		args = append(args, fmt.Sprintf("--duration=%dms", durationMs))
+	}
+	if settleMs > 0 {
+		args = append(args, fmt.Sprintf("--settle=%dms", settleMs))
+	}
+	return args
+}
+
 // Parallel implements Target.
 func (t *ClusterTarget) Parallel() bool { return false }
 
@@ -134,8 +146,8 @@ func (t *ClusterTarget) Capabilities() Capabilities {
 }
 
 // Run implements Target.
-func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, error) {
-	if why := sim.LiveUnsupported(cfg); why != "" {
+func (t *ClusterTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error) {
+	if why := live.Unsupported(cfg); why != "" {
 		return nil, &SkipError{Reason: why}
 	}
 	if t.DurationMs > 0 {
@@ -159,7 +171,7 @@ func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, e
 		Binary:   t.Binary,
 		Brokers:  cfg.Brokers,
 		Dir:      dir,
-		Settings: settingsOf(cfg),
+		Settings: cfg.Settings,
 		Proxies:  needsProxies(cfg),
 		Logf:     t.Logf,
 	})
@@ -178,44 +190,25 @@ func (t *ClusterTarget) Run(ctx context.Context, cfg sim.Config) (*sim.Result, e
 			o.Close()
 		}
 	}()
-	netFor := func(broker.NodeID) (sim.Exchanger, error) {
+	netFor := func(broker.NodeID) (live.Exchanger, error) {
 		o, err := kafkawire.NewClient(c.Bootstrap())
 		if err == nil {
 			own = append(own, o)
 		}
 		return o, err
 	}
-	res, err := sim.RunLive(ctx, cfg, sim.LiveOptions{Cluster: liveCluster{c, ctx}, Net: cl, NetFor: netFor, Progress: t.Progress})
+	res, err := live.Run(ctx, cfg, live.Options{Cluster: liveCluster{c, ctx}, Net: cl, NetFor: netFor, Progress: t.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("run on the cluster in %s: %w", dir, err)
 	}
-	res.Notes = append(res.Notes, sim.Note{AtMs: res.Stats.EndMs, Text: "cluster data and logs: " + dir})
+	res.Dir = dir
 	return res, nil
 }
 
-// settingsOf turns a run's broker and controller settings into a real
-// cluster's.
-func settingsOf(cfg sim.Config) cluster.Settings {
-	return cluster.Settings{
-		BrokerSettings:        cfg.Broker,
-		SessionTimeoutMs:      cfg.Controller.SessionTimeoutMs,
-		UncleanLeaderElection: cfg.Controller.UncleanLeaderElection,
-		KeepISROnRestart:      cfg.Controller.KeepISROnRestart,
-		AutoLeaderRebalance:   cfg.Controller.AutoLeaderRebalance,
-
-		OffsetsTopicPartitions:        sim.GroupSettings().OffsetsTopicPartitions,
-		OffsetsTopicReplicationFactor: min(sim.GroupSettings().OffsetsTopicReplicationFactor, cfg.Brokers),
-		GroupMinSessionTimeoutMs:      sim.GroupSettings().Coordinator.MinSessionTimeoutMs,
-	}
-}
-
 // needsProxies reports whether cfg cuts or slows links.
-func needsProxies(cfg sim.Config) bool {
-	kinds := slices.Clone(cfg.Nemesis.Kinds)
-	for _, f := range cfg.Faults {
-		kinds = append(kinds, f.Kind)
-	}
-	return slices.Contains(kinds, sim.FaultIsolate) || slices.Contains(kinds, sim.FaultSlow) || slices.Contains(kinds, sim.FaultHeal)
+func needsProxies(cfg run.Spec) bool {
+	kinds := cfg.Kinds()
+	return slices.Contains(kinds, run.FaultIsolate) || slices.Contains(kinds, run.FaultSlow) || slices.Contains(kinds, run.FaultHeal)
 }
 
 // liveCluster adapts a process cluster to what the live runner drives.
@@ -236,19 +229,19 @@ func (l liveCluster) Heal() error {
 	return nil
 }
 func (l liveCluster) SetLatency(id int, d time.Duration) error { return l.c.SetLatency(id, d) }
+
+// How says how the cluster carries out a fault, for the run's notes.
+func (l liveCluster) How(kind run.FaultKind) string {
+	switch kind {
+	case run.FaultCrash:
+		return "SIGKILL"
+	case run.FaultPause:
+		return "SIGSTOP"
+	}
+	return "through its proxies"
+}
 func (l liveCluster) Restart(id int) error {
 	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
 	defer cancel()
 	return l.c.Restart(ctx, id)
-}
-
-// keepDir reports where a run's cluster is, from its notes.
-func keepDir(res *sim.Result) string {
-	const prefix = "cluster data and logs: "
-	for _, n := range res.Notes {
-		if len(n.Text) > len(prefix) && n.Text[:len(prefix)] == prefix {
-			return filepath.Clean(n.Text[len(prefix):])
-		}
-	}
-	return ""
 }

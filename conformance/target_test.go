@@ -1,4 +1,4 @@
-package conformance
+package conformance_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/cluster"
 	"github.com/watermarkhq/watermark/failpoints"
 )
@@ -37,23 +39,23 @@ func TestClusterTargetRunsCasesOnRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes for about a minute; run without -short")
 	}
-	ct := &ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000, Logf: t.Logf}
-	cases, err := Lookup([]string{"acks-all-leader-crash", "leader-isolated", "power-loss-minority"})
+	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000, Logf: t.Logf}
+	list, err := cases.Lookup([]string{"acks-all-leader-crash", "leader-isolated", "power-loss-minority"})
 	require.NoError(t, err)
-	rep, err := Check(cases, []uint64{1}, Options{Target: ct, Context: context.Background()}, time.Minute, 2, nil)
+	rep, err := conformance.Check(list, []uint64{1}, conformance.Options{Target: ct, Context: context.Background(), CheckTimeout: time.Minute, Workers: 2})
 	require.NoError(t, err)
-	byName := map[string]*CaseResult{}
+	byName := map[string]*conformance.CaseResult{}
 	for _, cr := range rep.Cases {
 		byName[cr.Name] = cr
 		for _, r := range cr.Failed {
 			t.Logf("%s seed %d: %s %v", r.Case, r.Seed, r.Verdict, r.Reasons)
 		}
 	}
-	require.Equal(t, Holds, byName["acks-all-leader-crash"].Verdict)
-	require.Equal(t, Holds, byName["leader-isolated"].Verdict)
-	require.Equal(t, Skipped, byName["power-loss-minority"].Verdict)
+	require.Equal(t, conformance.Holds, byName["acks-all-leader-crash"].Verdict)
+	require.Equal(t, conformance.Holds, byName["leader-isolated"].Verdict)
+	require.Equal(t, conformance.Skipped, byName["power-loss-minority"].Verdict)
 	require.Contains(t, byName["power-loss-minority"].Skipped, "power")
-	require.Equal(t, Holds, rep.Verdict)
+	require.Equal(t, conformance.Holds, rep.Verdict)
 }
 
 // TestClusterTargetRunResult checks what one run on real processes
@@ -63,39 +65,39 @@ func TestClusterTargetRunResult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; run without -short")
 	}
-	ct := &ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 4000, SettleMs: 5000}
-	c := caseNamed("acks-all-leader-crash")
-	r, err := RunOne(c, 3, Options{Target: ct}, time.Minute)
+	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 4000, SettleMs: 5000}
+	c := caseNamed(t, "acks-all-leader-crash")
+	r, err := conformance.RunOne(c, 3, conformance.Options{Target: ct, CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, "cluster", r.Target)
-	require.True(t, r.Sim.Live)
+	require.True(t, r.Run.Live)
 	require.Greater(t, r.Ops, 50)
-	require.Contains(t, ReplayCommand(r), "--target cluster")
+	require.Contains(t, r.Replay, "--target cluster")
 	// The run's cluster is removed when it holds.
 	entries, err := os.ReadDir(ct.Dir)
 	require.NoError(t, err)
-	if r.Verdict == Holds {
+	if r.Verdict == conformance.Holds {
 		require.Empty(t, entries)
 	}
 }
 
-// The kit as a Go implementation uses it: Run from a test, on the
+// The kit as a Go implementation uses it: conformance.Run from a test, on the
 // simulated reference and on a real reference cluster. (kfake_test.go
 // runs it on a third-party broker.)
 func TestRunKitOnTheSimulator(t *testing.T) {
-	cases, err := Lookup([]string{"acks-all-leader-crash", "lost-answers", "coordinator-failover"})
+	list, err := cases.Lookup([]string{"acks-all-leader-crash", "lost-answers", "coordinator-failover"})
 	require.NoError(t, err)
-	Run(t, Simulator, RunOptions{Cases: cases, Seeds: []uint64{1, 2}})
+	conformance.Run(t, conformance.Simulator, conformance.RunOptions{Cases: list, Seeds: []uint64{1, 2}})
 }
 
 func TestRunKitOnTheClusterTarget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; run without -short")
 	}
-	cases, err := Lookup([]string{"lost-answers", "follower-restart", "power-loss-minority"})
+	list, err := cases.Lookup([]string{"lost-answers", "follower-restart", "power-loss-minority"})
 	require.NoError(t, err)
-	Run(t, &ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000},
-		RunOptions{Cases: cases, ReportDir: t.TempDir()})
+	conformance.Run(t, &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000},
+		conformance.RunOptions{Cases: list, ReportDir: t.TempDir()})
 }
 
 // A consumer-group case on real processes: the coordinator's broker is
@@ -105,19 +107,19 @@ func TestClusterTargetRunsAGroupCase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; run without -short")
 	}
-	ct := &ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 8000, Logf: t.Logf}
-	r, err := RunOne(caseNamed("coordinator-failover"), 1, Options{Target: ct}, time.Minute)
+	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 8000, Logf: t.Logf}
+	r, err := conformance.RunOne(caseNamed(t, "coordinator-failover"), 1, conformance.Options{Target: ct, CheckTimeout: time.Minute})
 	require.NoError(t, err)
-	require.Equal(t, Holds, r.Verdict, "%v", r.Reasons)
-	require.Positive(t, r.Sim.Stats.Crashes)
-	require.Positive(t, r.Sim.Stats.Commits)
+	require.Equal(t, conformance.Holds, r.Verdict, "%v", r.Reasons)
+	require.Positive(t, r.Run.Stats.Crashes)
+	require.Positive(t, r.Run.Stats.Commits)
 }
 
 // allFaults declares every capability, failpoints included, as a Go
 // implementation's Faults value might.
 type allFaults struct{}
 
-func (allFaults) Capabilities() Capabilities { return AllCapabilities }
+func (allFaults) Capabilities() conformance.Capabilities { return conformance.AllCapabilities }
 
 // A case that switches failpoints at exact protocol steps is skipped, with
 // the reason and where it does run, on every target but the simulator: the
@@ -126,35 +128,37 @@ func (allFaults) Capabilities() Capabilities { return AllCapabilities }
 // even one whose Faults claims every capability. It is skipped before the
 // target is asked to run anything: no binary, no broker is needed.
 func TestFailpointCasesSkipWithoutTheCapability(t *testing.T) {
-	c := caseNamed("kip101-data-loss")
-	require.NotEmpty(t, c.Config(1).Failpoints, "the case must switch failpoints for this test to mean anything")
-	for name, target := range map[string]Target{
-		"cluster":            &ClusterTarget{Binary: "/nonexistent/watermark"},
-		"kafka":              &KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}},
-		"kafka-claiming-all": &KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}, Faults: allFaults{}},
+	c := caseNamed(t, "kip101-data-loss")
+	require.NotEmpty(t, c.Spec(1).Failpoints, "the case must switch failpoints for this test to mean anything")
+	for name, target := range map[string]conformance.Target{
+		"cluster":            &conformance.ClusterTarget{Binary: "/nonexistent/watermark"},
+		"kafka":              &conformance.KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}},
+		"kafka-claiming-all": &conformance.KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}, Faults: allFaults{}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.False(t, target.Capabilities().Failpoints)
-			r, err := RunOne(c, 1, Options{Target: target}, time.Minute)
+			r, err := conformance.RunOne(c, 1, conformance.Options{Target: target, CheckTimeout: time.Minute})
 			require.NoError(t, err, "skipped before the target runs anything")
-			require.Equal(t, Skipped, r.Verdict)
+			require.Equal(t, conformance.Skipped, r.Verdict)
 			require.Len(t, r.Reasons, 1)
 			require.Contains(t, r.Reasons[0], "switching failpoints")
 			require.Contains(t, r.Reasons[0], "--target sim")
 		})
 	}
-	// A case without failpoints is not held back by the missing capability.
-	require.Empty(t, missing(caseNamed("acks-all-leader-crash").config(1, Options{}), (&ClusterTarget{}).Capabilities()))
+	// A case without failpoints is not held back by the missing capability:
+	// the target is asked to run it (and fails without its binary).
+	r, err := conformance.RunOne(caseNamed(t, "acks-all-leader-crash"), 1, conformance.Options{Target: &conformance.ClusterTarget{Binary: "/nonexistent/watermark"}})
+	require.Error(t, err, "%v", r)
+	require.ErrorContains(t, err, "/nonexistent/watermark")
 }
 
 // The simulator offers failpoints, so the same case runs there and holds.
 func TestSimulatorRunsFailpointCases(t *testing.T) {
-	c := caseNamed("kip101-data-loss")
-	require.True(t, Simulator.Capabilities().Failpoints)
-	require.Empty(t, missing(c.config(1, Options{}), Simulator.Capabilities()))
+	c := caseNamed(t, "kip101-data-loss")
+	require.True(t, conformance.Simulator.Capabilities().Failpoints)
 	failpoints.Require(t)
-	r, err := RunOne(c, 1, Options{Target: Simulator}, time.Minute)
+	r, err := conformance.RunOne(c, 1, conformance.Options{Target: conformance.Simulator, CheckTimeout: time.Minute})
 	require.NoError(t, err)
-	require.Equal(t, Holds, r.Verdict, "%v", r.Reasons)
-	require.Positive(t, r.Sim.Stats.FailpointsFired)
+	require.Equal(t, conformance.Holds, r.Verdict, "%v", r.Reasons)
+	require.Positive(t, r.Run.Stats.FailpointsFired)
 }

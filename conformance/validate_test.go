@@ -1,4 +1,4 @@
-package conformance
+package conformance_test
 
 import (
 	"os"
@@ -10,23 +10,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/judge"
+	"github.com/watermarkhq/watermark/conformance/report"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
-// Options.ValidateProtocol turns trace validation on for every run of a
+// conformance.Options.ValidateProtocol turns trace validation on for every run of a
 // case, and with it leaders that answer replica fetches at once: a held
 // fetch is answered later with what the leader has then, which the model
 // does not do.
 func TestValidateProtocolOptionConfiguresTheRun(t *testing.T) {
-	for i := range Cases {
-		c := &Cases[i]
-		plain := c.config(1, Options{})
+	for i := range cases.Cases {
+		c := &cases.Cases[i]
+		plain := spec(c, 1)
 		assert.False(t, plain.ValidateProtocol, c.Name)
-		assert.Equal(t, c.Config(1).Broker.ReplicaFetchWaitMaxMs, plain.Broker.ReplicaFetchWaitMaxMs, c.Name)
+		assert.Equal(t, c.Spec(1).Broker.ReplicaFetchWaitMaxMs, plain.Broker.ReplicaFetchWaitMaxMs, c.Name)
 
-		cfg := c.config(1, Options{ValidateProtocol: true})
+		cfg, err := conformance.Options{ValidateProtocol: true}.Spec(c, 1)
+		require.NoError(t, err)
 		assert.True(t, cfg.ValidateProtocol, c.Name)
 		assert.Zero(t, cfg.Broker.ReplicaFetchWaitMaxMs, c.Name)
 	}
@@ -35,8 +41,8 @@ func TestValidateProtocolOptionConfiguresTheRun(t *testing.T) {
 // Only the simulator exposes every replication step; asking another
 // target for trace validation is an error, not a silent pass.
 func TestValidateProtocolNeedsTheSimulator(t *testing.T) {
-	_, err := RunOne(&Cases[0], 1, Options{ValidateProtocol: true, Target: &KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}}}, time.Second)
-	require.ErrorIs(t, err, ErrValidateNeedsSimulator)
+	_, err := conformance.RunOne(&cases.Cases[0], 1, conformance.Options{ValidateProtocol: true, Target: &conformance.KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}}, CheckTimeout: time.Second})
+	require.ErrorIs(t, err, conformance.ErrValidateNeedsSimulator)
 }
 
 // A step the model does not allow violates the run, with the failure's
@@ -45,7 +51,7 @@ func TestValidateProtocolNeedsTheSimulator(t *testing.T) {
 // skips truncation when the same leader returns, judged by the model of
 // the fixed rule. Reference: KAFKA-7164.
 func TestTraceValidationFailureViolatesTheRun(t *testing.T) {
-	cfg := sim.KAFKA7164(1, partition.TruncateToEpochNoBump)
+	cfg := cases.KAFKA7164(1, partition.TruncateToEpochNoBump)
 	cfg.ValidateProtocol = true
 	cfg.Broker.ReplicaFetchWaitMaxMs = 0
 	fixed := protocol.Variant{Truncation: protocol.TruncateEpoch, MinISR: cfg.Broker.MinInsyncReplicas,
@@ -56,13 +62,13 @@ func TestTraceValidationFailureViolatesTheRun(t *testing.T) {
 	require.NotNil(t, res.Protocol)
 	require.NotEmpty(t, res.Protocol.Failure)
 
-	r := Judge(&Case{Name: "kafka-7164", LossAllowed: true}, res, 10*time.Second)
-	require.Equal(t, Violated, r.Verdict)
+	r := judge.Judge(&cases.Case{Name: "kafka-7164", LossAllowed: true}, res, 10*time.Second)
+	r.Replay = "watermark check --case kafka-7164 --seed 1 --validate-protocol"
+	require.Equal(t, conformance.Violated, r.Verdict)
 	first, _, _ := strings.Cut(res.Protocol.Failure, "\n")
 	assert.Contains(t, r.Reasons, "trace validation: "+first)
-	assert.Contains(t, ReplayCommand(r), " --validate-protocol")
 
-	dir, err := WriteRun(t.TempDir(), r)
+	dir, err := report.WriteRun(t.TempDir(), r, nil)
 	require.NoError(t, err)
 	verdict, err := os.ReadFile(filepath.Join(dir, "verdict.txt"))
 	require.NoError(t, err)
@@ -70,9 +76,16 @@ func TestTraceValidationFailureViolatesTheRun(t *testing.T) {
 		assert.Contains(t, string(verdict), strings.TrimSpace(line))
 	}
 	// The run file replays it with validation on.
-	f, err := LoadRunFile(filepath.Join(dir, "run.yaml"))
+	f, err := run.LoadFile(filepath.Join(dir, "run.yaml"))
 	require.NoError(t, err)
 	assert.True(t, f.ValidateProtocol)
-	assert.True(t, f.SimConfig().ValidateProtocol)
-	assert.Zero(t, f.SimConfig().Broker.ReplicaFetchWaitMaxMs)
+	assert.Zero(t, f.Broker.ReplicaFetchWaitMaxMs)
+}
+
+// A replay command asks for trace validation again when the run had it.
+func TestReplayCommandKeepsValidation(t *testing.T) {
+	r, err := conformance.RunOne(caseNamed(t, "lost-answers"), 1, conformance.Options{ValidateProtocol: true})
+	require.NoError(t, err)
+	assert.Contains(t, r.Replay, " --validate-protocol")
+	assert.Contains(t, r.Replay, "--case lost-answers --seed 1")
 }

@@ -7,34 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/watermarkhq/watermark/conformance"
-	"github.com/watermarkhq/watermark/conformance/sim"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/conformance/variant"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
-
-// truncations maps the spec's truncation rules to the implementation's.
-var truncations = map[protocol.Truncation]partition.Truncation{
-	protocol.TruncateEpoch:       partition.TruncateToEpoch,
-	protocol.TruncateHW:          partition.TruncateToHW,
-	protocol.TruncateEpochKIP101: partition.TruncateToEpochKIP101,
-	protocol.TruncateEpochNoBump: partition.TruncateToEpochNoBump,
-}
-
-// bugOf says what makes a spec variant unsafe, as a check on a run file's
-// configuration: the file must run the implementation with the same flaw.
-func bugOf(v protocol.Variant) (string, func(sim.Config) bool) {
-	switch {
-	case v.Truncation != protocol.TruncateEpoch:
-		want := truncations[v.Truncation]
-		return "truncation " + want.String(), func(c sim.Config) bool { return c.Broker.Truncation == want }
-	case v.Unclean:
-		return "unclean election", func(c sim.Config) bool { return c.Controller.UncleanLeaderElection }
-	case v.HWBelowMinISR:
-		return "HW advancing below min ISR", func(c sim.Config) bool { return c.Broker.AdvanceHWBelowMinISR }
-	}
-	return "", nil
-}
 
 // Every unsafe variant of the spec that stands for a known bug names the
 // repro file that reproduces its counterexample on the implementation. The
@@ -51,11 +27,22 @@ func TestExplorerCounterexamplesHaveRepros(t *testing.T) {
 		}
 		t.Run(v.Name, func(t *testing.T) {
 			linked++
-			f, err := conformance.LoadRunFile(filepath.Join("repro", v.Repro))
+			f, err := run.LoadFile(filepath.Join("repro", v.Repro))
 			require.NoError(t, err, "variant %s names %s", v.Name, v.Repro)
-			what, has := bugOf(v.Variant)
-			require.NotNil(t, has, "variant %s: no flaw to look for", v.Name)
-			assert.True(t, has(f.SimConfig()), "%s does not run the implementation with %s", v.Repro, what)
+			// The file runs the implementation with the variant's flaw: its
+			// settings, seen as the model, break the same rule (a file may
+			// need more, such as unclean election to let a stale leader back).
+			m := variant.ModelOf(f.Settings)
+			switch {
+			case v.Variant.Truncation != protocol.TruncateEpoch:
+				assert.Equal(t, v.Variant.Truncation, m.Truncation, "%s: truncation", v.Repro)
+			case v.Variant.Unclean:
+				assert.True(t, m.Unclean, "%s: unclean election", v.Repro)
+			case v.Variant.HWBelowMinISR:
+				assert.True(t, m.HWBelowMinISR, "%s: HW below min ISR", v.Repro)
+			default:
+				t.Fatalf("variant %s: no flaw to look for", v.Name)
+			}
 			assert.NotEmpty(t, f.Expect.Found, "%s expects no anomaly", v.Repro)
 			_, fixed := fixes[v.Repro]
 			assert.True(t, fixed, "%s has no fixed variant in fixes", v.Repro)

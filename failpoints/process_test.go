@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/failpoints"
 	"github.com/watermarkhq/watermark/impl/broker"
 )
@@ -48,7 +49,7 @@ func TestFailpointsCrashRealProcesses(t *testing.T) {
 	defer cancel()
 	var ex exits
 	c, err := cluster.Start(ctx, cluster.Options{
-		Binary: bin, Brokers: 3, Dir: t.TempDir(), Settings: cluster.DefaultSettings(),
+		Binary: bin, Brokers: 3, Dir: t.TempDir(), Settings: run.DefaultSettings(),
 		FailpointHTTP: true, OnExit: ex.add, Logf: t.Logf,
 	})
 	require.NoError(t, err)

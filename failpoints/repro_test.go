@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/judge"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/failpoints"
 	"github.com/watermarkhq/watermark/impl/partition"
@@ -21,26 +23,26 @@ import (
 // is ""), the same file is rerun with it; otherwise repro/fixed/<file> is the
 // same schedule with the fix, and must equal the override.
 type fix struct {
-	apply func(*sim.Config)
+	apply func(*run.Spec)
 	file  string
 }
 
 // fixes maps each file of repro/ to its fixed variant. A new file must add
 // a row here.
 var fixes = map[string]fix{
-	"kip101-data-loss.yaml":           {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
-	"kip101-divergence.yaml":          {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
-	"kafka-6361.yaml":                 {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
-	"kafka-7164.yaml":                 {apply: func(c *sim.Config) { c.Broker.Truncation = partition.TruncateToEpoch }},
-	"dedup-across-leader-change.yaml": {apply: func(c *sim.Config) { c.Broker.ProducerState = partition.ProducerStateReplicated }},
-	"unclean-election.yaml":           {apply: func(c *sim.Config) { c.Controller.UncleanLeaderElection = false }, file: "unclean-election.yaml"},
-	"acks1-loss.yaml":                 {apply: func(c *sim.Config) { c.Workload.Acks = partition.AcksAll }, file: "acks1-loss.yaml"},
-	"last-replica-standing.yaml":      {apply: func(c *sim.Config) { c.Broker.AdvanceHWBelowMinISR = false }, file: "last-replica-standing.yaml"},
+	"kip101-data-loss.yaml":           {apply: func(c *run.Spec) { c.Broker.Truncation = partition.TruncateToEpoch }},
+	"kip101-divergence.yaml":          {apply: func(c *run.Spec) { c.Broker.Truncation = partition.TruncateToEpoch }},
+	"kafka-6361.yaml":                 {apply: func(c *run.Spec) { c.Broker.Truncation = partition.TruncateToEpoch }},
+	"kafka-7164.yaml":                 {apply: func(c *run.Spec) { c.Broker.Truncation = partition.TruncateToEpoch }},
+	"dedup-across-leader-change.yaml": {apply: func(c *run.Spec) { c.Broker.ProducerState = partition.ProducerStateReplicated }},
+	"unclean-election.yaml":           {apply: func(c *run.Spec) { c.Controller.UncleanLeaderElection = false }, file: "unclean-election.yaml"},
+	"acks1-loss.yaml":                 {apply: func(c *run.Spec) { c.Workload.Acks = partition.AcksAll }, file: "acks1-loss.yaml"},
+	"last-replica-standing.yaml":      {apply: func(c *run.Spec) { c.Broker.AdvanceHWBelowMinISR = false }, file: "last-replica-standing.yaml"},
 }
 
 // found is every anomaly and invariant failure r shows, as `watermark
 // repro` lists them.
-func found(r *conformance.RunResult) []string {
+func found(r *judge.RunResult) []string {
 	var out []string
 	for _, a := range append(slices.Clone(r.Found), r.Allowed...) {
 		out = append(out, a.Name)
@@ -53,19 +55,19 @@ func found(r *conformance.RunResult) []string {
 }
 
 // tolerated is what f lets a run show besides its expectation.
-func tolerated(f *conformance.RunFile) []string {
+func tolerated(f *run.File) []string {
 	t := slices.Clone(f.Allowed)
 	if f.LossAllowed {
-		t = append(t, sim.Invariants...)
+		t = append(t, run.Invariants...)
 	}
 	return t
 }
 
-func run(t *testing.T, f *conformance.RunFile, cfg sim.Config) *conformance.RunResult {
+func runFile(t *testing.T, f *run.File, cfg run.Spec) *judge.RunResult {
 	t.Helper()
 	res, err := sim.Run(cfg)
 	require.NoError(t, err)
-	return conformance.Judge(f.Case(), res, 30*time.Second)
+	return judge.Judge(cases.FromFile(f), res, 30*time.Second)
 }
 
 func TestReproLibrary(t *testing.T) {
@@ -76,7 +78,7 @@ func TestReproLibrary(t *testing.T) {
 	for _, path := range files {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
-			f, err := conformance.LoadRunFile(path)
+			f, err := run.LoadFile(path)
 			require.NoError(t, err)
 			require.False(t, f.Expect.Holds, "a repro file expects the bug's anomalies, not holds")
 			fx, ok := fixes[name]
@@ -84,7 +86,7 @@ func TestReproLibrary(t *testing.T) {
 
 			// The buggy variant: REPRODUCED, every expected name found and
 			// nothing neither expected nor allowed.
-			r := run(t, f, f.SimConfig())
+			r := runFile(t, f, f.Spec.Clone())
 			got := found(r)
 			for _, n := range f.Expect.Found {
 				assert.Contains(t, got, n, "%s: expected %s not found (found %v)", path, n, got)
@@ -97,23 +99,23 @@ func TestReproLibrary(t *testing.T) {
 
 			// The fixed variant: none of the expected names, nothing beyond
 			// what the file allows.
-			fixedFile, fixedCfg := f, f.SimConfig()
+			fixedFile, fixedCfg := f, f.Spec.Clone()
 			fx.apply(&fixedCfg)
 			if fx.file != "" {
-				fixedFile, err = conformance.LoadRunFile(filepath.Join("repro", "fixed", fx.file))
+				fixedFile, err = run.LoadFile(filepath.Join("repro", "fixed", fx.file))
 				require.NoError(t, err)
 				require.True(t, fixedFile.Expect.Holds, "a fixed file expects holds")
-				require.True(t, reflect.DeepEqual(fixedCfg, fixedFile.SimConfig()),
+				require.True(t, reflect.DeepEqual(fixedCfg, fixedFile.Spec),
 					"repro/fixed/%s is not %s with only the fix applied", fx.file, name)
 			}
-			r = run(t, fixedFile, fixedCfg)
+			r = runFile(t, fixedFile, fixedCfg)
 			got = found(r)
 			for _, n := range got {
 				assert.NotContains(t, f.Expect.Found, n, "%s: the fixed variant still shows %s", path, n)
 				assert.Contains(t, tolerated(fixedFile), n, "%s: the fixed variant shows %s", path, n)
 			}
 			if fixedFile.Expect.Holds {
-				assert.NotEqual(t, conformance.Violated, r.Verdict, "%s: %v", fx.file, r.Reasons)
+				assert.NotEqual(t, judge.Violated, r.Verdict, "%s: %v", fx.file, r.Reasons)
 			}
 		})
 	}

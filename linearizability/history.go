@@ -113,6 +113,10 @@ type Op struct {
 	Return    int64   `json:"return"`
 	Outcome   Outcome `json:"outcome"`
 	Error     string  `json:"error,omitempty"`
+	// Code is the Kafka error code the operation ended with, when the
+	// broker answered one (0: none, or an error of the client's own, such
+	// as a timeout). Checkers and cases branch on it, never on Error.
+	Code int16 `json:"code,omitempty"`
 
 	// Produce: the value written and the acks used (0, 1 or -1 for all).
 	Value string `json:"value,omitempty"`

@@ -10,10 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/node"
-	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // Settings of every reference cluster here: the simulator's live defaults
@@ -33,12 +33,9 @@ func startCluster(tb testing.TB) *node.LocalCluster {
 		Brokers: brokers,
 		Dir:     tb.TempDir(),
 		Broker: func(id int) broker.Config {
-			p := partition.DefaultConfig(int32(id))
-			p.MinInsyncReplicas = minInsyncReplicas
-			p.ReplicaLagTimeMaxMs = 3000
-			p.ReplicaFetchWaitMaxMs = 200
-			p.RequestTimeoutMs = 2000
-			return broker.Config{Partition: p, HeartbeatIntervalMs: 200, HWCheckpointIntervalMs: 1000}
+			cfg := run.DefaultSettings().BrokerConfig(id)
+			cfg.MinInsyncReplicas = minInsyncReplicas
+			return cfg
 		},
 		Controller: controller.Config{SessionTimeoutMs: sessionTimeoutMs},
 		Logf:       func(string, ...any) {},

@@ -28,6 +28,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/conformance/run"
 )
 
 // Options configure a cluster.
@@ -40,8 +41,9 @@ type Options struct {
 	// Dir holds each node's data directory and log file; a new temporary
 	// directory if empty. Stop leaves it in place: see Cluster.Dir.
 	Dir string
-	// Settings are the protocol settings of every node.
-	Settings Settings
+	// Settings are the protocol settings of every node, passed to each
+	// process as `watermark serve` flags (run.Args).
+	Settings run.Settings
 	// Env is extra environment (KEY=VALUE) for every broker process, for
 	// example GO_FAILPOINTS. Cluster.Env adds more for one broker.
 	Env []string
@@ -102,11 +104,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Brokers < 1 {
 		return nil, fmt.Errorf("cluster: %d brokers: want at least 1", opts.Brokers)
 	}
-	if rf := opts.Settings.OffsetsTopicReplicationFactor; rf > opts.Brokers {
+	if rf := opts.Settings.Broker.OffsetsTopicReplicationFactor; rf > opts.Brokers {
 		// A smaller cluster could never have a group coordinator; Kafka
 		// asks the operator to lower offsets.topic.replication.factor,
 		// a local cluster does it for them.
-		opts.Settings.OffsetsTopicReplicationFactor = opts.Brokers
+		opts.Settings.Broker.OffsetsTopicReplicationFactor = opts.Brokers
 	}
 	if err := opts.Settings.Validate(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -167,7 +169,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--listen=" + ctrlAddr,
 		"--data-dir=" + filepath.Join(c.dir, "controller"),
 		"--verbose",
-	}, c.opts.Settings.ControllerArgs()...))
+	}, run.Args(&c.opts.Settings.Controller)...))
 
 	n := c.opts.Brokers
 	for id := 1; id <= n; id++ {
@@ -223,7 +225,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		if a := c.fpAddr[id]; a != "" {
 			args = append(args, "--failpoint-http="+a)
 		}
-		c.brokers[id] = c.newProcess(fmt.Sprintf("broker %d", id), id, append(args, c.opts.Settings.BrokerArgs()...))
+		c.brokers[id] = c.newProcess(fmt.Sprintf("broker %d", id), id, append(args, run.Args(&c.opts.Settings.Broker)...))
 		c.brokers[id].env = append([]string(nil), c.opts.Env...)
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 )
 
@@ -50,7 +51,7 @@ func startCluster(t *testing.T, proxies bool) *Cluster {
 		Binary:   binary,
 		Brokers:  3,
 		Dir:      t.TempDir(),
-		Settings: DefaultSettings(),
+		Settings: run.DefaultSettings(),
 		Proxies:  proxies,
 		Logf:     t.Logf,
 		OnExit:   func(e Exit) { t.Logf("%s\n%s", e, e.LogTail) },
@@ -283,7 +284,7 @@ func TestFailpointCrashIsReportedAndTheBrokerComesBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := Start(ctx, Options{
-		Binary: binary, Brokers: 3, Dir: t.TempDir(), Settings: DefaultSettings(),
+		Binary: binary, Brokers: 3, Dir: t.TempDir(), Settings: run.DefaultSettings(),
 		FailpointHTTP: true, Logf: t.Logf,
 		OnExit: func(e Exit) { exits <- e },
 	})
@@ -325,7 +326,7 @@ func TestUnexpectedExitIsReported(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := Start(ctx, Options{
-		Binary: binary, Brokers: 2, Dir: t.TempDir(), Settings: DefaultSettings(), Logf: t.Logf,
+		Binary: binary, Brokers: 2, Dir: t.TempDir(), Settings: run.DefaultSettings(), Logf: t.Logf,
 		OnExit: func(e Exit) { exits <- e },
 	})
 	require.NoError(t, err)
@@ -367,12 +368,12 @@ func TestFaultsNeedProxiesAndKnownBrokers(t *testing.T) {
 
 func TestStartRejectsBadOptions(t *testing.T) {
 	ctx := context.Background()
-	_, err := Start(ctx, Options{Brokers: 3, Settings: DefaultSettings()})
+	_, err := Start(ctx, Options{Brokers: 3, Settings: run.DefaultSettings()})
 	require.ErrorContains(t, err, "no Binary")
-	_, err = Start(ctx, Options{Binary: binary, Brokers: 0, Settings: DefaultSettings()})
+	_, err = Start(ctx, Options{Binary: binary, Brokers: 0, Settings: run.DefaultSettings()})
 	require.ErrorContains(t, err, "0 brokers")
 	_, err = Start(ctx, Options{Binary: binary, Brokers: 1})
-	require.ErrorContains(t, err, "SessionTimeoutMs")
+	require.ErrorContains(t, err, "session_timeout_ms")
 }
 
 // A node that cannot start reports why, with the end of its log.
@@ -382,7 +383,7 @@ func TestStartFailureShowsTheLog(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "controller"), []byte("not a directory"), 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := Start(ctx, Options{Binary: binary, Brokers: 1, Dir: dir, Settings: DefaultSettings()})
+	_, err := Start(ctx, Options{Binary: binary, Brokers: 1, Dir: dir, Settings: run.DefaultSettings()})
 	require.ErrorContains(t, err, "controller exited before it was listening")
 	require.ErrorContains(t, err, "data directory")
 }

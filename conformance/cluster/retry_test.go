@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/conformance/run"
 )
 
 // TestStartRetriesWhenAPortIsTaken: a port picked for a node is taken
@@ -29,7 +30,7 @@ func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
 	var logs []string
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{Binary: binary, Brokers: 1, Dir: t.TempDir(), Settings: DefaultSettings(),
+	c, err := Start(ctx, Options{Binary: binary, Brokers: 1, Dir: t.TempDir(), Settings: run.DefaultSettings(),
 		Logf: func(f string, a ...any) { logs = append(logs, f) }})
 	require.NoError(t, err)
 	defer func() { _ = c.Stop() }()

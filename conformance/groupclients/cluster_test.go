@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/node"
-	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // Settings of every reference cluster here: conformance/clients' (a
@@ -43,20 +43,11 @@ func startCluster(tb testing.TB) *node.LocalCluster {
 		Brokers: brokers,
 		Dir:     tb.TempDir(),
 		Broker: func(id int) broker.Config {
-			p := partition.DefaultConfig(int32(id))
-			p.MinInsyncReplicas = minInsyncReplicas
-			p.ReplicaLagTimeMaxMs = 3000
-			p.ReplicaFetchWaitMaxMs = 200
-			p.RequestTimeoutMs = 2000
-			return broker.Config{
-				Partition: p, HeartbeatIntervalMs: 200, HWCheckpointIntervalMs: 1000,
-				Groups: broker.GroupConfig{
-					OffsetsTopicPartitions:        3,
-					OffsetsTopicReplicationFactor: replicationFactor,
-					CommitTimeoutMs:               5000,
-					Coordinator:                   group.Config{MinSessionTimeoutMs: 1000, MaxSessionTimeoutMs: 60_000},
-				},
-			}
+			cfg := run.DefaultSettings().BrokerConfig(id)
+			cfg.MinInsyncReplicas = minInsyncReplicas
+			cfg.OffsetsTopicReplicationFactor = replicationFactor
+			cfg.Config = group.Config{MinSessionTimeoutMs: 1000, MaxSessionTimeoutMs: 60_000}
+			return cfg
 		},
 		Controller: controller.Config{SessionTimeoutMs: 1500},
 		Logf:       tb.Logf,

@@ -1,23 +1,23 @@
-package sim_test
+package sim
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
-func groupConfig(seed uint64, mode sim.CommitMode) sim.Config {
-	cfg := sim.DefaultConfig(seed)
-	cfg.Topics = []sim.Topic{{Name: "t", Partitions: 4, ReplicationFactor: 3}}
+func groupConfig(seed uint64, mode run.CommitMode) run.Spec {
+	cfg := run.DefaultSpec(seed)
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 4, ReplicationFactor: 3}}
 	cfg.Workload.Consumers = 0
 	cfg.Workload.GroupConsumers = 3
 	cfg.Workload.Group = "g"
 	cfg.Workload.CommitMode = mode
 	cfg.Workload.ConsumerSessionTimeoutMs = 1500
 	cfg.Workload.ProcessPerTick = 2
-	cfg.Nemesis = sim.Nemesis{Kinds: []sim.FaultKind{sim.FaultCrashConsumer}, IntervalMs: 3000, FaultMs: 2000, MaxFaulty: 1}
+	cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultCrashConsumer}, IntervalMs: 3000, FaultMs: 2000, MaxFaulty: 1}
 	return cfg
 }
 
@@ -30,10 +30,10 @@ func counts(as []linearizability.Anomaly) map[string]int {
 }
 
 func TestGroupConsumersAtLeastOnce(t *testing.T) {
-	res, err := sim.Run(groupConfig(1, sim.CommitAfterProcess))
+	res, err := Run(groupConfig(1, run.CommitAfterProcess))
 	require.NoError(t, err)
 	require.NoError(t, linearizability.Validate(res.History))
-	require.Nil(t, res.Violation, "%v", res.Violation)
+	require.Nil(t, firstViolation(res), "%v", firstViolation(res))
 	require.Positive(t, res.Stats.ConsumerCrashes)
 	require.Greater(t, res.Stats.Rebalances, 3)
 	require.Positive(t, res.Stats.Commits)
@@ -45,7 +45,7 @@ func TestGroupConsumersAtLeastOnce(t *testing.T) {
 }
 
 func TestGroupConsumersAtMostOnce(t *testing.T) {
-	res, err := sim.Run(groupConfig(2, sim.CommitBeforeProcess))
+	res, err := Run(groupConfig(2, run.CommitBeforeProcess))
 	require.NoError(t, err)
 	require.NoError(t, linearizability.Validate(res.History))
 	require.Positive(t, res.Stats.ConsumerCrashes)
@@ -56,9 +56,9 @@ func TestGroupConsumersAtMostOnce(t *testing.T) {
 }
 
 func TestGroupRunsAreDeterministic(t *testing.T) {
-	a, err := sim.Run(groupConfig(3, sim.CommitAfterProcess))
+	a, err := Run(groupConfig(3, run.CommitAfterProcess))
 	require.NoError(t, err)
-	b, err := sim.Run(groupConfig(3, sim.CommitAfterProcess))
+	b, err := Run(groupConfig(3, run.CommitAfterProcess))
 	require.NoError(t, err)
 	require.Equal(t, a.TraceHash, b.TraceHash)
 	require.Equal(t, a.History, b.History)

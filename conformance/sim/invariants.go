@@ -5,39 +5,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 )
-
-// The protocol invariants of SEMANTICS.md, by the names reports use.
-const (
-	InvStrongISR          = "StrongIsr"
-	InvLeaderCompleteness = "LeaderCompleteness"
-	InvLogMatching        = "LogMatching"
-	InvTrueHWMonotonic    = "TrueHWNeverDecreases"
-	InvLeaderInISR        = "LeaderInIsr"
-	InvEpochsIncrease     = "EpochsIncrease"
-)
-
-// Invariants lists every invariant the simulator checks.
-var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease}
-
-// Violation is the first invariant that failed, with the steps before it.
-type Violation struct {
-	Invariant string
-	Detail    string
-	AtMs      int64
-	Step      int
-	Trace     []string
-}
-
-// Error renders the violation on one line.
-func (v *Violation) Error() string {
-	return fmt.Sprintf("%s violated at %d ms (step %d): %s", v.Invariant, v.AtMs, v.Step, v.Detail)
-}
 
 // batchID identifies a batch across replicas: one leader epoch writes each
 // offset at most once, so (epoch, base offset) names a batch; the length
@@ -78,8 +52,8 @@ type invariants struct {
 	committed  map[kafka.TopicPartition]*committedLog
 	leaderEp   map[kafka.TopicPartition]int32
 	verified   map[pairKey]int64
-	violations []*Violation // the first failure of each invariant, in order
-	failed     bool         // something failed in this step's check
+	violations []*run.Violation // the first failure of each invariant, in order
+	failed     bool             // something failed in this step's check
 }
 
 func newInvariants(s *Sim) *invariants {
@@ -98,8 +72,8 @@ func (inv *invariants) fail(name, detail string) {
 		}
 	}
 	inv.failed = true
-	inv.violations = append(inv.violations, &Violation{Invariant: name, Detail: detail, AtMs: inv.s.now, Step: inv.s.steps, Trace: inv.s.trace.tail()})
-	inv.s.note(fmt.Sprintf("invariant %s violated: %s", name, detail))
+	inv.violations = append(inv.violations, &run.Violation{Invariant: name, Detail: detail, AtMs: inv.s.Now, Step: inv.s.steps, Trace: inv.s.trace.tail()})
+	inv.s.note(run.NoteInvariant, 0, "invariant %s violated: %s", name, detail)
 }
 
 // replicaView is one live replica as the checks see it.
@@ -140,10 +114,10 @@ func (inv *invariants) check() {
 
 func (inv *invariants) checkController(tp kafka.TopicPartition, p kafka.PartitionState) {
 	if p.Leader >= 0 && !slices.Contains(p.ISR, p.Leader) {
-		inv.fail(InvLeaderInISR, fmt.Sprintf("%s: leader %d not in ISR %v", tp, p.Leader, p.ISR))
+		inv.fail(run.InvLeaderInISR, fmt.Sprintf("%s: leader %d not in ISR %v", tp, p.Leader, p.ISR))
 	}
 	if last, ok := inv.leaderEp[tp]; ok && p.LeaderEpoch < last {
-		inv.fail(InvEpochsIncrease, fmt.Sprintf("%s: leader epoch went from %d to %d", tp, last, p.LeaderEpoch))
+		inv.fail(run.InvEpochsIncrease, fmt.Sprintf("%s: leader epoch went from %d to %d", tp, last, p.LeaderEpoch))
 	}
 	inv.leaderEp[tp] = p.LeaderEpoch
 }
@@ -174,14 +148,14 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 	log := l.r.Log()
 	// TrueHWNeverDecreases: the leader still reaches every committed offset.
 	if l.r.LEO() < c.hw {
-		inv.fail(InvTrueHWMonotonic, fmt.Sprintf("%s: committed up to %d, but leader %d (epoch %d) ends at %d",
+		inv.fail(run.InvTrueHWMonotonic, fmt.Sprintf("%s: committed up to %d, but leader %d (epoch %d) ends at %d",
 			tp, c.hw, l.id, p.LeaderEpoch, l.r.LEO()))
 		return
 	}
 	// LeaderCompleteness: and holds the very same batches there.
 	if i, ok := inv.matchCommitted(tp, l, c); !ok {
 		b := c.batches[i]
-		inv.fail(InvLeaderCompleteness, fmt.Sprintf("%s: committed batch at offset %d (epoch %d, %q) is not in leader %d's log (epoch %d)",
+		inv.fail(run.InvLeaderCompleteness, fmt.Sprintf("%s: committed batch at offset %d (epoch %d, %q) is not in leader %d's log (epoch %d)",
 			tp, b.base, b.epoch, b.first, l.id, p.LeaderEpoch))
 		return
 	}
@@ -201,12 +175,12 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 			continue // a restarted process the controller has not heard from: it cannot lead
 		}
 		if m.r.LEO() < l.r.HW() {
-			inv.fail(InvStrongISR, fmt.Sprintf("%s: ISR member %d ends at %d, below leader %d's HW %d",
+			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d ends at %d, below leader %d's HW %d",
 				tp, m.id, m.r.LEO(), l.id, l.r.HW()))
 			return
 		}
 		if off, ok := inv.agree(tp, l, m, l.r.HW()); !ok {
-			inv.fail(InvStrongISR, fmt.Sprintf("%s: ISR member %d differs from leader %d at offset %d, below the leader's HW %d",
+			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d differs from leader %d at offset %d, below the leader's HW %d",
 				tp, m.id, l.id, off, l.r.HW()))
 			return
 		}
@@ -247,7 +221,7 @@ func (inv *invariants) checkLogMatching(tp kafka.TopicPartition, p kafka.Partiti
 			a, b := live[i], live[j]
 			upTo := min(a.r.HW(), b.r.HW())
 			if off, ok := inv.agree(tp, a, b, upTo); !ok {
-				inv.fail(InvLogMatching, fmt.Sprintf("%s: replicas %d (HW %d) and %d (HW %d) hold different records at offset %d",
+				inv.fail(run.InvLogMatching, fmt.Sprintf("%s: replicas %d (HW %d) and %d (HW %d) hold different records at offset %d",
 					tp, a.id, a.r.HW(), b.id, b.r.HW(), off))
 				return
 			}

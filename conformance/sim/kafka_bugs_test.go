@@ -6,11 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // violated lists the invariants a run broke, first failures only.
-func violated(res *Result) []string {
+func violated(res *run.Result) []string {
 	var out []string
 	for _, v := range res.Violations {
 		out = append(out, v.Invariant)
@@ -25,12 +27,12 @@ func violated(res *Result) []string {
 func TestKAFKA6361WithKIP101Truncation(t *testing.T) {
 	requireFailpoints(t)
 	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := KAFKA6361(seed, partition.TruncateToEpochKIP101)
+		cfg := cases.KAFKA6361(seed, partition.TruncateToEpochKIP101)
 		cfg.ContinueAfterViolation = true
 		res, err := Run(cfg)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
-		require.True(t, slices.Contains(violated(res), InvLogMatching), "epoch-kip101 must diverge (got %v); %s", violated(res), replay(cfg))
+		require.True(t, slices.Contains(violated(res), run.InvLogMatching), "epoch-kip101 must diverge (got %v); %s", violated(res), replay(cfg))
 	}
 }
 
@@ -40,12 +42,12 @@ func TestKAFKA6361WithKIP101Truncation(t *testing.T) {
 func TestKAFKA6361FixedByKIP279(t *testing.T) {
 	requireFailpoints(t)
 	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := KAFKA6361(seed, partition.TruncateToEpoch)
+		cfg := cases.KAFKA6361(seed, partition.TruncateToEpoch)
 		res, err := Run(cfg)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
-		if res.Violation != nil {
-			t.Fatalf("%v\n%s", res.Violation, replay(cfg))
+		if firstViolation(res) != nil {
+			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
 		}
 	}
 }
@@ -55,11 +57,11 @@ func TestKAFKA6361FixedByKIP279(t *testing.T) {
 // Reference: KAFKA-7164.
 func TestKAFKA7164WithoutTruncationOnEpochBump(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := KAFKA7164(seed, partition.TruncateToEpochNoBump)
+		cfg := cases.KAFKA7164(seed, partition.TruncateToEpochNoBump)
 		cfg.ContinueAfterViolation = true
 		res, err := Run(cfg)
 		require.NoError(t, err)
-		require.True(t, slices.Contains(violated(res), InvLogMatching), "epoch-no-bump-truncation must diverge (got %v); %s", violated(res), replay(cfg))
+		require.True(t, slices.Contains(violated(res), run.InvLogMatching), "epoch-no-bump-truncation must diverge (got %v); %s", violated(res), replay(cfg))
 	}
 }
 
@@ -67,11 +69,11 @@ func TestKAFKA7164WithoutTruncationOnEpochBump(t *testing.T) {
 // Reference: KAFKA-7164, fixed.
 func TestKAFKA7164FixedByTruncationOnEpochBump(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := KAFKA7164(seed, partition.TruncateToEpoch)
+		cfg := cases.KAFKA7164(seed, partition.TruncateToEpoch)
 		res, err := Run(cfg)
 		require.NoError(t, err)
-		if res.Violation != nil {
-			t.Fatalf("%v\n%s", res.Violation, replay(cfg))
+		if firstViolation(res) != nil {
+			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
 		}
 	}
 }

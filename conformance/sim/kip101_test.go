@@ -3,6 +3,8 @@ package sim
 import (
 	"testing"
 
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/failpoints"
 
 	"github.com/stretchr/testify/require"
@@ -22,11 +24,11 @@ func requireFailpoints(t *testing.T) {
 // Reference: KIP-101, scenario 1.
 func TestKIP101DataLossWithHWTruncation(t *testing.T) {
 	requireFailpoints(t)
-	res, err := Run(KIP101DataLoss(1, partition.TruncateToHW))
+	res, err := Run(cases.KIP101DataLoss(1, partition.TruncateToHW))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire")
-	require.NotNil(t, res.Violation, "truncation=hw must lose the acknowledged record")
-	require.Contains(t, []string{InvTrueHWMonotonic, InvLeaderCompleteness}, res.Violation.Invariant, res.Violation.Error())
+	require.NotNil(t, firstViolation(res), "truncation=hw must lose the acknowledged record")
+	require.Contains(t, []string{run.InvTrueHWMonotonic, run.InvLeaderCompleteness}, firstViolation(res).Invariant, firstViolation(res).Error())
 }
 
 // The same schedule with leader epochs: the restarted follower asks the
@@ -35,10 +37,10 @@ func TestKIP101DataLossWithHWTruncation(t *testing.T) {
 // Reference: KIP-101, scenario 1, with the fix.
 func TestKIP101DataLossFixedByEpochTruncation(t *testing.T) {
 	requireFailpoints(t)
-	res, err := Run(KIP101DataLoss(1, partition.TruncateToEpoch))
+	res, err := Run(cases.KIP101DataLoss(1, partition.TruncateToEpoch))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire")
-	require.Nil(t, res.Violation)
+	require.Nil(t, firstViolation(res))
 }
 
 // A follower that lost an unsynced tail in a power loss leads and writes a
@@ -48,12 +50,12 @@ func TestKIP101DataLossFixedByEpochTruncation(t *testing.T) {
 func TestKIP101DivergenceWithHWTruncation(t *testing.T) {
 	requireFailpoints(t)
 	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := KIP101Divergence(seed, partition.TruncateToHW)
+		cfg := cases.KIP101Divergence(seed, partition.TruncateToHW)
 		res, err := Run(cfg)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
-		require.NotNil(t, res.Violation, "truncation=hw must diverge; %s", replay(cfg))
-		require.Equal(t, InvLogMatching, res.Violation.Invariant, res.Violation.Error())
+		require.NotNil(t, firstViolation(res), "truncation=hw must diverge; %s", replay(cfg))
+		require.Equal(t, run.InvLogMatching, firstViolation(res).Invariant, firstViolation(res).Error())
 	}
 }
 
@@ -63,12 +65,12 @@ func TestKIP101DivergenceWithHWTruncation(t *testing.T) {
 func TestKIP101DivergenceFixedByEpochTruncation(t *testing.T) {
 	requireFailpoints(t)
 	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := KIP101Divergence(seed, partition.TruncateToEpoch)
+		cfg := cases.KIP101Divergence(seed, partition.TruncateToEpoch)
 		res, err := Run(cfg)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
-		if res.Violation != nil {
-			t.Fatalf("%v\n%s", res.Violation, replay(cfg))
+		if firstViolation(res) != nil {
+			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
 		}
 	}
 }

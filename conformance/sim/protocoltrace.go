@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/conformance/variant"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
@@ -13,7 +15,7 @@ import (
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
-// Trace validation: with Config.ValidateProtocol, every step of the run that
+// Trace validation: with run.Spec.ValidateProtocol, every step of the run that
 // is a step of the replication protocol for a partition is checked against
 // spec/protocol's model, as etcd's raft checks its traces against its TLA+
 // spec.
@@ -36,28 +38,17 @@ import (
 // leader learns the ISR); an acks=all produce appended by the leader; the
 // controller's steps (deaths, registrations, revivals, ISR changes,
 // elections); a broker process crash. Steps not checked, each counted in
-// ProtocolReport.Skipped: a broker tick (resends after a timeout), messages
+// run.ProtocolReport.Skipped: a broker tick (resends after a timeout), messages
 // handled together when a paused broker resumes, power losses (the prefix
 // that survived is the disk's business), answers carrying an error (the
 // model's leader drops such requests), and steps whose record offsets do not
 // fall on batch boundaries of the log they are read against.
 
-// ProtocolReport is what trace validation found.
-type ProtocolReport struct {
-	Checked map[string]int // steps checked, by model action
-	Skipped map[string]int // steps not checked, by reason
-	// Failure is the first step the model does not allow, with the
-	// states around it; "" when every checked step was allowed.
-	Failure string
-	AtMs    int64
-	Step    int
-}
-
 // protoTracker maps one run onto the model.
 type protoTracker struct {
 	s      *Sim
 	model  protocol.Model
-	report ProtocolReport
+	report run.ProtocolReport
 	tps    []kafka.TopicPartition
 	// values names each batch (by leader epoch, base offset and first
 	// value) with the model's record value.
@@ -113,29 +104,16 @@ type protoKey struct {
 }
 
 func newProtoTracker(s *Sim) *protoTracker {
-	cfg := s.cfg
-	v := protocol.Variant{
-		Unclean:          cfg.Controller.UncleanLeaderElection,
-		HWBelowMinISR:    cfg.Broker.AdvanceHWBelowMinISR,
-		KeepISROnRestart: cfg.Controller.KeepISROnRestart,
-		MinISR:           cfg.Broker.MinInsyncReplicas,
-	}
-	switch cfg.Broker.Truncation {
-	case partition.TruncateToHW:
-		v.Truncation = protocol.TruncateHW
-	case partition.TruncateToEpochKIP101:
-		v.Truncation = protocol.TruncateEpochKIP101
-	case partition.TruncateToEpochNoBump:
-		v.Truncation = protocol.TruncateEpochNoBump
-	}
+	cfg := s.Spec
+	v := variant.ModelOf(cfg.Settings)
 	if cfg.ProtocolModel != nil {
 		v = *cfg.ProtocolModel
 	}
 	t := &protoTracker{
 		s:         s,
 		model:     protocol.Model{Variant: v},
-		report:    ProtocolReport{Checked: map[string]int{}, Skipped: map[string]int{}},
-		tps:       s.partitions(),
+		report:    run.ProtocolReport{Checked: map[string]int{}, Skipped: map[string]int{}},
+		tps:       s.Spec.Partitions(),
 		values:    map[batchKey]int32{},
 		ordinal:   map[int32][]int64{},
 		down:      map[downKey]protocol.Replica{},
@@ -187,9 +165,9 @@ func (t *protoTracker) concerns(e event) ([]kafka.TopicPartition, string) {
 		return nil, "broker tick (timeouts, resends)"
 	case evFault:
 		switch e.fault.Kind {
-		case FaultCrash:
+		case run.FaultCrash:
 			return t.tps, ""
-		case FaultPowerLoss:
+		case run.FaultPowerLoss:
 			return nil, "power loss"
 		}
 	case evResume:
@@ -256,8 +234,8 @@ func (t *protoTracker) afterStep(e event) {
 			continue
 		}
 		if err := t.check(e, tp, before, after, sent); err != nil && t.report.Failure == "" {
-			t.report.Failure = fmt.Sprintf("%s, step %d at %d ms: %v", tp, t.s.steps, t.s.now, err)
-			t.report.AtMs, t.report.Step = t.s.now, t.s.steps
+			t.report.Failure = fmt.Sprintf("%s, step %d at %d ms: %v", tp, t.s.steps, t.s.Now, err)
+			t.report.AtMs, t.report.Step = t.s.Now, t.s.steps
 		}
 	}
 }

@@ -8,14 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
 // validate runs cfg with trace validation.
-func validate(t *testing.T, cfg sim.Config) *sim.ProtocolReport {
+func validate(t *testing.T, cfg run.Spec) *run.ProtocolReport {
 	t.Helper()
 	cfg.ValidateProtocol = true
 	res, err := sim.Run(cfg)
@@ -31,9 +32,9 @@ func validate(t *testing.T, cfg sim.Config) *sim.ProtocolReport {
 func TestTraceValidationOverCases(t *testing.T) {
 	const seeds = 2
 	checked, skipped := map[string]int{}, map[string]int{}
-	for _, c := range conformance.Cases {
+	for _, c := range cases.Cases {
 		for seed := uint64(1); seed <= seeds; seed++ {
-			cfg := c.Config(seed)
+			cfg := c.Spec(seed)
 			if len(cfg.Failpoints) > 0 {
 				continue
 			}
@@ -42,7 +43,7 @@ func TestTraceValidationOverCases(t *testing.T) {
 			cfg.Broker.ReplicaFetchWaitMaxMs = 0
 			p := validate(t, cfg)
 			if p.Failure != "" {
-				t.Errorf("case %s seed %d: the model does not allow a step (replay: conformance case %s, seed %d, Config.ValidateProtocol and Broker.ReplicaFetchWaitMaxMs 0):\n%s",
+				t.Errorf("case %s seed %d: the model does not allow a step (replay: conformance case %s, seed %d, run.Spec.ValidateProtocol and Broker.ReplicaFetchWaitMaxMs 0):\n%s",
 					c.Name, seed, c.Name, seed, p.Failure)
 				continue
 			}
@@ -74,7 +75,7 @@ func TestTraceValidationOverCases(t *testing.T) {
 // follower keeps fetching instead of truncating; judged by the model of
 // its own rule, it passes. Reference: KAFKA-7164.
 func TestTraceValidationCatchesADifferentTruncationRule(t *testing.T) {
-	cfg := sim.KAFKA7164(1, partition.TruncateToEpochNoBump)
+	cfg := cases.KAFKA7164(1, partition.TruncateToEpochNoBump)
 	cfg.Broker.ReplicaFetchWaitMaxMs = 0
 	own := validate(t, cfg)
 	require.Empty(t, own.Failure)
@@ -91,9 +92,9 @@ func TestTraceValidationCatchesADifferentTruncationRule(t *testing.T) {
 // And the other way: a broker that truncates by epochs, judged by the
 // model of truncation to the HW, fails when a replica becomes a follower.
 func TestTraceValidationCatchesEpochTruncationJudgedAsHW(t *testing.T) {
-	c, err := conformance.Lookup([]string{"acks-all-leader-crash"})
+	c, err := cases.Lookup([]string{"acks-all-leader-crash"})
 	require.NoError(t, err)
-	cfg := c[0].Config(1)
+	cfg := c[0].Spec(1)
 	cfg.Broker.ReplicaFetchWaitMaxMs = 0
 	v := protocol.Variant{Truncation: protocol.TruncateHW, MinISR: cfg.Broker.MinInsyncReplicas}
 	cfg.ProtocolModel = &v

@@ -9,11 +9,12 @@ import (
 	"sync"
 
 	"github.com/pingcap/failpoint"
+	"github.com/watermarkhq/watermark/conformance/nemesis"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/conformance/traffic"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
-	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/storage"
-	"github.com/watermarkhq/watermark/linearizability"
 )
 
 // ErrFailpointsNotCompiled is returned for a config with failpoints when the
@@ -55,7 +56,7 @@ type event struct {
 	kind  evKind
 	node  broker.NodeID
 	env   broker.Envelope
-	fault Fault
+	fault run.Fault
 	fp    int
 	gen   uint64 // for the end of a fault: the fault it ends
 	fn    func() // evCallback
@@ -95,49 +96,9 @@ type node struct {
 	fpctx    context.Context
 }
 
-// world is what the clients share with whoever runs them: the simulator
-// here, or the live runner against real processes (live.go). The clients
-// (client.go) see only this, so both ways to run drive the very same
-// workload and record the same kind of history.
-type world struct {
-	cfg          Config
-	rng          *rand.Rand
-	now          int64
-	clients      []*client
-	workloadOver bool
-	history      []linearizability.Op
-	stats        Stats
-	notes        []Note
-	host         host
-}
-
-// host is the runner behind a world.
-type host interface {
-	// send puts a client's message on the network.
-	send(env broker.Envelope)
-	// scheduleClientTick asks for client id's first tick at time at; the
-	// runner ticks every client every TickMs after that.
-	scheduleClientTick(id broker.NodeID, at int64)
-	// liveBrokers lists the brokers a client may ask for metadata.
-	liveBrokers() []broker.NodeID
-	// onAck counts an acknowledged produce.
-	onAck()
-	// note records a fault, heal or milestone.
-	note(text string)
-	// after runs fn at time at, in the runner's loop.
-	after(at int64, fn func())
-}
-
-func (w *world) send(env broker.Envelope)            { w.host.send(env) }
-func (w *world) liveBrokers() []broker.NodeID        { return w.host.liveBrokers() }
-func (w *world) onAck()                              { w.host.onAck() }
-func (w *world) note(text string)                    { w.host.note(text) }
-func (w *world) schedule(id broker.NodeID, at int64) { w.host.scheduleClientTick(id, at) }
-func (w *world) after(at int64, fn func())           { w.host.after(at, fn) }
-
 // Sim is one simulated run. Use Run.
 type Sim struct {
-	world
+	traffic.World
 	seq   uint64
 	queue eventQueue
 	steps int
@@ -152,22 +113,24 @@ type Sim struct {
 	fpPercent []float64
 
 	inv   *invariants
-	proto *protoTracker // nil unless Config.ValidateProtocol
+	proto *protoTracker // nil unless run.Spec.ValidateProtocol
 	trace trace
 }
 
-func (s *Sim) scheduleClientTick(id broker.NodeID, at int64) {
+// ScheduleClientTick implements traffic.Host.
+func (s *Sim) ScheduleClientTick(id broker.NodeID, at int64) {
 	s.schedule(event{at: at, kind: evClientTick, node: id})
 }
 
-func (s *Sim) after(at int64, fn func()) {
+// After implements traffic.Host.
+func (s *Sim) After(at int64, fn func()) {
 	s.schedule(event{at: at, kind: evCallback, fn: fn})
 }
 
 // Run executes cfg and returns what happened. An error means the run could
 // not be carried out (bad config, failpoints not compiled in); a protocol
-// violation is not an error but Result.Violation.
-func Run(cfg Config) (*Result, error) {
+// violation is not an error but run.Result.Violation.
+func Run(cfg run.Spec) (*run.Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -191,16 +154,16 @@ func Run(cfg Config) (*Result, error) {
 	return s.result(), nil
 }
 
-func newSim(cfg Config) (*Sim, error) {
+func newSim(cfg run.Spec) (*Sim, error) {
 	s := &Sim{
-		world: world{
-			cfg: cfg,
-			rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		World: traffic.World{
+			Spec: cfg,
+			Rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		},
 		fpActive:  make([]bool, len(cfg.Failpoints)),
 		fpPercent: make([]float64, len(cfg.Failpoints)),
 	}
-	s.host = s
+	s.Host = s
 	s.trace.init(cfg.TraceTail)
 	ctrl, err := broker.NewControllerNode(cfg.Controller)
 	if err != nil {
@@ -209,16 +172,16 @@ func newSim(cfg Config) (*Sim, error) {
 	s.ctrl = ctrl
 	s.nodes = make([]*node, cfg.Brokers+1)
 	for id := 1; id <= cfg.Brokers; id++ {
-		bc, _ := cfg.brokerConfig(id) // validated
+		bc := cfg.BrokerConfig(id)
 		n := &node{id: broker.NodeID(id), cfg: bc, disk: storage.NewSimDisk()}
 		n.fpctx = failpoint.WithHook(context.Background(), s.failpointHook(n.id))
 		s.nodes[id] = n
 		if err := s.open(n); err != nil {
 			return nil, err
 		}
-		s.schedule(event{at: s.rng.Int64N(cfg.TickMs), kind: evTick, node: n.id})
+		s.schedule(event{at: s.Rng.Int64N(cfg.TickMs), kind: evTick, node: n.id})
 	}
-	s.schedule(event{at: s.rng.Int64N(cfg.TickMs), kind: evTick, node: broker.ControllerID})
+	s.schedule(event{at: s.Rng.Int64N(cfg.TickMs), kind: evTick, node: broker.ControllerID})
 	// Bootstrap: registrations reach the controller at once, then topics are
 	// created, so every run starts from the same settled cluster.
 	for _, n := range s.nodes[1:] {
@@ -235,7 +198,7 @@ func newSim(cfg Config) (*Sim, error) {
 	if cfg.ValidateProtocol {
 		s.proto = newProtoTracker(s)
 	}
-	s.startClients()
+	s.Start()
 	for i, f := range cfg.Faults {
 		s.trigger(event{kind: evFault, fault: f, fp: i}, f.When)
 	}
@@ -243,7 +206,7 @@ func newSim(cfg Config) (*Sim, error) {
 		s.trigger(event{kind: evEnableFailpoint, fp: i}, fp.When)
 	}
 	if len(cfg.Nemesis.Kinds) > 0 {
-		s.schedule(event{at: s.nemesisDelay(), kind: evNemesis})
+		s.schedule(event{at: nemesis.Delay(cfg.Nemesis, s.Rng), kind: evNemesis})
 	}
 	s.schedule(event{at: cfg.DurationMs, kind: evEndWorkload})
 	if !cfg.NoFinalRead {
@@ -258,17 +221,18 @@ func (s *Sim) schedule(e event) {
 	heap.Push(&s.queue, e)
 }
 
-func (s *Sim) trigger(e event, t Trigger) {
+func (s *Sim) trigger(e event, t run.Trigger) {
 	if t.AfterAcks > 0 {
 		s.waiting = append(s.waiting, e)
 		return
 	}
-	e.at = max(t.AtMs, s.now)
+	e.at = max(t.AtMs, s.Now)
 	s.schedule(e)
 }
 
-// onAck counts an acknowledged produce and releases what waited for it.
-func (s *Sim) onAck() {
+// OnAck implements traffic.Host: it counts an acknowledged produce and
+// releases what waited for it.
+func (s *Sim) OnAck() {
 	s.acked++
 	n := 0
 	for _, e := range s.waiting {
@@ -276,10 +240,10 @@ func (s *Sim) onAck() {
 		if e.kind == evFault {
 			need = e.fault.When.AfterAcks
 		} else {
-			need = s.cfg.Failpoints[e.fp].When.AfterAcks
+			need = s.Spec.Failpoints[e.fp].When.AfterAcks
 		}
 		if s.acked >= need {
-			e.at = s.now
+			e.at = s.Now
 			s.schedule(e)
 			continue
 		}
@@ -289,21 +253,21 @@ func (s *Sim) onAck() {
 	s.waiting = s.waiting[:n]
 }
 
-func (s *Sim) end() int64 { return s.cfg.DurationMs + s.cfg.SettleMs }
+func (s *Sim) end() int64 { return s.Spec.DurationMs + s.Spec.SettleMs }
 
 func (s *Sim) loop() {
-	for s.queue.Len() > 0 && (s.cfg.ContinueAfterViolation || len(s.inv.violations) == 0) {
+	for s.queue.Len() > 0 && (s.Spec.ContinueAfterViolation || len(s.inv.violations) == 0) {
 		e := heap.Pop(&s.queue).(event)
 		if e.at > s.end() {
 			break
 		}
-		if s.cfg.MaxSteps > 0 && s.steps >= s.cfg.MaxSteps {
-			s.stats.StepLimitHit = true
+		if s.Spec.MaxSteps > 0 && s.steps >= s.Spec.MaxSteps {
+			s.Stats.StepLimitHit = true
 			break
 		}
-		s.now = e.at
+		s.Now = e.at
 		s.steps++
-		s.trace.step(s.now, e)
+		s.trace.step(s.Now, e)
 		if s.proto != nil {
 			s.proto.beforeStep(e)
 		}
@@ -313,8 +277,8 @@ func (s *Sim) loop() {
 		}
 		s.inv.check()
 	}
-	s.stats.Steps = s.steps
-	s.stats.EndMs = s.now
+	s.Stats.Steps = s.steps
+	s.Stats.EndMs = s.Now
 }
 
 func (s *Sim) step(e event) {
@@ -324,9 +288,9 @@ func (s *Sim) step(e event) {
 	case evTick:
 		s.tick(e.node)
 	case evClientTick:
-		s.clients[e.node-broker.ClientIDBase].tick()
+		s.TickClient(e.node)
 		if !s.clientsDone() {
-			s.schedule(event{at: s.now + s.cfg.TickMs, kind: evClientTick, node: e.node})
+			s.schedule(event{at: s.Now + s.Spec.TickMs, kind: evClientTick, node: e.node})
 		}
 	case evFault:
 		s.inject(e.fault)
@@ -345,35 +309,33 @@ func (s *Sim) step(e event) {
 	case evUnisolate:
 		n := s.nodes[e.node]
 		if n.isolated && n.gen == e.gen {
-			n.isolated = false
-			n.faulted--
-			s.note(fmt.Sprintf("heal isolation of broker %d", n.id))
+			s.unisolate(n)
 		}
 	case evEnableFailpoint:
 		s.enableFailpoint(e.fp)
 	case evNemesis:
-		if !s.workloadOver {
+		if !s.Over {
 			s.nemesis()
-			s.schedule(event{at: s.now + s.nemesisDelay(), kind: evNemesis})
+			s.schedule(event{at: s.Now + nemesis.Delay(s.Spec.Nemesis, s.Rng), kind: evNemesis})
 		}
 	case evEndWorkload:
-		s.workloadOver = true
+		s.Over = true
 		s.healAll()
 	case evUnslow:
 		if n := s.nodes[e.node]; n.gen == e.gen {
 			s.unslow(n)
 		}
 	case evFinalRead:
-		s.startFinalRead()
+		s.StartFinalRead()
 	case evCallback:
 		e.fn()
 	}
 }
 
 func (s *Sim) tick(id broker.NodeID) {
-	s.schedule(event{at: s.now + s.cfg.TickMs, kind: evTick, node: id})
+	s.schedule(event{at: s.Now + s.Spec.TickMs, kind: evTick, node: id})
 	if id == broker.ControllerID {
-		s.ctrl.Tick(s.now)
+		s.ctrl.Tick(s.Now)
 		s.flushController()
 		return
 	}
@@ -381,7 +343,7 @@ func (s *Sim) tick(id broker.NodeID) {
 	if n.b == nil || n.paused {
 		return
 	}
-	s.afterBroker(n, n.b.Tick(s.now))
+	s.afterBroker(n, n.b.Tick(s.Now))
 }
 
 // start boots a broker process on the node's disk with a new incarnation
@@ -391,7 +353,7 @@ func (s *Sim) start(n *node) error {
 		return err
 	}
 	for _, env := range n.b.TakeOutbox() {
-		s.send(env)
+		s.Send(env)
 	}
 	return nil
 }
@@ -399,7 +361,7 @@ func (s *Sim) start(n *node) error {
 // open boots the process and leaves its first messages in its outbox.
 func (s *Sim) open(n *node) error {
 	s.incarnation++
-	b, err := broker.Open(n.cfg, n.disk, s.incarnation, s.now, n.fpctx)
+	b, err := broker.Open(n.cfg, n.disk, s.incarnation, s.Now, n.fpctx)
 	if err != nil {
 		return err
 	}
@@ -410,28 +372,29 @@ func (s *Sim) open(n *node) error {
 	return nil
 }
 
-// send puts a message on the network: it may be dropped, and is delayed by
-// a random amount, which also reorders messages.
-func (s *Sim) send(env broker.Envelope) {
-	s.stats.Messages++
+// Send implements traffic.Host: it puts a message on the network, where it
+// may be dropped, and is delayed by a random amount, which also reorders
+// messages.
+func (s *Sim) Send(env broker.Envelope) {
+	s.Stats.Messages++
 	if s.cut(env.From, env.To) {
-		s.stats.Dropped++
+		s.Stats.Dropped++
 		return
 	}
-	if s.cfg.Network.DropRate > 0 && s.rng.Float64() < s.cfg.Network.DropRate {
-		s.stats.Dropped++
+	if s.Spec.Network.DropRate > 0 && s.Rng.Float64() < s.Spec.Network.DropRate {
+		s.Stats.Dropped++
 		return
 	}
-	if _, ok := env.Msg.(broker.ProduceResponse); ok && s.cfg.Network.ResponseDropRate > 0 &&
-		s.rng.Float64() < s.cfg.Network.ResponseDropRate {
-		s.stats.Dropped++
+	if _, ok := env.Msg.(broker.ProduceResponse); ok && s.Spec.Network.ResponseDropRate > 0 &&
+		s.Rng.Float64() < s.Spec.Network.ResponseDropRate {
+		s.Stats.Dropped++
 		return
 	}
-	delay := s.cfg.Network.MinDelayMs + s.slowness(env.From) + s.slowness(env.To)
-	if span := s.cfg.Network.MaxDelayMs - s.cfg.Network.MinDelayMs; span > 0 {
-		delay += s.rng.Int64N(span + 1)
+	delay := s.Spec.Network.MinDelayMs + s.slowness(env.From) + s.slowness(env.To)
+	if span := s.Spec.Network.MaxDelayMs - s.Spec.Network.MinDelayMs; span > 0 {
+		delay += s.Rng.Int64N(span + 1)
 	}
-	s.schedule(event{at: s.now + delay, kind: evDeliver, env: env})
+	s.schedule(event{at: s.Now + delay, kind: evDeliver, env: env})
 }
 
 func (s *Sim) slowness(id broker.NodeID) int64 {
@@ -439,17 +402,6 @@ func (s *Sim) slowness(id broker.NodeID) int64 {
 		return s.nodes[id].slowMs
 	}
 	return 0
-}
-
-// partitions lists every topic-partition of the run.
-func (s *Sim) partitions() []kafka.TopicPartition {
-	var tps []kafka.TopicPartition
-	for _, t := range s.cfg.Topics {
-		for p := int32(0); p < t.Partitions; p++ {
-			tps = append(tps, kafka.TopicPartition{Topic: t.Name, Partition: p})
-		}
-	}
-	return tps
 }
 
 // cut reports whether a network partition separates two nodes.
@@ -462,26 +414,24 @@ func (s *Sim) cut(a, b broker.NodeID) bool {
 
 func (s *Sim) deliver(env broker.Envelope) {
 	if s.cut(env.From, env.To) {
-		s.stats.Dropped++
+		s.Stats.Dropped++
 		return
 	}
 	switch {
 	case env.To == broker.ControllerID:
-		s.ctrl.Handle(env, s.now)
+		s.ctrl.Handle(env, s.Now)
 		s.flushController()
 	case env.To >= broker.ClientIDBase:
-		if i := int(env.To - broker.ClientIDBase); i < len(s.clients) {
-			s.clients[i].handle(env)
-		}
+		s.Deliver(env)
 	default:
 		n := s.nodes[env.To]
 		switch {
 		case n.b == nil:
-			s.stats.Dropped++
+			s.Stats.Dropped++
 		case n.paused:
 			n.held = append(n.held, env)
 		default:
-			s.afterBroker(n, n.b.Handle(env, s.now))
+			s.afterBroker(n, n.b.Handle(env, s.Now))
 		}
 	}
 }
@@ -511,43 +461,43 @@ func (s *Sim) afterBroker(n *node, err error) {
 		s.proto.onSend(out)
 	}
 	for _, env := range out {
-		s.send(env)
+		s.Send(env)
 	}
 }
 
 func (s *Sim) flushController() {
 	for _, e := range s.ctrl.TakeEvents() {
-		s.trace.note(s.now, "controller: "+e.String())
+		s.trace.note(s.Now, "controller: "+e.String())
 		switch e.Kind {
 		case controller.ISRChange:
 			if len(e.State.ISR) < len(e.OldISR) {
-				s.stats.ISRShrinks++
+				s.Stats.ISRShrinks++
 			} else if len(e.State.ISR) > len(e.OldISR) {
-				s.stats.ISRExpands++
+				s.Stats.ISRExpands++
 			}
-			s.note(fmt.Sprintf("%s: ISR %v -> %v (partition epoch %d)", e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
+			s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
 		case controller.ElectionClean, controller.ElectionPreferred:
-			s.stats.Elections++
-			s.note(fmt.Sprintf("%s: broker %d leads in epoch %d", e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch))
+			s.Stats.Elections++
+			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false))
 		case controller.ElectionUnclean:
-			s.stats.Elections++
-			s.stats.UncleanElections++
-			s.note(fmt.Sprintf("%s: unclean election of broker %d in epoch %d", e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch))
+			s.Stats.Elections++
+			s.Stats.UncleanElections++
+			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, true))
 		}
 	}
 	for _, env := range s.ctrl.TakeOutbox() {
-		s.send(env)
+		s.Send(env)
 	}
 }
 
 func (s *Sim) collectEvents(n *node) {
 	for _, e := range n.b.TakeEvents() {
-		s.trace.note(s.now, e.String())
+		s.trace.note(s.Now, e.String())
 	}
 }
 
-// liveBrokers lists the ids of brokers whose process runs.
-func (s *Sim) liveBrokers() []broker.NodeID {
+// LiveBrokers implements traffic.Host: the brokers whose process runs.
+func (s *Sim) LiveBrokers() []broker.NodeID {
 	var ids []broker.NodeID
 	for _, n := range s.nodes[1:] {
 		if n.b != nil {
@@ -557,11 +507,9 @@ func (s *Sim) liveBrokers() []broker.NodeID {
 	return ids
 }
 
-func (s *Sim) note(text string) {
-	s.notes = append(s.notes, Note{AtMs: s.now, Text: text})
-	s.trace.note(s.now, text)
-}
+// Noted implements traffic.Host: every note is part of the trace.
+func (s *Sim) Noted(n run.Note) { s.trace.note(s.Now, n.Text) }
 
 func (s *Sim) clientsDone() bool {
-	return s.workloadOver && s.now >= s.end()
+	return s.Over && s.Now >= s.end()
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -13,11 +14,11 @@ import (
 // faulty is the strong-consistency recipe under random faults: crashes,
 // power losses (one machine at a time, only while every ISR is full),
 // pauses, isolation and lost messages.
-func faulty(seed uint64) Config {
-	cfg := DefaultConfig(seed)
+func faulty(seed uint64) run.Spec {
+	cfg := run.DefaultSpec(seed)
 	cfg.Network.DropRate = 0.01
-	cfg.Nemesis = Nemesis{
-		Kinds:               []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate},
+	cfg.Nemesis = run.Nemesis{
+		Kinds:               []run.FaultKind{run.FaultCrash, run.FaultPowerLoss, run.FaultPause, run.FaultIsolate},
 		IntervalMs:          1500,
 		FaultMs:             1500,
 		MaxFaulty:           1,
@@ -36,7 +37,7 @@ func acked(h []linearizability.Op) int {
 	return n
 }
 
-func replay(cfg Config) string {
+func replay(cfg run.Spec) string {
 	return fmt.Sprintf("replay: seed=%d truncation=%s brokers=%d", cfg.Seed, cfg.Broker.Truncation, cfg.Brokers)
 }
 
@@ -71,8 +72,8 @@ func TestStrongSettingsHoldUnderRandomFaults(t *testing.T) {
 		cfg := faulty(seed)
 		res, err := Run(cfg)
 		require.NoError(t, err)
-		if res.Violation != nil {
-			t.Fatalf("%v\n%s\nlast steps:\n%s", res.Violation, replay(cfg), join(res.Violation.Trace))
+		if firstViolation(res) != nil {
+			t.Fatalf("%v\n%s\nlast steps:\n%s", firstViolation(res), replay(cfg), join(firstViolation(res).Trace))
 		}
 		require.Greater(t, res.Stats.Faults, 0, "seed %d injected no fault", seed)
 		require.True(t, res.Stats.FinalReadDone, "seed %d: the final read did not finish; %s", seed, replay(cfg))
@@ -86,22 +87,22 @@ func TestStrongSettingsHoldUnderRandomFaults(t *testing.T) {
 // ISR member truncates below the leader's HW. The same schedules pass with
 // truncation=epoch. Reference: KIP-101.
 func TestRandomCrashesTellTruncationVariantsApart(t *testing.T) {
-	crashy := func(seed uint64, tr partition.Truncation) Config {
+	crashy := func(seed uint64, tr partition.Truncation) run.Spec {
 		cfg := faulty(seed)
 		cfg.Broker.Truncation = tr
 		cfg.Broker.HWCheckpointIntervalMs = 0
 		cfg.Controller.KeepISROnRestart = true
-		cfg.Nemesis = Nemesis{Kinds: []FaultKind{FaultCrash}, IntervalMs: 400, FaultMs: 300, MaxFaulty: 2}
+		cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultCrash}, IntervalMs: 400, FaultMs: 300, MaxFaulty: 2}
 		return cfg
 	}
 	for seed := uint64(1); seed <= 10; seed++ {
 		hw, err := Run(crashy(seed, partition.TruncateToHW))
 		require.NoError(t, err)
-		require.NotNil(t, hw.Violation, "seed %d: truncation=hw survived quick crashes", seed)
+		require.NotNil(t, firstViolation(hw), "seed %d: truncation=hw survived quick crashes", seed)
 		epoch, err := Run(crashy(seed, partition.TruncateToEpoch))
 		require.NoError(t, err)
-		if epoch.Violation != nil {
-			t.Fatalf("%v\n%s", epoch.Violation, replay(epoch.Config))
+		if firstViolation(epoch) != nil {
+			t.Fatalf("%v\n%s", firstViolation(epoch), replay(epoch.Spec))
 		}
 	}
 }
@@ -115,11 +116,11 @@ func join(lines []string) string {
 }
 
 func TestConfigValidation(t *testing.T) {
-	cfg := DefaultConfig(1)
+	cfg := run.DefaultSpec(1)
 	cfg.Brokers = 0
 	cfg.Topics[0].ReplicationFactor = 5
-	cfg.Failpoints = []Failpoint{{Name: "noSuchPoint", Term: `return("crash")`}}
-	cfg.Faults = []Fault{{Kind: "meteor", Node: 1}}
+	cfg.Failpoints = []run.Failpoint{{Name: "noSuchPoint", Term: `return("crash")`}}
+	cfg.Faults = []run.Fault{{Kind: "meteor", Node: 1}}
 	err := cfg.Validate()
 	require.Error(t, err)
 	for _, want := range []string{"brokers = 0", "replication factor 5", "unknown failpoint \"noSuchPoint\"", "unknown kind \"meteor\""} {
@@ -127,4 +128,12 @@ func TestConfigValidation(t *testing.T) {
 	}
 	_, err = Run(cfg)
 	require.Error(t, err)
+}
+
+// firstViolation is the first invariant failure of r, nil if none.
+func firstViolation(r *run.Result) *run.Violation {
+	if len(r.Violations) == 0 {
+		return nil
+	}
+	return r.Violations[0]
 }

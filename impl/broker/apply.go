@@ -98,7 +98,7 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 			snap = nil
 		}
 	}
-	r, err := partition.New(b.cfg.Partition, tp, batches, hw, epochs, snap)
+	r, err := partition.New(b.replicaCfg, tp, batches, hw, epochs, snap)
 	if err != nil {
 		return nil, err
 	}

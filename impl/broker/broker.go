@@ -24,48 +24,6 @@ import (
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
-// Config is one broker's configuration.
-type Config struct {
-	ID        NodeID
-	Partition partition.Config // template for every replica; BrokerID is set from ID
-	// HeartbeatIntervalMs is how often the broker tells the controller it lives.
-	HeartbeatIntervalMs int64
-	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms;
-	// 0 checkpoints on every HW change.
-	HWCheckpointIntervalMs int64
-	// FlushEveryAppend syncs the log after every append
-	// (log.flush.interval.messages=1). Kafka's default is off: durability
-	// comes from replication, and a power loss drops unsynced records.
-	FlushEveryAppend bool
-	// FlushIntervalMs syncs every log this often (log.flush.interval.ms);
-	// 0 never syncs on a timer.
-	FlushIntervalMs int64
-	// Address is the broker's advertised address (host:port), registered
-	// with the controller for clients' metadata; empty in the simulator.
-	Address string
-	// Groups configures the group coordinators the broker hosts.
-	Groups GroupConfig
-}
-
-// Validate reports a configuration a broker cannot run with.
-func (c Config) Validate() error {
-	if c.ID <= ControllerID || c.ID >= ClientIDBase {
-		return fmt.Errorf("broker id %d out of range: want 1..%d", c.ID, ClientIDBase-1)
-	}
-	if c.HeartbeatIntervalMs <= 0 {
-		return fmt.Errorf("heartbeat interval must be > 0, got %d", c.HeartbeatIntervalMs)
-	}
-	if c.FlushIntervalMs < 0 {
-		return fmt.Errorf("flush interval must be >= 0, got %d", c.FlushIntervalMs)
-	}
-	if c.HWCheckpointIntervalMs < 0 {
-		return fmt.Errorf("HW checkpoint interval must be >= 0, got %d", c.HWCheckpointIntervalMs)
-	}
-	p := c.Partition
-	p.BrokerID = int32(c.ID)
-	return p.Validate()
-}
-
 // hosted is one partition replica and its storage.
 type hosted struct {
 	tp           kafka.TopicPartition
@@ -80,6 +38,7 @@ type hosted struct {
 // Broker is one broker process's state. Not safe for concurrent use.
 type Broker struct {
 	cfg         Config
+	replicaCfg  partition.Config // every replica's
 	disk        storage.Disk
 	incarnation int64
 	fpctx       context.Context
@@ -126,13 +85,12 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
-	cfg.Partition.BrokerID = int32(cfg.ID)
-	cfg.Partition.Incarnation = incarnation
 	if fpctx == nil {
 		fpctx = context.Background()
 	}
 	b := &Broker{
 		cfg:         cfg,
+		replicaCfg:  partition.Config{Settings: cfg.Settings.Settings, BrokerID: int32(cfg.ID), Incarnation: incarnation},
 		disk:        disk,
 		incarnation: incarnation,
 		fpctx:       fpctx,

@@ -34,6 +34,15 @@ const (
 	heartbeatMs      = 100
 )
 
+// testConfig is broker id's configuration in these tests: Kafka's
+// defaults, with HW checkpoints on every change and 3 offsets partitions.
+func testConfig(id broker.NodeID) broker.Config {
+	cfg := broker.DefaultConfig(id)
+	cfg.HWCheckpointIntervalMs = 0
+	cfg.OffsetsTopicPartitions = 3
+	return cfg
+}
+
 // opts shapes a test cluster; the zero value is three brokers with
 // min.insync.replicas=1 and Kafka's replica lag time.
 type opts struct {
@@ -86,19 +95,16 @@ func newCluster(t *testing.T, o opts) *cluster {
 	c := &cluster{t: t, ctrl: ctrl, nodes: make([]*node, o.brokers+1)}
 	for i := 1; i <= o.brokers; i++ {
 		id := broker.NodeID(i)
-		p := partition.DefaultConfig(int32(id))
-		p.MinInsyncReplicas = o.minISR
-		p.ReplicaLagTimeMaxMs = o.lagMs
-		p.ReplicaFetchWaitMaxMs = fetchWaitMs
-		p.RequestTimeoutMs = 2000
+		cfg := testConfig(id)
+		cfg.MinInsyncReplicas = o.minISR
+		cfg.ReplicaLagTimeMaxMs = o.lagMs
+		cfg.ReplicaFetchWaitMaxMs = fetchWaitMs
+		cfg.RequestTimeoutMs = 2000
+		cfg.HeartbeatIntervalMs = heartbeatMs
+		cfg.FlushEveryAppend = o.flush
 		n := &node{
-			id: id,
-			cfg: broker.Config{
-				ID:                  id,
-				Partition:           p,
-				HeartbeatIntervalMs: heartbeatMs,
-				FlushEveryAppend:    o.flush,
-			},
+			id:    id,
+			cfg:   cfg,
 			disk:  storage.NewSimDisk(),
 			fpctx: o.fpctx[id],
 		}

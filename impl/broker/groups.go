@@ -20,53 +20,6 @@ import (
 // generations and offsets.
 const OffsetsTopic = "__consumer_offsets"
 
-// GroupConfig is the broker's group coordinator settings.
-type GroupConfig struct {
-	// OffsetsTopicPartitions is offsets.topic.num.partitions (Kafka: 50;
-	// 0 here means 3, enough to spread groups over brokers in tests).
-	OffsetsTopicPartitions int32
-	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor
-	// (0 means 3). As in Kafka, the topic is not created with fewer
-	// replicas while brokers are missing: a group's coordinator is not
-	// available until enough brokers are (a one-broker cluster sets 1).
-	OffsetsTopicReplicationFactor int
-	// CommitTimeoutMs bounds how long a commit or a group's metadata may
-	// wait to be committed in the offsets topic (offsets.commit.timeout.ms;
-	// 0 means 5000).
-	CommitTimeoutMs int64
-	// Coordinator holds the coordinator's own settings; the zero value
-	// means group.DefaultConfig().
-	Coordinator group.Config
-}
-
-func (c GroupConfig) partitions() int32 {
-	if c.OffsetsTopicPartitions > 0 {
-		return c.OffsetsTopicPartitions
-	}
-	return 3
-}
-
-func (c GroupConfig) replicationFactor() int {
-	if c.OffsetsTopicReplicationFactor > 0 {
-		return c.OffsetsTopicReplicationFactor
-	}
-	return 3
-}
-
-func (c GroupConfig) commitTimeout() int64 {
-	if c.CommitTimeoutMs > 0 {
-		return c.CommitTimeoutMs
-	}
-	return 5000
-}
-
-func (c GroupConfig) coordinator() group.Config {
-	if c.Coordinator == (group.Config{}) {
-		return group.DefaultConfig()
-	}
-	return c.Coordinator
-}
-
 // Group plane: clients -> a group's coordinator.
 
 // FindCoordinatorRequest asks any broker which broker coordinates Group.
@@ -148,7 +101,7 @@ func refuse(req any, e error) any {
 
 // offsetsPartition is the offsets-topic partition that serves g.
 func (b *Broker) offsetsPartition(g string) kafka.TopicPartition {
-	return kafka.TopicPartition{Topic: OffsetsTopic, Partition: group.PartitionFor(g, b.cfg.Groups.partitions())}
+	return kafka.TopicPartition{Topic: OffsetsTopic, Partition: group.PartitionFor(g, b.cfg.OffsetsTopicPartitions)}
 }
 
 func (b *Broker) handleFindCoordinator(from NodeID, m FindCoordinatorRequest) {
@@ -177,7 +130,7 @@ func (b *Broker) createOffsetsTopic() {
 		return
 	}
 	b.offsetsAsked = b.now
-	b.send(ControllerID, CreateTopic{Name: OffsetsTopic, Partitions: b.cfg.Groups.partitions(), ReplicationFactor: b.cfg.Groups.replicationFactor()})
+	b.send(ControllerID, CreateTopic{Name: OffsetsTopic, Partitions: b.cfg.OffsetsTopicPartitions, ReplicationFactor: b.cfg.OffsetsTopicReplicationFactor})
 }
 
 func (b *Broker) handleGroupRequest(from NodeID, m GroupRequest) {
@@ -230,7 +183,7 @@ func (b *Broker) syncCoordinators() error {
 		case leading && (!hosted || b.coordEpoch[tp] != h.replica.LeaderEpoch()):
 			if !hosted {
 				var err error
-				if c, err = group.New(b.cfg.Groups.coordinator()); err != nil {
+				if c, err = group.New(b.cfg.Settings.GroupSettings.Config); err != nil {
 					return &FailpointError{Name: "group", Action: ActionCrash, Cause: err}
 				}
 				b.coords[tp] = c
@@ -333,7 +286,7 @@ func (b *Broker) appendGroupRecords(tp kafka.TopicPartition, c *group.Coordinato
 	batch := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: recs}
 	res := h.replica.Produce(partition.ProduceRequest{ID: id, Acks: partition.AcksAll, Batch: batch}, b.now)
 	if res.Parked {
-		b.produces[id] = &parkedProduce{tp: tp, deadline: b.now + b.cfg.Groups.commitTimeout(), groupAppend: a.ID}
+		b.produces[id] = &parkedProduce{tp: tp, deadline: b.now + b.cfg.OffsetsCommitTimeoutMs, groupAppend: a.ID}
 	} else {
 		err := res.Err
 		if err == nil {

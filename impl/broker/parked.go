@@ -132,7 +132,7 @@ func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error
 	if err := b.apply(h); err != nil {
 		return err
 	}
-	wait := b.cfg.Partition.ReplicaFetchWaitMaxMs
+	wait := b.cfg.ReplicaFetchWaitMaxMs
 	if resp.Err == nil && len(resp.Batches) == 0 && wait > 0 {
 		b.replicaFets = append(b.replicaFets, &parkedReplicaFetch{from: from, req: m, leo: resp.LEO, deadline: b.now + wait})
 		return nil

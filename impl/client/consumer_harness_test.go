@@ -62,18 +62,15 @@ func newLiveCluster(t *testing.T, brokers int) *liveCluster {
 	lc := &liveCluster{t: t, ctrl: ctrl, brokers: make([]*broker.Broker, brokers+1)}
 	for i := 1; i <= brokers; i++ {
 		id := broker.NodeID(i)
-		p := partition.DefaultConfig(int32(id))
-		p.MinInsyncReplicas = 1
-		p.ReplicaFetchWaitMaxMs = 200
-		p.RequestTimeoutMs = 2000
-		cfg := broker.Config{
-			ID: id, Partition: p, HeartbeatIntervalMs: 100,
-			Groups: broker.GroupConfig{
-				// The coordinator's default minimum session (Kafka's 6 s)
-				// is above the consumer's simulator default of 3 s.
-				Coordinator: group.Config{MinSessionTimeoutMs: 500, MaxSessionTimeoutMs: 600_000},
-			},
-		}
+		cfg := broker.DefaultConfig(id)
+		cfg.MinInsyncReplicas = 1
+		cfg.ReplicaFetchWaitMaxMs = 200
+		cfg.RequestTimeoutMs = 2000
+		cfg.HeartbeatIntervalMs, cfg.HWCheckpointIntervalMs = 100, 0
+		cfg.OffsetsTopicPartitions = 3
+		// The coordinator's default minimum session (Kafka's 6 s) is
+		// above the consumer's simulator default of 3 s.
+		cfg.Config = group.Config{MinSessionTimeoutMs: 500, MaxSessionTimeoutMs: 600_000}
 		b, err := broker.Open(cfg, storage.NewSimDisk(), int64(i), 0, nil)
 		require.NoError(t, err)
 		lc.brokers[i] = b

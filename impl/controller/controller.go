@@ -40,30 +40,34 @@ import (
 // errors it answers brokers with are impl/kafka's.
 var ErrInvalidConfig = errors.New("invalid controller config")
 
-// Config holds the controller's settings.
+// Config holds the controller's settings. A field's yaml tag names it in
+// run files and as a `watermark serve --role controller` flag; its doc tag
+// is its help line.
 type Config struct {
-	// SessionTimeoutMs is how long a broker may go without a heartbeat before
-	// it is declared dead (broker.session.timeout.ms).
-	SessionTimeoutMs int64
+	// SessionTimeoutMs is how long a broker may go without a heartbeat
+	// before it is declared dead.
+	SessionTimeoutMs int64 `yaml:"session_timeout_ms" doc:"a broker silent this long is dead (broker.session.timeout.ms)"`
 	// UncleanLeaderElection lets a replica outside the ISR lead when no ISR
-	// member is alive (unclean.leader.election.enable): availability over
-	// consistency.
-	UncleanLeaderElection bool
+	// member is alive: availability over consistency.
+	UncleanLeaderElection bool `yaml:"unclean_leader_election" doc:"elect a replica outside the ISR when no ISR member is alive; loses data (unclean.leader.election.enable)"`
 	// AutoLeaderRebalance moves leadership back to the preferred replica on
-	// every Tick once it is alive and in the ISR
-	// (auto.leader.rebalance.enable, without Kafka's imbalance threshold).
-	AutoLeaderRebalance bool
+	// every Tick once it is alive and in the ISR (without Kafka's imbalance
+	// threshold).
+	AutoLeaderRebalance bool `yaml:"auto_leader_rebalance" doc:"move leadership back to the preferred replica (auto.leader.rebalance.enable)"`
 	// KeepISROnRestart lets a broker that restarted (new incarnation) keep
 	// its ISR memberships and leaderships, as Kafka did before KIP-903. A
 	// replica that lost unsynced data in a power loss then still counts as
 	// in sync; the KIP-101 scenarios need this to unfold. Off is safe.
-	KeepISROnRestart bool
+	KeepISROnRestart bool `yaml:"keep_isr_on_restart" doc:"a restarted broker keeps its ISR memberships, as before KIP-903 (unsafe)"`
 }
+
+// DefaultConfig is Kafka's default: a 9 s broker session.
+func DefaultConfig() Config { return Config{SessionTimeoutMs: 9000} }
 
 // Validate reports whether cfg can run a controller.
 func (cfg Config) Validate() error {
 	if cfg.SessionTimeoutMs <= 0 {
-		return fmt.Errorf("%w: SessionTimeoutMs %d must be positive", ErrInvalidConfig, cfg.SessionTimeoutMs)
+		return fmt.Errorf("%w: session_timeout_ms %d must be positive", ErrInvalidConfig, cfg.SessionTimeoutMs)
 	}
 	return nil
 }

@@ -14,19 +14,20 @@ var (
 	ErrBadRecord     = errors.New("malformed offsets-topic record")
 )
 
-// Config holds the coordinator's settings, named after Kafka's broker configs.
+// Config holds the coordinator's settings, named after Kafka's broker
+// configs. The tags name them in run files and as flags, as a broker's
+// other settings (impl/broker.Settings).
 type Config struct {
 	// MinSessionTimeoutMs and MaxSessionTimeoutMs bound a member's
-	// session.timeout.ms (group.min.session.timeout.ms,
-	// group.max.session.timeout.ms); a JoinGroup outside them gets
+	// session.timeout.ms; a JoinGroup outside them gets
 	// INVALID_SESSION_TIMEOUT.
-	MinSessionTimeoutMs int64
-	MaxSessionTimeoutMs int64
-	// InitialRebalanceDelayMs (group.initial.rebalance.delay.ms) holds the
-	// first rebalance of an Empty group open at least this long so that
-	// more members can join it. Kafka defaults to 3000; the reference
-	// defaults to 0 so that scenarios complete without ticking.
-	InitialRebalanceDelayMs int64
+	MinSessionTimeoutMs int64 `yaml:"group_min_session_timeout_ms" doc:"the shortest session.timeout.ms a group member may ask for (group.min.session.timeout.ms)"`
+	MaxSessionTimeoutMs int64 `yaml:"group_max_session_timeout_ms" doc:"the longest session.timeout.ms a group member may ask for (group.max.session.timeout.ms)"`
+	// InitialRebalanceDelayMs holds the first rebalance of an Empty group
+	// open at least this long so that more members can join it. Kafka
+	// defaults to 3000; the reference defaults to 0 so that scenarios
+	// complete without ticking.
+	InitialRebalanceDelayMs int64 `yaml:"group_initial_rebalance_delay_ms" doc:"how long the first rebalance of an empty group waits for more members (group.initial.rebalance.delay.ms)"`
 }
 
 // DefaultConfig returns Kafka's session bounds (6 s, 30 min) and no initial
@@ -39,12 +40,12 @@ func DefaultConfig() Config {
 func (cfg Config) Validate() error {
 	switch {
 	case cfg.MinSessionTimeoutMs <= 0:
-		return fmt.Errorf("%w: MinSessionTimeoutMs %d must be positive", ErrInvalidConfig, cfg.MinSessionTimeoutMs)
+		return fmt.Errorf("%w: group_min_session_timeout_ms %d must be positive", ErrInvalidConfig, cfg.MinSessionTimeoutMs)
 	case cfg.MaxSessionTimeoutMs < cfg.MinSessionTimeoutMs:
-		return fmt.Errorf("%w: MaxSessionTimeoutMs %d below MinSessionTimeoutMs %d",
+		return fmt.Errorf("%w: group_max_session_timeout_ms %d below group_min_session_timeout_ms %d",
 			ErrInvalidConfig, cfg.MaxSessionTimeoutMs, cfg.MinSessionTimeoutMs)
 	case cfg.InitialRebalanceDelayMs < 0:
-		return fmt.Errorf("%w: InitialRebalanceDelayMs %d is negative", ErrInvalidConfig, cfg.InitialRebalanceDelayMs)
+		return fmt.Errorf("%w: group_initial_rebalance_delay_ms %d is negative", ErrInvalidConfig, cfg.InitialRebalanceDelayMs)
 	}
 	return nil
 }

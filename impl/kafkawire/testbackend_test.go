@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
-	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
@@ -49,15 +48,12 @@ func startTestCluster(t *testing.T) *testCluster {
 	}
 	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: 60_000})
 	require.NoError(t, err)
-	p := partition.DefaultConfig(int32(testBrokerID))
-	b, err := broker.Open(broker.Config{
-		ID:                  testBrokerID,
-		Partition:           p,
-		HeartbeatIntervalMs: 100,
-		Address:             c.addr,
-		// One broker: the offsets topic must fit on it.
-		Groups: broker.GroupConfig{OffsetsTopicReplicationFactor: 1},
-	}, storage.NewSimDisk(), 1, 0, nil)
+	cfg := broker.DefaultConfig(testBrokerID)
+	cfg.HeartbeatIntervalMs, cfg.HWCheckpointIntervalMs = 100, 0
+	cfg.Address = c.addr
+	// One broker: the offsets topic must fit on it.
+	cfg.OffsetsTopicPartitions, cfg.OffsetsTopicReplicationFactor = 3, 1
+	b, err := broker.Open(cfg, storage.NewSimDisk(), 1, 0, nil)
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

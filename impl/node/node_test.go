@@ -27,12 +27,14 @@ type testCluster struct {
 }
 
 func brokerSettings(id broker.NodeID) broker.Config {
-	p := partition.DefaultConfig(int32(id))
-	p.MinInsyncReplicas = 2
-	p.ReplicaLagTimeMaxMs = 3000
-	p.ReplicaFetchWaitMaxMs = 100
-	p.RequestTimeoutMs = 1000
-	return broker.Config{ID: id, Partition: p, HeartbeatIntervalMs: 50, HWCheckpointIntervalMs: 500}
+	cfg := broker.DefaultConfig(id)
+	cfg.MinInsyncReplicas = 2
+	cfg.ReplicaLagTimeMaxMs = 3000
+	cfg.ReplicaFetchWaitMaxMs = 100
+	cfg.RequestTimeoutMs = 1000
+	cfg.HeartbeatIntervalMs, cfg.HWCheckpointIntervalMs = 50, 500
+	cfg.OffsetsTopicPartitions = 3
+	return cfg
 }
 
 func startCluster(t *testing.T, n int) *testCluster {

@@ -39,7 +39,7 @@ type transport struct {
 
 	// bufs recycles the buffers fetch responses are encoded into, from
 	// send to the link writer that has written them: replication sends one
-	// per follower fetch, up to FetchMaxBytes, and a fresh one costs its
+	// per follower fetch, up to ReplicaFetchMaxBytes, and a fresh one costs its
 	// zeroing as well as its garbage.
 	bufs sync.Pool // of *[]byte
 }

@@ -43,7 +43,7 @@ type frame struct {
 
 // maxFrameBatches bounds BatchesLen, so that a corrupt length cannot make
 // a node allocate without limit. Replica fetches are bounded far below it
-// (FetchMaxBytes, storage's frame limit).
+// (ReplicaFetchMaxBytes, storage's frame limit).
 const maxFrameBatches = 1 << 30
 
 // writeFrame writes f to w: its gob encoding through enc (which writes to

@@ -175,8 +175,8 @@ func newScenarioCluster(t *testing.T, d *datadriven.TestData) *cluster {
 	d.MaybeScanArgs(t, "lag-ms", &lag)
 	d.MaybeScanArgs(t, "timeout-ms", &timeout)
 	d.MaybeScanArgs(t, "truncation", &truncation)
-	tr, err := ParseTruncation(truncation)
-	if err != nil {
+	var tr Truncation
+	if err := tr.UnmarshalText([]byte(truncation)); err != nil {
 		d.Fatalf(t, "%v", err)
 	}
 	below := d.HasArg("advance-hw-below-min-isr")

@@ -90,7 +90,7 @@ func (r *Replica) sendFetch(now int64) {
 		To:                 r.leaderID,
 		FetchOffset:        r.leo(),
 		CurrentLeaderEpoch: r.epoch,
-		MaxBytes:           r.cfg.FetchMaxBytes,
+		MaxBytes:           r.cfg.ReplicaFetchMaxBytes,
 	})
 }
 

@@ -40,7 +40,7 @@ func TestFollowerAppendsThenFetchesFromNewLEO(t *testing.T) {
 	fetches := messages[FetchRequest](rd)
 	require.Len(t, fetches, 1, "an empty log has nothing to truncate: fetch at once")
 	assert.Equal(t, FetchRequest{TopicPartition: testTP, ID: fetches[0].ID, ReplicaID: 2, To: 1, FetchOffset: 0,
-		CurrentLeaderEpoch: 1, MaxBytes: cfg.FetchMaxBytes}, fetches[0])
+		CurrentLeaderEpoch: 1, MaxBytes: cfg.ReplicaFetchMaxBytes}, fetches[0])
 
 	sent := []record.Batch{leaderBatch(0, 1, "a"), leaderBatch(1, 1, "b", "c")}
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetches[0].ID, Batches: sent, HW: 10, LEO: 5}, 5)

@@ -17,6 +17,23 @@ const (
 	AcksAll    Acks = -1
 )
 
+var acksNames = names[Acks]{{AcksAll, "all"}, {AcksLeader, "1"}, {AcksNone, "0"}}
+
+// String names the level as Kafka's producer config does: all, 1 or 0.
+func (a Acks) String() string { return acksNames.format(a) }
+
+// Values lists the names an Acks takes.
+func (Acks) Values() []string { return acksNames.list() }
+
+// MarshalText writes the level's name.
+func (a Acks) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads one of Values.
+func (a *Acks) UnmarshalText(b []byte) (err error) {
+	*a, err = acksNames.parse("acks", string(b))
+	return err
+}
+
 // followerProgress is the leader's view of one follower.
 //
 // Invariants:
@@ -180,7 +197,7 @@ func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
 	f.lastFetchTime = now
 	r.maybeExpandISR(req.ReplicaID, now)
 	r.maybeAdvanceHW()
-	resp.Batches = r.read(req.FetchOffset, leo, min(req.MaxBytes, r.cfg.FetchMaxBytes))
+	resp.Batches = r.read(req.FetchOffset, leo, min(req.MaxBytes, r.cfg.ReplicaFetchMaxBytes))
 	resp.HW = r.hw
 	return resp
 }

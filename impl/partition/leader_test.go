@@ -33,7 +33,7 @@ func TestAcksZeroAndOneAnswerAtOnce(t *testing.T) {
 func TestAcksAllCompletesWhenHWPassesTheBatch(t *testing.T) {
 	c := newCluster(t, func(id int32) Config {
 		cfg := testConfig(id)
-		cfg.FetchMaxBytes = 1 // one batch per fetch, so HW moves batch by batch
+		cfg.ReplicaFetchMaxBytes = 1 // one batch per fetch, so HW moves batch by batch
 		return cfg
 	}, 1, 2, 3)
 	c.elect(1, nil)
@@ -341,7 +341,7 @@ func TestReplicaFetchByteLimit(t *testing.T) {
 	assert.Equal(t, []string{"b", "c"}, values(resp.Batches))
 
 	cfg := testConfig(1)
-	cfg.FetchMaxBytes = 1
+	cfg.ReplicaFetchMaxBytes = 1
 	r = leaderOf(t, cfg, []int32{1, 2}, "a", "b")
 	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
 	assert.Equal(t, []string{"a"}, values(resp.Batches))

@@ -32,23 +32,24 @@ const (
 	ProducerStateLeaderOnly
 )
 
-// String names the variant as configs spell it.
-func (v ProducerState) String() string {
-	if v == ProducerStateLeaderOnly {
-		return "leader-only"
-	}
-	return "replicated"
+var producerStateNames = names[ProducerState]{
+	{ProducerStateReplicated, "replicated"},
+	{ProducerStateLeaderOnly, "leader-only"},
 }
 
-// ParseProducerState reads "replicated" or "leader-only".
-func ParseProducerState(s string) (ProducerState, error) {
-	switch s {
-	case "replicated":
-		return ProducerStateReplicated, nil
-	case "leader-only":
-		return ProducerStateLeaderOnly, nil
-	}
-	return 0, fmt.Errorf("unknown producer state %q: want replicated or leader-only", s)
+// String names the variant as run files and flags spell it.
+func (v ProducerState) String() string { return producerStateNames.format(v) }
+
+// Values lists the names a ProducerState takes.
+func (ProducerState) Values() []string { return producerStateNames.list() }
+
+// MarshalText writes the variant's name.
+func (v ProducerState) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText reads one of Values.
+func (v *ProducerState) UnmarshalText(b []byte) (err error) {
+	*v, err = producerStateNames.parse("producer state", string(b))
+	return err
 }
 
 // producerBatch is one batch a partition remembers for a producer.

@@ -612,11 +612,11 @@ func TestParseProducerSnapshotRefusesTrailingText(t *testing.T) {
 // The variants are spelled as configs spell them.
 func TestParseProducerState(t *testing.T) {
 	for _, v := range []ProducerState{ProducerStateReplicated, ProducerStateLeaderOnly} {
-		got, err := ParseProducerState(v.String())
-		require.NoError(t, err)
+		var got ProducerState
+		require.NoError(t, got.UnmarshalText([]byte(v.String())))
 		assert.Equal(t, v, got)
 	}
 	assert.Equal(t, "replicated", ProducerState(0).String(), "the zero value is the correct variant")
-	_, err := ParseProducerState("leader_only")
-	require.Error(t, err)
+	var v ProducerState
+	require.Error(t, v.UnmarshalText([]byte("leader_only")))
 }

@@ -57,106 +57,109 @@ const (
 	TruncateToEpochNoBump
 )
 
-// String names the variant as the CLI and configs spell it.
-func (t Truncation) String() string {
-	switch t {
-	case TruncateToEpoch:
-		return "epoch"
-	case TruncateToHW:
-		return "hw"
-	case TruncateToEpochKIP101:
-		return "epoch-kip101"
-	case TruncateToEpochNoBump:
-		return "epoch-no-bump-truncation"
-	}
-	return fmt.Sprintf("Truncation(%d)", int(t))
+var truncationNames = names[Truncation]{
+	{TruncateToEpoch, "epoch"},
+	{TruncateToHW, "hw"},
+	{TruncateToEpochKIP101, "epoch-kip101"},
+	{TruncateToEpochNoBump, "epoch-no-bump"},
 }
 
-// TruncationNames lists the variants as the CLI and configs spell them.
-var TruncationNames = []string{"hw", "epoch", "epoch-kip101", "epoch-no-bump-truncation"}
+// String names the variant as run files and flags spell it.
+func (t Truncation) String() string { return truncationNames.format(t) }
 
-// ParseTruncation reads one of TruncationNames.
-func ParseTruncation(s string) (Truncation, error) {
-	switch s {
-	case "epoch":
-		return TruncateToEpoch, nil
-	case "hw":
-		return TruncateToHW, nil
-	case "epoch-kip101":
-		return TruncateToEpochKIP101, nil
-	case "epoch-no-bump-truncation":
-		return TruncateToEpochNoBump, nil
-	}
-	return 0, fmt.Errorf("unknown truncation %q: want hw or epoch (or a known bug: epoch-kip101, epoch-no-bump-truncation)", s)
+// Values lists the names a Truncation takes.
+func (Truncation) Values() []string { return truncationNames.list() }
+
+// MarshalText writes the variant's name.
+func (t Truncation) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads one of Values.
+func (t *Truncation) UnmarshalText(b []byte) (err error) {
+	*t, err = truncationNames.parse("truncation", string(b))
+	return err
 }
 
-// Config is the per-replica protocol configuration.
-type Config struct {
-	BrokerID            int32
-	ReplicaLagTimeMaxMs int64 // replica.lag.time.max.ms
-	MinInsyncReplicas   int   // min.insync.replicas
-	Truncation          Truncation
+// Settings are a replica's protocol settings; every replica of a broker
+// runs with the same. Each field's yaml tag is its name in run files and,
+// with dashes for underscores, its `watermark serve` flag; its doc tag is
+// its help line. Kafka's broker config of the same meaning is named in the
+// doc where there is one.
+type Settings struct {
+	MinInsyncReplicas int        `yaml:"min_insync_replicas" doc:"ISR members an acks=all produce needs (min.insync.replicas)"`
+	Truncation        Truncation `yaml:"truncation" doc:"how a follower finds where its log diverges from its leader's"`
+	// ReplicaLagTimeMaxMs: a follower that has not caught up with the
+	// leader's LEO for this long leaves the ISR.
+	ReplicaLagTimeMaxMs int64 `yaml:"replica_lag_time_max_ms" doc:"a follower this long behind the leader leaves the ISR (replica.lag.time.max.ms)"`
+	// ReplicaFetchWaitMaxMs is how long a leader may hold a follower's
+	// fetch that found nothing new.
+	ReplicaFetchWaitMaxMs int64 `yaml:"replica_fetch_wait_max_ms" doc:"how long a leader holds a follower's fetch that found nothing new (replica.fetch.wait.max.ms)"`
+	ReplicaFetchMaxBytes  int   `yaml:"replica_fetch_max_bytes" doc:"the most a replica fetch answer carries, at least one batch (replica.fetch.max.bytes)"`
+	// RequestTimeoutMs is how long a follower waits for a fetch or epoch
+	// answer, and a leader for the controller's ISR answer, before asking
+	// again. Messages can be lost; the protocol must not stall. It also
+	// bounds how long a broker holds an acks=all produce.
+	RequestTimeoutMs int64 `yaml:"request_timeout_ms" doc:"how long a replica waits for an answer before asking again"`
+	RetryBackoffMs   int64 `yaml:"retry_backoff_ms" doc:"the pause after an error answer before a replica retries (retry.backoff.ms)"`
 	// AdvanceHWBelowMinISR lets the leader advance HW while the ISR is
 	// smaller than min.insync.replicas. Kafka did this before KIP-966; it is
 	// the "last replica standing" bug. Off is the safe default.
-	AdvanceHWBelowMinISR bool
-	// FetchMaxBytes bounds one replica fetch response.
-	FetchMaxBytes int
-	// ReplicaFetchWaitMaxMs is how long a leader may hold a follower's
-	// fetch that found nothing new (replica.fetch.wait.max.ms).
-	ReplicaFetchWaitMaxMs int64
-	// RequestTimeoutMs is how long a follower waits for a fetch or epoch
-	// answer, and a leader for the controller's ISR answer, before asking
-	// again. Messages can be lost; the protocol must not stall.
-	RequestTimeoutMs int64
-	// RetryBackoffMs is the pause after an error answer before retrying.
-	RetryBackoffMs int64
+	AdvanceHWBelowMinISR bool `yaml:"advance_hw_below_min_isr" doc:"let HW advance while the ISR is below min.insync.replicas (the last-replica-standing bug; unsafe)"`
 	// ProducerState says whether followers rebuild idempotent-producer
 	// state from what they replicate (they must; see ProducerStateLeaderOnly).
-	ProducerState ProducerState
+	ProducerState ProducerState `yaml:"producer_state" doc:"who keeps idempotent-producer state: replicated, or leader-only (the dedup-across-leader-change bug)"`
+}
+
+// DefaultSettings are Kafka's defaults.
+func DefaultSettings() Settings {
+	return Settings{
+		MinInsyncReplicas:     1,
+		Truncation:            TruncateToEpoch,
+		ReplicaLagTimeMaxMs:   30000,
+		ReplicaFetchWaitMaxMs: 500,
+		ReplicaFetchMaxBytes:  1 << 20,
+		RequestTimeoutMs:      30000,
+		RetryBackoffMs:        100,
+	}
+}
+
+// Validate reports settings the protocol cannot run with.
+func (c Settings) Validate() error {
+	if c.ReplicaLagTimeMaxMs <= 0 {
+		return fmt.Errorf("replica_lag_time_max_ms must be > 0, got %d", c.ReplicaLagTimeMaxMs)
+	}
+	if c.MinInsyncReplicas < 1 {
+		return fmt.Errorf("min_insync_replicas must be >= 1, got %d", c.MinInsyncReplicas)
+	}
+	if c.ReplicaFetchMaxBytes <= 0 {
+		return fmt.Errorf("replica_fetch_max_bytes must be > 0, got %d", c.ReplicaFetchMaxBytes)
+	}
+	if c.ReplicaFetchWaitMaxMs < 0 {
+		return fmt.Errorf("replica_fetch_wait_max_ms must be >= 0, got %d", c.ReplicaFetchWaitMaxMs)
+	}
+	if c.RequestTimeoutMs <= c.ReplicaFetchWaitMaxMs {
+		return fmt.Errorf("request_timeout_ms (%d) must exceed replica_fetch_wait_max_ms (%d), or every held fetch times out",
+			c.RequestTimeoutMs, c.ReplicaFetchWaitMaxMs)
+	}
+	if c.RetryBackoffMs <= 0 {
+		return fmt.Errorf("retry_backoff_ms must be > 0, got %d", c.RetryBackoffMs)
+	}
+	return nil
+}
+
+// Config is one replica's configuration: its broker's settings and who it
+// is.
+type Config struct {
+	Settings
+	BrokerID int32
 	// Incarnation is the broker process's incarnation (Kafka's broker
 	// epoch). Fetches carry it, so a leader can tell a follower's fetch
 	// from one its previous process sent before a restart (KIP-903).
 	Incarnation int64
 }
 
-// DefaultConfig returns Kafka's defaults where Kafka has one, scaled for the
-// simulator's logical milliseconds.
+// DefaultConfig is broker's replica configuration with Kafka's defaults.
 func DefaultConfig(broker int32) Config {
-	return Config{
-		BrokerID:              broker,
-		ReplicaLagTimeMaxMs:   30000,
-		MinInsyncReplicas:     1,
-		Truncation:            TruncateToEpoch,
-		FetchMaxBytes:         1 << 20,
-		ReplicaFetchWaitMaxMs: 500,
-		RequestTimeoutMs:      30000,
-		RetryBackoffMs:        100,
-	}
-}
-
-// Validate reports a configuration the protocol cannot run with.
-func (c Config) Validate() error {
-	if c.ReplicaLagTimeMaxMs <= 0 {
-		return fmt.Errorf("replica.lag.time.max.ms must be > 0, got %d", c.ReplicaLagTimeMaxMs)
-	}
-	if c.MinInsyncReplicas < 1 {
-		return fmt.Errorf("min.insync.replicas must be >= 1, got %d", c.MinInsyncReplicas)
-	}
-	if c.FetchMaxBytes <= 0 {
-		return fmt.Errorf("fetch max bytes must be > 0, got %d", c.FetchMaxBytes)
-	}
-	if c.ReplicaFetchWaitMaxMs < 0 {
-		return fmt.Errorf("replica.fetch.wait.max.ms must be >= 0, got %d", c.ReplicaFetchWaitMaxMs)
-	}
-	if c.RequestTimeoutMs <= c.ReplicaFetchWaitMaxMs {
-		return fmt.Errorf("request timeout (%d ms) must exceed replica.fetch.wait.max.ms (%d ms), or every held fetch times out",
-			c.RequestTimeoutMs, c.ReplicaFetchWaitMaxMs)
-	}
-	if c.RetryBackoffMs <= 0 {
-		return fmt.Errorf("retry backoff must be > 0, got %d", c.RetryBackoffMs)
-	}
-	return nil
+	return Config{Settings: DefaultSettings(), BrokerID: broker}
 }
 
 // Role is what a replica currently does for its partition.

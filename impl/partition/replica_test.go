@@ -137,7 +137,7 @@ func TestNewRefusesBrokenLogs(t *testing.T) {
 }
 
 // Config.Validate rejects each setting the protocol cannot run with.
-// Reference: Config (replica.lag.time.max.ms, min.insync.replicas, ...).
+// Reference: Settings (replica.lag.time.max.ms, min.insync.replicas, ...).
 func TestConfigValidate(t *testing.T) {
 	require.NoError(t, DefaultConfig(1).Validate())
 	require.NoError(t, testConfig(1).Validate())
@@ -146,13 +146,13 @@ func TestConfigValidate(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"lag zero", func(c *Config) { c.ReplicaLagTimeMaxMs = 0 }, "replica.lag.time.max.ms"},
-		{"min isr zero", func(c *Config) { c.MinInsyncReplicas = 0 }, "min.insync.replicas"},
-		{"fetch bytes zero", func(c *Config) { c.FetchMaxBytes = 0 }, "fetch max bytes"},
-		{"negative fetch wait", func(c *Config) { c.ReplicaFetchWaitMaxMs = -1 }, "replica.fetch.wait.max.ms"},
-		{"timeout equals fetch wait", func(c *Config) { c.RequestTimeoutMs = c.ReplicaFetchWaitMaxMs }, "request timeout"},
-		{"timeout below fetch wait", func(c *Config) { c.RequestTimeoutMs = 10; c.ReplicaFetchWaitMaxMs = 20 }, "request timeout"},
-		{"backoff zero", func(c *Config) { c.RetryBackoffMs = 0 }, "retry backoff"},
+		{"lag zero", func(c *Config) { c.ReplicaLagTimeMaxMs = 0 }, "replica_lag_time_max_ms"},
+		{"min isr zero", func(c *Config) { c.MinInsyncReplicas = 0 }, "min_insync_replicas"},
+		{"fetch bytes zero", func(c *Config) { c.ReplicaFetchMaxBytes = 0 }, "replica_fetch_max_bytes"},
+		{"negative fetch wait", func(c *Config) { c.ReplicaFetchWaitMaxMs = -1 }, "replica_fetch_wait_max_ms"},
+		{"timeout equals fetch wait", func(c *Config) { c.RequestTimeoutMs = c.ReplicaFetchWaitMaxMs }, "request_timeout_ms"},
+		{"timeout below fetch wait", func(c *Config) { c.RequestTimeoutMs = 10; c.ReplicaFetchWaitMaxMs = 20 }, "request_timeout_ms"},
+		{"backoff zero", func(c *Config) { c.RetryBackoffMs = 0 }, "retry_backoff_ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,16 +171,18 @@ func TestConfigValidate(t *testing.T) {
 // The truncation variant is chosen by broker config under the names
 // SEMANTICS.md uses. Reference: SEMANTICS.md, Replication.
 func TestParseTruncation(t *testing.T) {
-	for _, tr := range []Truncation{TruncateToEpoch, TruncateToHW} {
-		got, err := ParseTruncation(tr.String())
+	for _, tr := range []Truncation{TruncateToEpoch, TruncateToHW, TruncateToEpochKIP101, TruncateToEpochNoBump} {
+		text, err := tr.MarshalText()
 		require.NoError(t, err)
+		var got Truncation
+		require.NoError(t, got.UnmarshalText(text))
 		assert.Equal(t, tr, got)
 	}
 	assert.Equal(t, "hw", TruncateToHW.String())
 	assert.Equal(t, "epoch", TruncateToEpoch.String())
-	assert.Equal(t, "Truncation(7)", Truncation(7).String())
-	_, err := ParseTruncation("leader-epoch")
-	assert.Error(t, err)
+	assert.Equal(t, "7", Truncation(7).String())
+	var tr Truncation
+	assert.ErrorContains(t, tr.UnmarshalText([]byte("leader-epoch")), "want one of epoch, hw, epoch-kip101, epoch-no-bump")
 	assert.Equal(t, TruncateToEpoch, DefaultConfig(1).Truncation, "the safe variant is the default")
 	assert.Equal(t, "t-0", testTP.String())
 }

@@ -32,9 +32,10 @@ every broker at start (a binary built with ` + "`make build`" + `);
 --failpoint-http gives each broker an HTTP endpoint to switch them at run
 time. See failpoints/README.md.
 
-Defaults suit tests on one machine: heartbeat 100 ms, session timeout
-1500 ms, replica lag 3000 ms, replica fetch wait 200 ms, request timeout
-2000 ms, HW checkpoint 1000 ms, min ISR 2, truncation epoch.
+Every protocol setting is a flag, as for ` + "`watermark serve`" + `; the
+defaults are the harness's: heartbeat 200 ms, session timeout 1500 ms,
+replica lag 3000 ms, replica fetch wait 200 ms, request timeout 2000 ms,
+HW checkpoint 1000 ms, min ISR 2, truncation epoch.
 
 flags:
 `

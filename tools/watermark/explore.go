@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/watermarkhq/watermark/conformance/variant"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
@@ -22,7 +23,7 @@ import (
 func runExplore(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("watermark explore", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	variant := fs.String("variant", protocol.Variants[0].Name, "the protocol variant: "+strings.Join(protocol.VariantNames(), ", "))
+	name := fs.String("variant", protocol.Variants[0].Name, "the protocol variant: "+strings.Join(protocol.VariantNames(), ", "))
 	replicas := fs.Int("replicas", 0, fmt.Sprintf("replicas, 1..%d (default: the variant's bounds)", protocol.MaxReplicas))
 	records := fs.Int("records", 0, "records produced (default: the variant's bounds)")
 	crashes := fs.Int("crashes", 0, "process crashes, the log survives (default: the variant's bounds)")
@@ -66,9 +67,14 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	named, err := protocol.Lookup(*variant)
+	v0, err := variant.Lookup(*name)
 	if err != nil {
 		return fail(fmt.Errorf("--variant: %v", err))
+	}
+	named, ok := v0.Model()
+	if !ok {
+		return fail(fmt.Errorf("--variant %s has no counterpart in spec/protocol's model (%s): run it on the broker with `watermark check --variant %s` or `watermark search --variant %s`",
+			v0.Name, v0.Summary, v0.Name, v0.Name))
 	}
 
 	// The variant's bounds and settings, overridden by the flags given.

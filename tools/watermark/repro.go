@@ -10,9 +10,12 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/judge"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/conformance/variant"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // Outcomes of `watermark repro`, compared with a run file's expectation.
@@ -35,7 +38,7 @@ type reproOutcome struct {
 }
 
 // compareRun judges r against f's expectation.
-func compareRun(f *conformance.RunFile, r *conformance.RunResult) reproOutcome {
+func compareRun(f *run.File, r *judge.RunResult) reproOutcome {
 	var o reproOutcome
 	all := map[string]bool{}
 	for _, a := range append(slices.Clone(r.Found), r.Allowed...) {
@@ -51,7 +54,7 @@ func compareRun(f *conformance.RunFile, r *conformance.RunResult) reproOutcome {
 	// What a case tolerates by its flags is not unexpected.
 	tolerated := slices.Clone(f.Allowed)
 	if f.LossAllowed {
-		tolerated = append(tolerated, sim.Invariants...)
+		tolerated = append(tolerated, run.Invariants...)
 	}
 	for _, n := range f.Expect.Found {
 		if !all[n] {
@@ -76,7 +79,7 @@ func compareRun(f *conformance.RunFile, r *conformance.RunResult) reproOutcome {
 			o.Outcome, o.Reasons = outUnexpected, r.Reasons
 		case len(reasons) == 0:
 			o.Outcome, o.OK = outHolds, true
-		case r.Verdict == conformance.Unknown:
+		case r.Verdict == judge.Unknown:
 			o.Outcome, o.Reasons = outUnknown, reasons
 		default:
 			o.Outcome, o.Reasons = outUnexpected, reasons
@@ -86,7 +89,7 @@ func compareRun(f *conformance.RunFile, r *conformance.RunResult) reproOutcome {
 	switch {
 	case len(o.Missing) > 0:
 		o.Outcome = outNotReproduced
-		if r.Verdict == conformance.Unknown {
+		if r.Verdict == judge.Unknown {
 			o.Reasons = r.Reasons
 		}
 	case len(o.Extra) > 0:
@@ -97,7 +100,7 @@ func compareRun(f *conformance.RunFile, r *conformance.RunResult) reproOutcome {
 	return o
 }
 
-func (o reproOutcome) detail(f *conformance.RunFile) string {
+func (o reproOutcome) detail(f *run.File) string {
 	list := func(ns []string) string {
 		if len(ns) == 0 {
 			return "-"
@@ -123,8 +126,8 @@ func (o reproOutcome) detail(f *conformance.RunFile) string {
 func runRepro(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("watermark repro", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	truncation := fs.String("truncation", "", "override the files' truncation variant: hw, epoch, epoch-kip101 or epoch-no-bump-truncation")
-	producerState := fs.String("producer-state", "", "override how brokers keep idempotent-producer state: replicated or leader-only")
+	variantName := fs.String("variant", "", "run the files on this variant: "+variant.Names())
+	sets := fs.StringArray("set", nil, "override a field of the files' runs, KEY=VALUE with run-file keys (repeatable), e.g. --set broker.truncation=epoch")
 	seed := fs.Uint64("seed", 0, "run with this seed instead of the file's")
 	checkTimeout := fs.Duration("check-timeout", 30*time.Second, "porcupine's time limit per run; past it the verdict is unknown")
 	help := fs.BoolP("help", "h", false, "show this help")
@@ -144,30 +147,21 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return usageErr(fmt.Errorf("no run file given"))
 	}
-	var trunc *partition.Truncation
-	if *truncation != "" {
-		t, err := partition.ParseTruncation(*truncation)
-		if err != nil {
-			return usageErr(fmt.Errorf("--truncation: %v", err))
+	var v variant.Variant
+	if *variantName != "" {
+		var err error
+		if v, err = variant.Runnable(*variantName); err != nil {
+			return usageErr(fmt.Errorf("--variant: %v", err))
 		}
-		trunc = &t
-	}
-	var ps *partition.ProducerState
-	if *producerState != "" {
-		p, err := partition.ParseProducerState(*producerState)
-		if err != nil {
-			return usageErr(fmt.Errorf("--producer-state: %v", err))
-		}
-		ps = &p
 	}
 	if *checkTimeout < 0 {
 		return usageErr(fmt.Errorf("--check-timeout %s: want >= 0 (0 = no limit)", *checkTimeout))
 	}
 
-	var files []*conformance.RunFile
+	var files []*run.File
 	var bad bool
 	for _, path := range fs.Args() {
-		f, err := conformance.LoadRunFile(path)
+		f, err := run.LoadFile(path)
 		if err != nil {
 			fmt.Fprintf(stderr, "watermark repro: %v\n", err)
 			bad = true
@@ -190,33 +184,37 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	opts := conformance.Options{Variant: v, Set: *sets}
 	matched := 0
 	for _, f := range files {
-		cfg := f.SimConfig()
-		if trunc != nil {
-			cfg.Broker.Truncation = *trunc
-		}
-		if ps != nil {
-			cfg.Broker.ProducerState = *ps
-		}
+		c := cases.FromFile(f)
+		s := f.Seed
 		if fs.Changed("seed") {
-			cfg.Seed = *seed
+			s = *seed
 		}
+		cfg, err := opts.Spec(c, s)
+		if err != nil {
+			return usageErr(err)
+		}
+		cfg.ContinueAfterViolation = f.ContinueAfterViolation
 		res, err := sim.Run(cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "watermark repro: %s: %v\n", f.Path, err)
 			return exitUsage
 		}
-		r := conformance.Judge(f.Case(), res, *checkTimeout)
+		r := judge.Judge(c, res, *checkTimeout)
 		o := compareRun(f, r)
 		if o.OK {
 			matched++
 		}
-		variant := fmt.Sprintf("seed %d, truncation %s", cfg.Seed, cfg.Broker.Truncation)
-		if cfg.Broker.ProducerState != partition.ProducerStateReplicated {
-			variant += ", producer-state " + cfg.Broker.ProducerState.String()
+		how := fmt.Sprintf("seed %d", cfg.Seed)
+		if v.Name != "" {
+			how += ", variant " + v.Name
 		}
-		fmt.Fprintf(stdout, "%-18s  %s (%s): %s\n", o.Outcome, f.Path, variant, o.detail(f))
+		for _, kv := range *sets {
+			how += ", " + kv
+		}
+		fmt.Fprintf(stdout, "%-18s  %s (%s): %s\n", o.Outcome, f.Path, how, o.detail(f))
 		for _, reason := range o.Reasons {
 			fmt.Fprintln(stdout, indent(reason, "    - "))
 		}

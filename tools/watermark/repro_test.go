@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/failpoints"
 	"github.com/watermarkhq/watermark/impl/broker"
 )
 
 const (
-	kip101File = "../../conformance/testdata/kip101-data-loss.yaml"
-	holdsFile  = "../../conformance/testdata/follower-crash-holds.yaml"
+	kip101File = "../../conformance/run/testdata/kip101-data-loss.yaml"
+	holdsFile  = "../../conformance/run/testdata/follower-crash-holds.yaml"
 )
 
 func TestReproHoldsFile(t *testing.T) {
@@ -29,16 +29,16 @@ func TestReproKIP101OnHWReproduces(t *testing.T) {
 	failpoints.Require(t)
 	code, out, errOut := runCLI("repro", kip101File)
 	require.Equal(t, exitOK, code, out+errOut)
-	assert.Regexp(t, `^REPRODUCED\s+\S*kip101-data-loss.yaml \(seed 1, truncation hw\)`, out)
+	assert.Regexp(t, `^REPRODUCED\s+\S*kip101-data-loss.yaml \(seed 1\)`, out)
 	assert.Contains(t, out, "lost-write")
 }
 
 func TestReproKIP101OnEpochIsNotReproduced(t *testing.T) {
 	failpoints.Require(t)
-	code, out, errOut := runCLI("repro", "--truncation", "epoch", kip101File)
+	code, out, errOut := runCLI("repro", "--set", "broker.truncation=epoch", kip101File)
 	require.Equal(t, exitViolated, code, out+errOut)
 	assert.Regexp(t, `NOT REPRODUCED|UNEXPECTED ANOMALY`, out)
-	assert.Contains(t, out, "truncation epoch")
+	assert.Contains(t, out, "broker.truncation=epoch")
 	assert.Contains(t, out, "missing: lost-write")
 	assert.Contains(t, out, "does not match")
 }
@@ -47,16 +47,16 @@ func TestReproKIP101OnEpochIsNotReproduced(t *testing.T) {
 func TestReproHoldsFileOnBrokenVariant(t *testing.T) {
 	failpoints.Require(t)
 	dir := t.TempDir()
-	f, err := conformance.LoadRunFile(kip101File)
+	f, err := run.LoadFile(kip101File)
 	require.NoError(t, err)
-	f.Expect = conformance.Expect{Holds: true}
+	f.Expect = run.Expect{Holds: true}
 	f.Allowed = nil
 	path := filepath.Join(dir, "holds.yaml")
 	require.NoError(t, os.WriteFile(path, f.Marshal(), 0o644))
-	code, out, errOut := runCLI("repro", "--truncation", "hw", path)
+	code, out, errOut := runCLI("repro", "--variant", "hw", path)
 	require.Equal(t, exitViolated, code, out+errOut)
 	assert.Contains(t, out, "UNEXPECTED ANOMALY")
-	code, out, errOut = runCLI("repro", "--truncation", "epoch", path)
+	code, out, errOut = runCLI("repro", "--set", "broker.truncation=epoch", path)
 	require.Equal(t, exitOK, code, out+errOut)
 	assert.Contains(t, out, "HOLDS")
 }
@@ -78,8 +78,8 @@ func TestReproBadFilesExitTwo(t *testing.T) {
 		{[]string{"repro", badKind}, []string{badKind + ":3:", "faults[0].kind", `"meteor"`, "crash, powerloss"}},
 		{[]string{"repro", filepath.Join(dir, "missing.yaml")}, []string{"missing.yaml", "no such file"}},
 		{[]string{"repro"}, []string{"no run file given", "usage: watermark repro"}},
-		{[]string{"repro", "--truncation", "sometimes", holdsFile}, []string{`unknown truncation "sometimes"`}},
-		{[]string{"repro", "--producer-state", "nope", holdsFile}, []string{`unknown producer state "nope"`}},
+		{[]string{"repro", "--set", "broker.truncation=sometimes", holdsFile}, []string{`unknown truncation "sometimes"`}},
+		{[]string{"repro", "--variant", "no-fencing", holdsFile}, []string{"exists only in spec/protocol's model"}},
 	} {
 		code, out, errOut := runCLI(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v", tc.args)
@@ -94,10 +94,10 @@ func TestReproBadFilesExitTwo(t *testing.T) {
 func TestCheckRunFileReproduces(t *testing.T) {
 	failpoints.Require(t)
 	dir := t.TempDir()
-	code, out, errOut := runCLI("check", "--case", "kip101-data-loss", "--truncation", "hw", "--seed", "7", "--report-dir", dir)
+	code, out, errOut := runCLI("check", "--case", "kip101-data-loss", "--variant", "hw", "--seed", "7", "--report-dir", dir)
 	require.Equal(t, exitViolated, code, out+errOut)
 	path := filepath.Join(dir, "kip101-data-loss", "seed-7", "run.yaml")
-	f, err := conformance.LoadRunFile(path)
+	f, err := run.LoadFile(path)
 	require.NoError(t, err)
 	assert.Contains(t, f.Expect.Found, "lost-write")
 	assert.Equal(t, uint64(7), f.Seed)
@@ -105,12 +105,12 @@ func TestCheckRunFileReproduces(t *testing.T) {
 	code, out, errOut = runCLI("repro", path)
 	require.Equal(t, exitOK, code, out+errOut)
 	assert.Contains(t, out, "REPRODUCED")
-	assert.Contains(t, out, "seed 7, truncation hw")
+	assert.Contains(t, out, "seed 7)")
 	for _, n := range f.Expect.Found {
 		assert.Contains(t, out, n)
 	}
 
-	code, out, _ = runCLI("repro", "--truncation", "epoch", path)
+	code, out, _ = runCLI("repro", "--set", "broker.truncation=epoch", path)
 	require.Equal(t, exitViolated, code)
 	assert.Contains(t, out, "NOT REPRODUCED")
 }

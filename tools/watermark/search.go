@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
-	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/judge"
+	"github.com/watermarkhq/watermark/conformance/report"
+	"github.com/watermarkhq/watermark/conformance/search"
+	"github.com/watermarkhq/watermark/conformance/variant"
 	"github.com/watermarkhq/watermark/impl/broker"
 )
 
@@ -19,7 +21,7 @@ import (
 func runSearch(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("watermark search", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	variant := fs.String("variant", "", "the unsafe setting to hunt a bug on (required): "+conformance.VariantNames())
+	name := fs.String("variant", "", "the variant to hunt a bug on (required): "+variant.Names())
 	tries := fs.Int("tries", 100, "how many random schedules to try at most")
 	seed := fs.Uint64("seed", 1, "the first schedule's seed; the next tries take the seeds after it")
 	reportDir := fs.String("report-dir", "watermark-report", "where the violating run leaves its history, run.yaml, timeline and HTML")
@@ -41,18 +43,22 @@ func runSearch(args []string, stdout, stderr io.Writer) int {
 			"unsafe variant); 0: none within --tries; 2: usage error.\n\nflags:")
 		fmt.Fprint(stdout, fs.FlagUsages())
 		fmt.Fprintln(stdout, "\nvariants:")
-		for _, v := range conformance.Variants {
-			fmt.Fprintf(stdout, "  %-28s %s\n", v.Name, v.Summary)
+		t := newTable(stdout)
+		for _, v := range variant.All {
+			if v.Apply != nil {
+				t.row("  "+v.Name, v.Summary)
+			}
 		}
+		t.flush()
 		return exitOK
 	}
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if *variant == "" {
-		return fail(fmt.Errorf("--variant is required: want one of %s", conformance.VariantNames()))
+	if *name == "" {
+		return fail(fmt.Errorf("--variant is required: want one of %s", variant.Names()))
 	}
-	v, err := conformance.LookupVariant(*variant)
+	v, err := variant.Runnable(*name)
 	if err != nil {
 		return fail(fmt.Errorf("--variant: %v", err))
 	}
@@ -70,19 +76,19 @@ func runSearch(args []string, stdout, stderr io.Writer) int {
 
 	start := time.Now()
 	last := time.Time{}
-	progress := func(try int, r *conformance.RunResult) {
-		if *quiet || (try != *tries && r.Verdict != conformance.Violated && time.Since(last) < 2*time.Second) {
+	progress := func(try int, r *judge.RunResult) {
+		if *quiet || (try != *tries && r.Verdict != judge.Violated && time.Since(last) < 2*time.Second) {
 			return
 		}
 		last = time.Now()
 		fmt.Fprintf(stderr, "[%d/%d] %s seed %d: %s (%s)\n", try, *tries, r.Case, r.Seed, r.Verdict,
 			time.Since(start).Round(time.Millisecond))
 	}
-	found, n, err := conformance.Search(v, conformance.SearchOptions{
+	found, n, err := search.Search(v, search.Options{
 		FirstSeed:    *seed,
 		Tries:        *tries,
 		CheckTimeout: *checkTimeout,
-		Schedule:     conformance.ScheduleOptions{NoFailpoints: *noFailpoints},
+		Schedule:     search.ScheduleOptions{NoFailpoints: *noFailpoints},
 		Progress:     progress,
 	})
 	elapsed := time.Since(start).Round(time.Millisecond)
@@ -100,19 +106,14 @@ func runSearch(args []string, stdout, stderr io.Writer) int {
 	for _, reason := range found.Reasons {
 		fmt.Fprintln(stdout, indent(reason, "  - "))
 	}
-	dir, err := conformance.WriteRun(*reportDir, found)
+	found.Replay = program() + " repro " + filepath.Join(report.RunDir(*reportDir, found), "run.yaml")
+	dir, err := report.WriteRun(*reportDir, found, search.Case(v))
 	if err != nil {
 		fmt.Fprintf(stderr, "watermark search: %v\n", err)
 		return exitViolated
 	}
-	replay := "watermark repro " + filepath.Join(dir, "run.yaml")
-	// WriteRun's replay.txt names `watermark check`, which knows no search
-	// case: the run file is what replays a found schedule.
-	if err := os.WriteFile(filepath.Join(dir, "replay.txt"), []byte(replay+"\n"), 0o644); err != nil {
-		fmt.Fprintf(stderr, "watermark search: %v\n", err)
-	}
-	fmt.Fprintf(stdout, "  report: %s\n  replay: %s\n", dir, replay)
-	if v.Name == conformance.Safe.Name {
+	fmt.Fprintf(stdout, "  report: %s\n  replay: %s\n", dir, found.Replay)
+	if v.Name == variant.Safe.Name {
 		fmt.Fprintln(stdout, "  a violation on the safe settings is a bug in the reference or the generator: please report it")
 	} else {
 		fmt.Fprintln(stdout, "  (a find is the expected outcome on an unsafe variant: exit status 1)")

@@ -17,8 +17,8 @@ func TestSearchUsageErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"search"}, []string{"--variant is required", "hw-truncation"}},
-		{[]string{"search", "--variant", "nope"}, []string{`unknown variant "nope"`, "hw-truncation", "acks1", "unclean-election", "safe"}},
+		{[]string{"search"}, []string{"--variant is required", "hw"}},
+		{[]string{"search", "--variant", "nope"}, []string{`unknown variant "nope"`, "hw", "acks1", "unclean", "safe"}},
 		{[]string{"search", "--variant", "acks1", "--tries", "0"}, []string{"--tries 0"}},
 		{[]string{"search", "--variant", "acks1", "stray"}, []string{`unexpected argument "stray"`}},
 		{[]string{"search", "--no-such-flag"}, []string{"unknown flag: --no-such-flag", "--variant"}},
@@ -34,7 +34,7 @@ func TestSearchUsageErrors(t *testing.T) {
 func TestSearchHelp(t *testing.T) {
 	code, out, _ := runCLI("search", "--help")
 	assert.Equal(t, exitOK, code)
-	assert.Contains(t, out, "advance-hw-below-min-isr")
+	assert.Contains(t, out, "hw-below-min-isr")
 	assert.Contains(t, out, "Exit 1")
 }
 
@@ -42,10 +42,10 @@ func TestSearchHelp(t *testing.T) {
 func TestSearchFindsAndRepros(t *testing.T) {
 	failpoints.Require(t)
 	dir := t.TempDir()
-	code, out, errOut := runCLI("search", "--variant", "hw-truncation", "--tries", "20", "--report-dir", dir, "--quiet")
+	code, out, errOut := runCLI("search", "--variant", "hw", "--tries", "20", "--report-dir", dir, "--quiet")
 	require.Equal(t, exitViolated, code, out+errOut)
 	assert.Empty(t, errOut)
-	assert.Regexp(t, `variant hw-truncation: FOUND a violation after \d+ schedules? in \S+ \(seed \d+\)`, out)
+	assert.Regexp(t, `variant hw: FOUND a violation after \d+ schedules? in \S+ \(seed \d+\)`, out)
 	m := regexp.MustCompile(`replay: watermark repro (\S+)`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	runYAML := m[1]

@@ -16,60 +16,14 @@ import (
 
 	"github.com/pingcap/failpoint"
 	"github.com/spf13/pflag"
-	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/node"
-	"github.com/watermarkhq/watermark/impl/partition"
 )
 
 // exitFailpoint is serve's exit code when a failpoint crashed the node or
 // cut its power: the harness that set the failpoint expects it.
 const exitFailpoint = 3
-
-// settingsFlags binds the protocol settings to flags shared by serve and
-// cluster.
-type settingsFlags struct {
-	s             cluster.Settings
-	truncation    string
-	producerState string
-}
-
-func addSettingsFlags(fs *pflag.FlagSet) *settingsFlags {
-	d := cluster.DefaultSettings()
-	f := &settingsFlags{s: d}
-	fs.IntVar(&f.s.MinInsyncReplicas, "min-insync-replicas", d.MinInsyncReplicas, "broker: ISR members an acks=all produce needs (min.insync.replicas)")
-	fs.StringVar(&f.truncation, "truncation", d.Truncation.String(), "broker: how a follower finds where its log diverges: "+strings.Join(partition.TruncationNames, ", "))
-	fs.Int64Var(&f.s.ReplicaLagTimeMaxMs, "replica-lag-time-max-ms", d.ReplicaLagTimeMaxMs, "broker: a follower this far behind leaves the ISR (replica.lag.time.max.ms)")
-	fs.Int64Var(&f.s.ReplicaFetchWaitMaxMs, "replica-fetch-wait-max-ms", d.ReplicaFetchWaitMaxMs, "broker: how long a follower's fetch waits for data (replica.fetch.wait.max.ms)")
-	fs.Int64Var(&f.s.RequestTimeoutMs, "request-timeout-ms", d.RequestTimeoutMs, "broker: how long an acks=all produce waits for the ISR")
-	fs.Int64Var(&f.s.HeartbeatIntervalMs, "heartbeat-interval-ms", d.HeartbeatIntervalMs, "broker: heartbeat period to the controller")
-	fs.Int64Var(&f.s.HWCheckpointIntervalMs, "hw-checkpoint-interval-ms", d.HWCheckpointIntervalMs, "broker: HW checkpoint period; 0 writes it at every HW change")
-	fs.BoolVar(&f.s.FlushEveryAppend, "flush-every-append", d.FlushEveryAppend, "broker: fsync the log after every append")
-	fs.Int64Var(&f.s.FlushIntervalMs, "flush-interval-ms", d.FlushIntervalMs, "broker: fsync the log this often (0: never, leave it to the OS)")
-	fs.BoolVar(&f.s.AdvanceHWBelowMinISR, "advance-hw-below-min-isr", d.AdvanceHWBelowMinISR, "broker: let HW advance while the ISR is below min ISR (unsafe variant)")
-	fs.StringVar(&f.producerState, "producer-state", d.ProducerState.String(), "broker: idempotent-producer state: replicated, or leader-only (the dedup-across-leader-change bug)")
-	fs.Int32Var(&f.s.OffsetsTopicPartitions, "offsets-topic-partitions", d.OffsetsTopicPartitions, "broker: partitions of __consumer_offsets, created at the first FindCoordinator (offsets.topic.num.partitions)")
-	fs.IntVar(&f.s.OffsetsTopicReplicationFactor, "offsets-topic-replication-factor", d.OffsetsTopicReplicationFactor, "broker: replication factor of __consumer_offsets; groups have no coordinator until that many brokers are up (offsets.topic.replication.factor)")
-	fs.Int64Var(&f.s.GroupMinSessionTimeoutMs, "group-min-session-timeout-ms", d.GroupMinSessionTimeoutMs, "broker: the shortest session.timeout.ms a group member may ask for (group.min.session.timeout.ms; Kafka: 6000)")
-	fs.Int64Var(&f.s.SessionTimeoutMs, "session-timeout-ms", d.SessionTimeoutMs, "controller: a broker silent this long is dead (broker.session.timeout.ms)")
-	fs.BoolVar(&f.s.UncleanLeaderElection, "unclean-leader-election", d.UncleanLeaderElection, "controller: elect a replica outside the ISR when no ISR member is alive (loses data)")
-	fs.BoolVar(&f.s.KeepISROnRestart, "keep-isr-on-restart", d.KeepISROnRestart, "controller: a restarted broker keeps its ISR memberships (pre-KIP-903; unsafe)")
-	fs.BoolVar(&f.s.AutoLeaderRebalance, "auto-leader-rebalance", d.AutoLeaderRebalance, "controller: move leadership back to the preferred replica")
-	return f
-}
-
-// settings parses the string flags and checks the whole.
-func (f *settingsFlags) settings() (cluster.Settings, error) {
-	s := f.s
-	var err error
-	if s.Truncation, err = partition.ParseTruncation(f.truncation); err != nil {
-		return s, fmt.Errorf("--truncation: %v", err)
-	}
-	if s.ProducerState, err = partition.ParseProducerState(f.producerState); err != nil {
-		return s, fmt.Errorf("--producer-state: %v", err)
-	}
-	return s, s.Validate()
-}
 
 const serveHelp = `usage: watermark serve --data-dir DIR [--role broker|controller] [flags]
 
@@ -88,9 +42,12 @@ GO_FAILPOINTS='<full name>=<term>;...' at start, or at run time through
 Full names are github.com/watermarkhq/watermark/impl/broker/<name>; see
 failpoints/README.md.
 
-Defaults suit tests on one machine: heartbeat 100 ms, session timeout
-1500 ms, replica lag 3000 ms, replica fetch wait 200 ms, request timeout
-2000 ms, HW checkpoint 1000 ms, min ISR 2, truncation epoch.
+Every protocol setting is a flag, named as in run files
+(failpoints/RUNFILE.md) with dashes: broker.min_insync_replicas is
+--min-insync-replicas. The defaults are the harness's (the strong
+recipe with timeouts shrunk for one machine): heartbeat 200 ms, session
+timeout 1500 ms, replica lag 3000 ms, replica fetch wait 200 ms, request
+timeout 2000 ms, HW checkpoint 1000 ms, min ISR 2, truncation epoch.
 
 flags:
 `
@@ -168,10 +125,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *listen == "" {
 		*listen = "127.0.0.1:9092"
 	}
-	bcfg, err := settings.BrokerConfig(*id)
-	if err != nil {
-		return usageErr(err)
-	}
+	bcfg := settings.BrokerConfig(*id)
 	logf := nodeLogf(stderr, fmt.Sprintf("broker %d: ", *id), *verbose)
 
 	if *fpHTTP != "" {
@@ -212,12 +166,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return stopped(fmt.Sprintf("broker %d", *id), b.Err(), stderr)
 }
 
-func serveController(ctx context.Context, s cluster.Settings, listen, dataDir string, verbose bool, stdout, stderr io.Writer) int {
-	ccfg, err := s.ControllerConfig()
-	if err != nil {
-		fmt.Fprintf(stderr, "watermark serve: %v\n", err)
-		return exitUsage
-	}
+func serveController(ctx context.Context, s run.Settings, listen, dataDir string, verbose bool, stdout, stderr io.Writer) int {
+	ccfg := s.Controller
 	c, err := node.StartController(node.ControllerConfig{
 		Controller: ccfg,
 		DataDir:    dataDir,

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
@@ -109,7 +109,7 @@ func TestServeBadUsageExitsTwoAndSaysHowToFixIt(t *testing.T) {
 		{[]string{"--data-dir", dir, "--role", "controller", "--id", "1"}, "--id is a broker flag"},
 		{[]string{"--data-dir", dir, "--truncation", "sometimes"}, `unknown truncation "sometimes"`},
 		{[]string{"--data-dir", dir, "--producer-state", "nope"}, `unknown producer state "nope"`},
-		{[]string{"--data-dir", dir, "--session-timeout-ms", "0"}, "SessionTimeoutMs"},
+		{[]string{"--data-dir", dir, "--session-timeout-ms", "0"}, "session_timeout_ms 0 must be positive"},
 		{[]string{"--data-dir", dir, "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"--data-dir", dir, "extra"}, `unexpected argument "extra"`},
 	} {
@@ -124,29 +124,37 @@ func TestServeBadUsageExitsTwoAndSaysHowToFixIt(t *testing.T) {
 func TestServeHelpStatesTheDefaults(t *testing.T) {
 	code, out, _ := runCLI("serve", "--help")
 	require.Equal(t, exitOK, code)
-	for _, want := range []string{"--role", "--route", "--failpoint-http", "heartbeat 100 ms", "session timeout\n1500 ms", "exits 3", "--min-insync-replicas int"} {
+	for _, want := range []string{"--role", "--route", "--failpoint-http", "heartbeat 200 ms", "session\ntimeout 1500 ms", "exits 3", "--min-insync-replicas int"} {
 		assert.Contains(t, out, want)
 	}
 }
 
 func TestSettingsFlagsReachTheNodes(t *testing.T) {
-	s := cluster.DefaultSettings()
-	s.MinInsyncReplicas = 1
-	s.Truncation = partition.TruncateToHW
-	s.ProducerState = partition.ProducerStateLeaderOnly
-	s.FlushEveryAppend = true
-	s.UncleanLeaderElection = true
-	// What the cluster passes to serve parses back to the same settings.
+	s := run.DefaultSettings()
+	s.Broker.MinInsyncReplicas = 1
+	s.Broker.Truncation = partition.TruncateToHW
+	s.Broker.ProducerState = partition.ProducerStateLeaderOnly
+	s.Broker.FlushEveryAppend = true
+	s.Broker.OffsetsTopicPartitions = 7
+	s.Broker.Config.InitialRebalanceDelayMs = 9
+	s.Controller.UncleanLeaderElection = true
+	// What the cluster passes to serve parses back to the same settings:
+	// every setting has its flag.
 	fs := newTestFlagSet()
 	sf := addSettingsFlags(fs)
-	require.NoError(t, fs.Parse(append(s.BrokerArgs(), s.ControllerArgs()...)))
+	require.NoError(t, fs.Parse(append(run.Args(&s.Broker), run.Args(&s.Controller)...)))
 	got, err := sf.settings()
 	require.NoError(t, err)
 	require.Equal(t, s, got)
-	bc, err := got.BrokerConfig(2)
-	require.NoError(t, err)
+	bc := got.BrokerConfig(2)
 	require.Equal(t, broker.NodeID(2), bc.ID)
-	require.Equal(t, 1, bc.Partition.MinInsyncReplicas)
+	require.Equal(t, 1, bc.MinInsyncReplicas)
+	// A bool flag alone means true, as flags do.
+	fs = newTestFlagSet()
+	sf = addSettingsFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--advance-hw-below-min-isr", "--truncation", "epoch-kip101"}))
+	require.True(t, sf.s.Broker.AdvanceHWBelowMinISR)
+	require.Equal(t, partition.TruncateToEpochKIP101, sf.s.Broker.Truncation)
 }
 
 func TestServeExitCodeSaysWhyTheNodeStopped(t *testing.T) {

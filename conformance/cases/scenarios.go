@@ -1,0 +1,168 @@
+package cases
+
+import (
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// KIP101DataLoss is the first scenario of KIP-101, driven by failpoints.
+// Broker 1 leads, broker 2 follows, min ISR 1, acks=all:
+//
+//  1. m1 and m2 are acknowledged: follower 2 fetched m2, and its next fetch
+//     told the leader so, which moved the leader's HW past m2.
+//  2. Follower 2 learns HW=2 and crashes as it writes that HW checkpoint
+//     (hwCheckpointWrite): its checkpoint still says HW=1.
+//  3. It restarts. Kafka before KIP-903 keeps it in the ISR. As it becomes a
+//     follower again, leader 1 crashes (becomeFollower with "crash:1").
+//     With truncation=hw it has just truncated to its checkpointed HW,
+//     dropping m2.
+//  4. The controller elects broker 2, the only ISR member alive. With
+//     truncation=hw the acknowledged m2 is gone and offset 1 will be reused;
+//     with truncation=epoch broker 2 kept m2 and nothing is lost.
+//
+// Reference: KIP-101, "Scenario 1: High Watermark Truncation followed by
+// Immediate Leader Election".
+func KIP101DataLoss(seed uint64, truncation partition.Truncation) run.Spec {
+	cfg := run.DefaultSpec(seed)
+	cfg.Brokers = 2
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 2}}
+	cfg.Broker.MinInsyncReplicas = 1
+	cfg.Broker.Truncation = truncation
+	cfg.Broker.HWCheckpointIntervalMs = 0
+	cfg.Controller.KeepISROnRestart = true
+	cfg.Workload = run.Workload{Producers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 100, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
+	cfg.DurationMs = 8000
+	cfg.SettleMs = 5000
+	after := run.Trigger{AfterAcks: 2}
+	cfg.Failpoints = []run.Failpoint{
+		// Broker 2 is back before its session ends, so it keeps its place.
+		{Name: broker.FPHWCheckpointWrite, Term: `1*return("crash")`, Node: 2, When: after, DownMs: 500},
+		// Leader 1 stays down past its session, so broker 2 is elected.
+		{Name: broker.FPBecomeFollower, Term: `1*return("crash:1")`, Node: 2, When: after, DownMs: 5000},
+	}
+	return cfg
+}
+
+// KIP101Divergence is the second scenario of KIP-101, driven by a failpoint.
+// Broker 1 leads, broker 2 follows, min ISR 1, acks=all; logs are synced
+// once a second (log.flush.interval.ms), so m1 is durable everywhere and
+// m2, just replicated, is not:
+//
+//  1. Broker 2 fetches m2 and acknowledges it; leader 1 moves HW to 2 and
+//     checkpoints it. As it is about to acknowledge m2 to the producer
+//     (beforeProduceResponse), leader 1 crashes and broker 2 loses power:
+//     broker 2 comes back at once with only m1; broker 1 stays down.
+//  2. Broker 2 is elected (it kept its ISR place, as before KIP-903) and
+//     writes m3 at offset 1.
+//  3. Broker 1 returns holding m2 at offset 1 and HW 2. With
+//     truncation=hw it keeps m2 and fetches from offset 2: the replicas
+//     diverge for good. With truncation=epoch it asks where epoch 0 ended
+//     (offset 1), truncates m2 and copies m3.
+//  4. Broker 2 crashes later, broker 1 leads again, and clients see which
+//     record stands at offset 1.
+//
+// Reference: KIP-101, "Scenario 2: Replica Divergence on Restart after
+// Multiple Hard Failures".
+func KIP101Divergence(seed uint64, truncation partition.Truncation) run.Spec {
+	cfg := run.DefaultSpec(seed)
+	cfg.Brokers = 2
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 2}}
+	cfg.Broker.MinInsyncReplicas = 1
+	cfg.Broker.Truncation = truncation
+	cfg.Broker.HWCheckpointIntervalMs = 0
+	cfg.Broker.FlushIntervalMs = 1000
+	cfg.Controller.KeepISROnRestart = true
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 1500, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
+	cfg.DurationMs = 28000
+	cfg.SettleMs = 10000
+	cfg.Failpoints = []run.Failpoint{
+		{Name: broker.FPBeforeProduceResp, Term: `1*return("crash@10000,powerloss-worst:2@300")`, Node: 1, When: run.Trigger{AfterAcks: 1}},
+	}
+	// Long enough down for broker 2 to lead and take m3 whatever the
+	// producer's timing, then broker 2 goes down so broker 1 leads again.
+	cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 20000}, Kind: run.FaultCrash, Node: 2, ForMs: 4000}}
+	return cfg
+}
+
+// KAFKA6361 is KAFKA-6361 (fixed by KIP-279), driven by failpoints: leaders
+// change twice in quick succession, and a follower asks the newest leader
+// about an epoch that leader never saw. Two brokers, min ISR 2, acks=1, and
+// unclean leader election on, so that the leader of the first epoch can
+// lead again before it has copied anything of the second (as the JIRA's
+// fast fail-over does):
+//
+//  1. Leader 1 appends b at offset n, which nobody copies, and crashes there
+//     (leaderAfterAppend); b was never acknowledged nor committed.
+//  2. Broker 2 is elected (epoch e2, ISR [2]) and appends c at offset n; it
+//     crashes as it is about to answer (beforeProduceResponse). With ISR 1 below
+//     min ISR 2, the HW never passed c: c is not committed either.
+//  3. Broker 1 returns to an offline partition and is elected uncleanly
+//     (epoch e3), still holding b at n, and takes new writes after it.
+//  4. Broker 2 returns and asks where e2 ended. With truncation=epoch-kip101
+//     broker 1, which never saw e2, answers with the start of e3, n+1;
+//     broker 2 keeps c and fetches from n+1: offset n holds b on one replica
+//     and c on the other, for good (LogMatching once broker 2 is back in the
+//     ISR). With truncation=epoch the answer is (e1, n+1), broker 2 ends e1
+//     at n, truncates c and copies b.
+//
+// Reference: KAFKA-6361, KIP-279.
+func KAFKA6361(seed uint64, truncation partition.Truncation) run.Spec {
+	cfg := run.DefaultSpec(seed)
+	cfg.Brokers = 2
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 2}}
+	cfg.Broker.MinInsyncReplicas = 2
+	cfg.Broker.Truncation = truncation
+	cfg.Controller.UncleanLeaderElection = true
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksLeader, ProduceIntervalMs: 200, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
+	cfg.DurationMs = 20000
+	cfg.SettleMs = 10000
+	after := run.Trigger{AfterAcks: 3}
+	cfg.Failpoints = []run.Failpoint{
+		// Leader 1 stays down until broker 2 has led and crashed.
+		{Name: broker.FPLeaderAfterAppend, Term: `1*return("crash")`, Node: 1, When: after, DownMs: 5000},
+		// Broker 2's first produce as leader is c: it crashes as it is about
+		// to answer, and stays down until broker 1 leads again.
+		{Name: broker.FPBeforeProduceResp, Term: `1*return("crash")`, Node: 2, When: after, DownMs: 6000},
+	}
+	return cfg
+}
+
+// KAFKA7164 is KAFKA-7164, driven by scheduled faults: a replica copies from
+// one epoch, misses the next, and the same leader returns in a newer epoch.
+// Three brokers (partition 0's replicas in order 1, 2, 3), min ISR 1,
+// acks=1:
+//
+//  1. Broker 1 leads epoch e1. Broker 2 is cut off for 800 ms (less than a
+//     session or the lag time, so it stays alive and in the ISR): broker 3
+//     copies the last records of e1 and broker 2 does not; none of them is
+//     committed, as broker 2 is in the ISR.
+//  2. At 4 s broker 1 crashes and broker 3 is cut off from everyone: it
+//     still follows 1 in e1. Broker 2 is elected (e2) and writes new
+//     records, committed, at the offsets where broker 3 holds e1's last.
+//  3. Broker 1 returns, truncates as 2's follower and catches up; at 9 s
+//     broker 2 crashes and broker 1 is elected (e3).
+//  4. At 12 s broker 3 is reconnected; the controller tells it to follow 1
+//     in e3. With truncation=epoch-no-bump-truncation its leader did not
+//     change, so it skips truncation, keeps e1's last records and fetches
+//     after them: it diverges from broker 1 (StrongIsr, LogMatching). With
+//     truncation=epoch it asks where e1 ended and drops them.
+//
+// Reference: KAFKA-7164.
+func KAFKA7164(seed uint64, truncation partition.Truncation) run.Spec {
+	cfg := run.DefaultSpec(seed)
+	cfg.Brokers = 3
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+	cfg.Broker.MinInsyncReplicas = 1
+	cfg.Broker.Truncation = truncation
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksLeader, ProduceIntervalMs: 50, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
+	cfg.DurationMs = 20000
+	cfg.SettleMs = 10000
+	cfg.Faults = []run.Fault{
+		{When: run.Trigger{AtMs: 3200}, Kind: run.FaultIsolate, Node: 2, ForMs: 800},
+		{When: run.Trigger{AtMs: 4000}, Kind: run.FaultCrash, Node: 1, ForMs: 2000},
+		{When: run.Trigger{AtMs: 4000}, Kind: run.FaultIsolate, Node: 3, ForMs: 8000},
+		{When: run.Trigger{AtMs: 9000}, Kind: run.FaultCrash, Node: 2, ForMs: 2000},
+	}
+	return cfg
+}

@@ -1,0 +1,295 @@
+// Package judge decides how a run came out against its case: the
+// offset-based anomaly checker and porcupine (linearizability/) on the
+// history, the protocol invariants the simulator checked, trace
+// validation, and the case's own requirement that the run reached what it
+// is about. It also sums runs up into cases and a whole check.
+package judge
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/cases"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// Verdict is how a run or a case came out.
+type Verdict string
+
+// Verdicts. Unknown means a checker ran out of time: never a silent pass.
+const (
+	Holds    Verdict = "holds"
+	Violated Verdict = "violated"
+	Unknown  Verdict = "unknown"
+	// Skipped: the target cannot run the case (the reason says why). It
+	// never counts as a pass: a case is skipped only if all its runs are.
+	Skipped Verdict = "skipped"
+)
+
+// Worse returns the worse of two verdicts.
+func Worse(a, b Verdict) Verdict {
+	rank := map[Verdict]int{Skipped: -1, Holds: 0, Unknown: 1, Violated: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// RunResult is one seed of one case, judged.
+type RunResult struct {
+	Case    string
+	Seed    uint64
+	Verdict Verdict
+	// Reasons say why the run did not hold, one line each.
+	Reasons []string
+	// Found are the anomalies the case does not allow; Allowed the ones it
+	// does; Invariants the protocol invariants that failed.
+	Found           []linearizability.Anomaly
+	Allowed         []linearizability.Anomaly
+	Invariants      []*run.Violation
+	Linearizability linearizability.LinearizabilityResult
+	Ops             int
+	// Run is what the run produced.
+	Run     *run.Result
+	Elapsed time.Duration
+	// Target names what the run ran on (Target.Name).
+	Target string
+	// Replay is the command that runs it again, as a person types it.
+	Replay string
+}
+
+// Judge checks one run against its case's guarantees. checkTimeout bounds
+// porcupine (0: no bound); past it the verdict is Unknown.
+func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResult {
+	r := &RunResult{Case: c.Name, Seed: res.Spec.Seed, Verdict: Holds, Ops: len(res.History), Run: res}
+	fail := func(v Verdict, format string, args ...any) {
+		r.Verdict = Worse(r.Verdict, v)
+		r.Reasons = append(r.Reasons, fmt.Sprintf(format, args...))
+	}
+	for _, a := range linearizability.CheckAnomalies(res.History) {
+		if slices.Contains(c.Allowed, a.Name) {
+			r.Allowed = append(r.Allowed, a)
+		} else {
+			r.Found = append(r.Found, a)
+		}
+	}
+	if len(r.Found) > 0 {
+		fail(Violated, "%d anomalies: %s", len(r.Found), summarize(r.Found))
+	}
+	r.Invariants = res.Violations
+	for _, v := range r.Invariants {
+		if !c.LossAllowed || slices.Contains(c.MustHold, v.Invariant) {
+			fail(Violated, "invariant %s", v.Error())
+		}
+	}
+	r.Linearizability = linearizability.CheckLinearizability(res.History, checkTimeout)
+	switch r.Linearizability.Verdict {
+	case linearizability.VerdictIllegal:
+		switch {
+		case c.LossAllowed:
+		case c.DuplicatesAllowed && hasAnomaly(r.Allowed, linearizability.AnomalyDuplicate):
+			// Explained by the duplicates at-least-once allows.
+		default:
+			fail(Violated, "porcupine: the history is not linearizable against spec/'s partition log")
+		}
+	case linearizability.VerdictUnknown:
+		fail(Unknown, "porcupine ran out of time (%s); rerun with a longer --check-timeout", checkTimeout)
+	}
+	if !res.Spec.NoFinalRead && !res.Stats.FinalReadDone {
+		// Without the final read, acknowledged writes that vanished go
+		// unnoticed ("unseen" is judged only where it finished).
+		fail(Unknown, "the final read did not finish: unseen writes could not be judged; rerun with a longer settle time")
+	}
+	if p := res.Protocol; p != nil && p.Failure != "" {
+		first, _, _ := strings.Cut(p.Failure, "\n")
+		fail(Violated, "trace validation: %s", first)
+	}
+	if c.Require != nil {
+		if err := c.Require(res); err != nil {
+			if res.Live {
+				// Real time decides what a run on real processes gets
+				// to exercise; missing it is no pass, and no violation.
+				fail(Unknown, "the run did not exercise what the case is about (%v); rerun it, or with a longer --duration", err)
+			} else {
+				fail(Violated, "case expectation: %v", err)
+			}
+		}
+	}
+	return r
+}
+
+// summarize counts anomalies by name: "lost-write x2, unseen x1".
+func summarize(as []linearizability.Anomaly) string {
+	counts := map[string]int{}
+	for _, a := range as {
+		counts[a.Name]++
+	}
+	return formatCounts(counts)
+}
+
+func formatCounts(counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for n := range counts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s := ""
+	for _, n := range names {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s x%d", n, counts[n])
+	}
+	return s
+}
+
+// CaseResult sums up every seed of a case.
+type CaseResult struct {
+	Name    string
+	Summary string
+	Seeds   int
+	Ops     int
+	Verdict Verdict
+	// Found counts the anomalies that broke the case's guarantees, by
+	// name; Allowed the anomalies it tolerates.
+	Found   map[string]int
+	Allowed map[string]int
+	// Invariants counts the runs each protocol invariant failed in, by
+	// name; InvariantsAllowed the same for a case that tolerates loss.
+	Invariants        map[string]int
+	InvariantsAllowed map[string]int
+	// Illegal counts the runs porcupine found not linearizable against
+	// spec/'s partition log; IllegalAllowed those the case tolerates.
+	Illegal        int
+	IllegalAllowed int
+	// Failed holds the runs that did not hold, in seed order.
+	Failed []*RunResult
+	// Skipped says why the target could not run the case, if it could not.
+	Skipped string
+	// StepsChecked and StepsSkipped count the replication steps trace
+	// validation checked and left unchecked, over every run (both 0
+	// without trace validation).
+	StepsChecked int
+	StepsSkipped int
+}
+
+// NewCaseResult is an empty summary of c, skipped until a run is added.
+func NewCaseResult(c *cases.Case) *CaseResult {
+	return &CaseResult{Name: c.Name, Summary: c.Summary, Verdict: Skipped,
+		Found: map[string]int{}, Allowed: map[string]int{},
+		Invariants: map[string]int{}, InvariantsAllowed: map[string]int{}}
+}
+
+// Report is the outcome of a check.
+type Report struct {
+	Verdict Verdict
+	Cases   []*CaseResult
+	Runs    int
+	// Planned is how many runs the check meant to do: more than Runs when
+	// it was interrupted.
+	Planned int
+	Elapsed time.Duration
+	// Interrupted says the check was stopped before every run was done.
+	Interrupted bool
+}
+
+// Steps sums trace validation's counts over every case.
+func (rep *Report) Steps() (checked, skipped int) {
+	for _, cr := range rep.Cases {
+		checked += cr.StepsChecked
+		skipped += cr.StepsSkipped
+	}
+	return checked, skipped
+}
+
+// Add counts run r into its case's summary.
+func (cr *CaseResult) Add(r *RunResult, lossAllowed bool) {
+	if r.Verdict == Skipped {
+		if cr.Skipped == "" {
+			cr.Skipped = strings.Join(r.Reasons, "; ")
+		}
+		return
+	}
+	cr.Seeds++
+	cr.Ops += r.Ops
+	cr.Verdict = Worse(cr.Verdict, r.Verdict)
+	for _, a := range r.Found {
+		cr.Found[a.Name]++
+	}
+	for _, a := range r.Allowed {
+		cr.Allowed[a.Name]++
+	}
+	if r.Run != nil && r.Run.Protocol != nil {
+		for _, n := range r.Run.Protocol.Checked {
+			cr.StepsChecked += n
+		}
+		for _, n := range r.Run.Protocol.Skipped {
+			cr.StepsSkipped += n
+		}
+	}
+	for _, v := range r.Invariants {
+		if lossAllowed {
+			cr.InvariantsAllowed[v.Invariant]++
+		} else {
+			cr.Invariants[v.Invariant]++
+		}
+	}
+	if r.Linearizability.Verdict == linearizability.VerdictIllegal {
+		if lossAllowed || r.Verdict == Holds {
+			cr.IllegalAllowed++
+		} else {
+			cr.Illegal++
+		}
+	}
+	if r.Verdict != Holds {
+		cr.Failed = append(cr.Failed, r)
+	}
+}
+
+// Finish sorts the failed runs by seed and settles the report's verdict.
+func (rep *Report) Finish() {
+	rep.Verdict = Skipped
+	for _, cr := range rep.Cases {
+		sort.Slice(cr.Failed, func(i, j int) bool { return cr.Failed[i].Seed < cr.Failed[j].Seed })
+		rep.Verdict = Worse(rep.Verdict, cr.Verdict)
+	}
+}
+
+// Counts renders a case's anomaly, invariant and porcupine counts, of
+// what broke it (allowed false) or of what it tolerates (true), as
+// "lost-write x2, invariant StrongIsr x1, not linearizable x1"; "-" when
+// there are none.
+func (cr *CaseResult) Counts(allowed bool) string {
+	anomalies, invariants, illegal := cr.Found, cr.Invariants, cr.Illegal
+	if allowed {
+		anomalies, invariants, illegal = cr.Allowed, cr.InvariantsAllowed, cr.IllegalAllowed
+	}
+	var parts []string
+	if s := formatCounts(anomalies); s != "" {
+		parts = append(parts, s)
+	}
+	for _, n := range slices.Sorted(maps.Keys(invariants)) {
+		parts = append(parts, fmt.Sprintf("invariant %s x%d", n, invariants[n]))
+	}
+	if illegal > 0 {
+		parts = append(parts, fmt.Sprintf("not linearizable x%d", illegal))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func hasAnomaly(as []linearizability.Anomaly, name string) bool {
+	for _, a := range as {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,163 @@
+package live
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/nemesis"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
+
+// inject applies one fault to the real cluster now and schedules its end.
+func (l *live) inject(f run.Fault) {
+	cl := l.opts.Cluster
+	switch f.Kind {
+	case run.FaultHeal:
+		l.Stats.Faults++
+		l.heal()
+		return
+	case run.FaultRestartProducer:
+		l.Stats.Faults++
+		l.RestartProducer(f.Node)
+		return
+	case run.FaultCrashConsumer:
+		l.Stats.Faults++
+		l.CrashConsumer(f.Node, l.Spec.Duration(f))
+		return
+	}
+	id, ok := nemesis.Strike(&l.Spec, l, f, l.Rng)
+	if !ok {
+		l.note(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
+		return
+	}
+	dur := l.Spec.Duration(f)
+	fail := func(err error) bool {
+		if err != nil {
+			l.note(run.NoteHarness, id, "%s broker %d failed: %v", f.Kind, id, err)
+			return true
+		}
+		return false
+	}
+	switch f.Kind {
+	case run.FaultCrash:
+		if l.down[id] {
+			return
+		}
+		if l.paused[id] {
+			l.paused[id] = false
+			l.faulted[id]--
+		}
+		if fail(cl.Kill(id)) {
+			return
+		}
+		l.down[id] = true
+		l.faulted[id]++
+		l.Stats.Faults++
+		l.Stats.Crashes++
+		l.fault(run.FaultCrash, id, "crash broker %d (%s)", id, l.opts.Cluster.How(run.FaultCrash))
+		l.at(l.Now+dur, func() { l.restart(id) })
+	case run.FaultPause:
+		if l.down[id] || l.paused[id] || fail(cl.Pause(id)) {
+			return
+		}
+		l.paused[id] = true
+		l.faulted[id]++
+		l.Stats.Faults++
+		l.fault(run.FaultPause, id, "pause broker %d for %d ms (%s)", id, dur, l.opts.Cluster.How(run.FaultPause))
+		l.at(l.Now+dur, func() { l.resume(id) })
+	case run.FaultIsolate:
+		if fail(cl.Isolate(id)) {
+			return
+		}
+		l.faulted[id]++
+		l.Stats.Faults++
+		l.fault(run.FaultIsolate, id, "isolate broker %d", id)
+		if dur > 0 {
+			l.at(l.Now+dur, l.heal)
+		}
+	case run.FaultSlow:
+		if fail(cl.SetLatency(id, time.Duration(f.DelayMs)*time.Millisecond)) {
+			return
+		}
+		l.faulted[id]++
+		l.Stats.Faults++
+		l.fault(run.FaultSlow, id, "slow broker %d by %d ms for %d ms", id, f.DelayMs, dur)
+		l.at(l.Now+dur, func() {
+			if cl.SetLatency(id, 0) == nil {
+				l.faulted[id]--
+				l.note(run.NoteHeal, id, "broker %d is fast again", id)
+			}
+		})
+	}
+}
+
+func (l *live) restart(id int) {
+	if !l.down[id] {
+		return
+	}
+	if err := l.opts.Cluster.Restart(id); err != nil {
+		l.note(run.NoteHarness, id, "restart broker %d failed: %v", id, err)
+		l.at(l.Now+l.Spec.RestartAfterMs, func() { l.restart(id) })
+		return
+	}
+	l.down[id] = false
+	l.faulted[id]--
+	l.note(run.NoteHeal, id, "restart broker %d", id)
+}
+
+func (l *live) resume(id int) {
+	if !l.paused[id] {
+		return
+	}
+	if err := l.opts.Cluster.Resume(id); err != nil {
+		l.note(run.NoteHarness, id, "resume broker %d failed: %v", id, err)
+		return
+	}
+	l.paused[id] = false
+	l.faulted[id]--
+	l.note(run.NoteHeal, id, "resume broker %d", id)
+}
+
+// heal ends every network fault (isolation and slowness).
+func (l *live) heal() {
+	if err := l.opts.Cluster.Heal(); err != nil {
+		l.note(run.NoteHarness, 0, "heal failed: %v", err)
+		return
+	}
+	for id := 1; id <= l.Spec.Brokers; id++ {
+		if !l.down[id] && !l.paused[id] {
+			l.faulted[id] = 0
+		}
+	}
+	l.note(run.NoteHeal, 0, "heal network faults")
+}
+
+// healAll ends every fault so the run can settle; crashed brokers restart
+// on their own schedule.
+func (l *live) healAll() {
+	l.heal()
+	for id := 1; id <= l.Spec.Brokers; id++ {
+		l.resume(id)
+	}
+	l.note(run.NoteHeal, 0, "heal all faults")
+}
+
+// Faulted implements nemesis.Cluster.
+func (l *live) Faulted(id int) bool { return l.faulted[id] > 0 || l.down[id] }
+
+// InSync implements nemesis.Cluster. A live run has no power losses to
+// hold back (Unsupported refuses them), so it never asks in earnest.
+func (l *live) InSync() bool { return false }
+
+// Partition implements nemesis.Cluster: tp as metadata shows it now.
+func (l *live) Partition(tp kafka.TopicPartition) (kafka.PartitionState, bool) {
+	l.refreshLeaders(l.ctx)
+	p, ok := l.leaders[tp]
+	return p, ok
+}
+
+// fault records a fault of kind striking broker id.
+func (l *live) fault(kind run.FaultKind, id int, format string, args ...any) {
+	l.Note(run.Note{Kind: run.NoteFault, Fault: kind, Node: id, Text: fmt.Sprintf(format, args...)})
+}

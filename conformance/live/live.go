@@ -1,0 +1,456 @@
+// Package live runs a conformance run against real processes in real
+// time: the harness's clients (conformance/traffic) speak the Kafka
+// protocol to a running cluster, and the faults of the run's schedule and
+// nemesis (conformance/nemesis) strike through signals, proxies or the
+// user's commands. The same run.Spec the simulator runs drives it.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/nemesis"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/conformance/traffic"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
+
+// Cluster is a cluster of real processes that the live runner can fault
+// (conformance/cluster implements it for the reference; a third-party
+// target implements what it can). Brokers are numbered 1..N.
+type Cluster interface {
+	Brokers() int
+	Kill(id int) error
+	Restart(id int) error
+	Pause(id int) error
+	Resume(id int) error
+	Isolate(id int) error
+	Heal() error
+	// SetLatency adds d to every message to or from the broker; 0 clears it.
+	SetLatency(id int, d time.Duration) error
+	// How says, for the run's notes, how the cluster carries out a fault
+	// of kind: "SIGKILL", or the user's command.
+	How(kind run.FaultKind) string
+}
+
+// Exchanger carries the clients' requests to a real cluster over the
+// Kafka protocol: it takes the broker's own client-plane messages
+// (broker.ProduceRequest, FetchRequest, ListOffsetsRequest,
+// MetadataRequest, InitProducerIDRequest) and returns the answer as the
+// broker's own response type, with Kafka error codes turned back into the
+// reference's errors. It returns nil, nil for an acks=0 produce.
+type Exchanger interface {
+	Exchange(ctx context.Context, to broker.NodeID, msg any) (any, error)
+	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int) error
+}
+
+// Options are what the live runner needs besides the run's Spec.
+type Options struct {
+	Cluster Cluster
+	Net     Exchanger
+	// NetFor, when set, gives each client its own connections (as separate
+	// processes would have): a client's JoinGroup, which the coordinator
+	// holds for a whole rebalance, must not hold up another client's
+	// heartbeats on a shared connection (Kafka answers a connection's
+	// requests in order). Net is then used for the runner's own requests.
+	NetFor func(client broker.NodeID) (Exchanger, error)
+	// Progress, if set, is called about once a second with the run's time.
+	Progress func(nowMs, endMs int64)
+}
+
+// Unsupported says why cfg cannot run against real processes, or "" when
+// it can. The simulator can do things a harness of real processes
+// cannot: cut a machine's power, lose single messages, fire failpoints on
+// a schedule across brokers. A case that needs them is skipped with this
+// reason rather than run without them and passed.
+func Unsupported(cfg run.Spec) string {
+	var why []string
+	if slices.Contains(cfg.Kinds(), run.FaultPowerLoss) {
+		why = append(why, "it cuts power, which a process on a running machine cannot (the simulator's disks can)")
+	}
+	if len(cfg.Failpoints) > 0 {
+		why = append(why, "it schedules failpoints across brokers, which the simulator does; on real processes switch failpoints on with GO_FAILPOINTS (failpoints/README.md)")
+	}
+	if cfg.Network.DropRate > 0 {
+		why = append(why, "it drops single messages between brokers, which a TCP proxy cannot do without breaking the connection")
+	}
+	for _, f := range cfg.Faults {
+		if f.When.AfterAcks > 0 {
+			why = append(why, "it times faults by acknowledged writes, which only the simulator can do exactly")
+			break
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "cannot run on real processes: " + why[0]
+}
+
+// live runs a workload against real processes in real time. It shares the
+// clients with the simulator (traffic.World); what differs is the network
+// (a real Kafka connection per request), the clock, and the faults, which
+// are signals and proxy cuts instead of simulated ones.
+type live struct {
+	traffic.World
+	opts    Options
+	ctx     context.Context
+	start   time.Time
+	answers chan broker.Envelope
+	wg      sync.WaitGroup
+
+	ticks   []liveTimer
+	faulted []int // by broker id: faults in force
+	down    []bool
+	paused  []bool
+	acked   int
+	leaders map[kafka.TopicPartition]kafka.PartitionState
+	metaDue int64
+	metaOut bool
+	// firstTick is when each client starts ticking.
+	firstTick map[broker.NodeID]int64
+	nets      map[broker.NodeID]Exchanger
+}
+
+type liveTimer struct {
+	at int64
+	do func()
+}
+
+// Run runs cfg against a real cluster: the topics are created, the
+// clients produce and consume through opts.Net, and the faults of cfg's
+// schedule and nemesis strike through opts.Cluster, in real time. The
+// run.Result has the history and the notes; protocol invariants cannot be
+// checked from outside and are left empty.
+func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if why := Unsupported(cfg); why != "" {
+		return nil, errors.New(why)
+	}
+	if opts.Cluster == nil || opts.Net == nil {
+		return nil, errors.New("live run: a cluster and a network are required")
+	}
+	if n := opts.Cluster.Brokers(); n != cfg.Brokers {
+		return nil, fmt.Errorf("live run: the config has %d brokers, the cluster %d", cfg.Brokers, n)
+	}
+	l := &live{
+		World: traffic.World{
+			Spec: cfg,
+			Rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		},
+		opts:    opts,
+		ctx:     ctx,
+		answers: make(chan broker.Envelope, 4096),
+		faulted: make([]int, cfg.Brokers+1),
+		down:    make([]bool, cfg.Brokers+1),
+		paused:  make([]bool, cfg.Brokers+1),
+		leaders: map[kafka.TopicPartition]kafka.PartitionState{},
+		nets:    map[broker.NodeID]Exchanger{},
+	}
+	l.Host = l
+	for _, t := range cfg.Topics {
+		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := opts.Net.CreateTopic(tctx, t.Name, t.Partitions, t.ReplicationFactor)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("live run: create topic %q: %w", t.Name, err)
+		}
+	}
+	if err := l.awaitLeaders(ctx); err != nil {
+		return nil, err
+	}
+	l.start = time.Now()
+	l.Start()
+	for _, f := range cfg.Faults {
+		l.at(f.When.AtMs, func() { l.inject(f) })
+	}
+	if len(cfg.Nemesis.Kinds) > 0 {
+		var next func()
+		next = func() {
+			if l.Over {
+				return
+			}
+			if f, ok := nemesis.Next(&l.Spec, l, l.Rng); ok {
+				l.inject(f)
+			}
+			l.at(l.Now+nemesis.Delay(cfg.Nemesis, l.Rng), next)
+		}
+		l.at(nemesis.Delay(cfg.Nemesis, l.Rng), next)
+	}
+	l.at(cfg.DurationMs, func() {
+		l.Over = true
+		l.healAll()
+	})
+	if !cfg.NoFinalRead {
+		l.at(cfg.DurationMs+cfg.SettleMs/2, l.StartFinalRead)
+	}
+	err := l.loop()
+	l.healAll()
+	for id := 1; id <= cfg.Brokers; id++ {
+		if l.down[id] {
+			_ = opts.Cluster.Restart(id)
+		}
+	}
+	l.wg.Wait()
+	l.Close()
+	l.Stats.EndMs = l.Now
+	return &run.Result{Spec: cfg, History: l.History, Notes: l.Notes, Stats: l.Stats, Live: true}, err
+}
+
+// awaitLeaders waits until every partition of the run has a leader.
+func (l *live) awaitLeaders(ctx context.Context) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l.refreshLeaders(ctx)
+		led := 0
+		for _, tp := range l.Spec.Partitions() {
+			if p, ok := l.leaders[tp]; ok && p.Leader > 0 {
+				led++
+			}
+		}
+		if led == len(l.Spec.Partitions()) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("live run: partitions without a leader 20 s after creating the topics (%d of %d led; brokers must be numbered 1..%d, or from 0 with the ids shifted)", led, len(l.Spec.Partitions()), l.Spec.Brokers)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// refreshLeaders asks a broker that is up for metadata, synchronously.
+func (l *live) refreshLeaders(ctx context.Context) {
+	for id := 1; id <= l.Spec.Brokers; id++ {
+		if l.down[id] || l.paused[id] {
+			continue
+		}
+		mctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := l.opts.Net.Exchange(mctx, broker.NodeID(id), broker.MetadataRequest{})
+		cancel()
+		if m, ok := resp.(broker.MetadataResponse); ok && err == nil {
+			l.learnLeaders(m)
+			return
+		}
+	}
+}
+
+// learnLeaders notes leadership changes the way the simulator notes
+// elections, so timelines read the same.
+func (l *live) learnLeaders(m broker.MetadataResponse) {
+	for _, p := range m.Partitions {
+		tp := p.TopicPartition
+		old, seen := l.leaders[tp]
+		if p.Leader < 0 {
+			continue
+		}
+		if !seen {
+			l.leaders[tp] = p.Clone()
+			continue
+		}
+		if p.LeaderEpoch < old.LeaderEpoch {
+			continue // a broker behind the others
+		}
+		started := l.start != (time.Time{})
+		if p.LeaderEpoch > old.LeaderEpoch && started {
+			// Seen from outside, an election is unclean when the new
+			// leader was not in the last ISR we saw (we may miss ISR
+			// changes between polls, so this can only undercount).
+			l.Stats.Elections++
+			unclean := !slices.Contains(old.ISR, p.Leader)
+			if unclean {
+				l.Stats.UncleanElections++
+			}
+			l.Note(run.ElectionNote(tp, p.Leader, p.LeaderEpoch, unclean))
+		}
+		if started && !slices.Equal(sorted(old.ISR), sorted(p.ISR)) {
+			if len(p.ISR) < len(old.ISR) {
+				l.Stats.ISRShrinks++
+			} else if len(p.ISR) > len(old.ISR) {
+				l.Stats.ISRExpands++
+			}
+			l.Note(run.ISRNote(tp, sorted(old.ISR), sorted(p.ISR), -1))
+		}
+		l.leaders[tp] = p.Clone()
+	}
+}
+
+func sorted(ids []int32) []int32 {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
+}
+
+func (l *live) at(t int64, do func()) {
+	l.ticks = append(l.ticks, liveTimer{at: t, do: do})
+}
+
+func (l *live) end() int64 { return l.Spec.DurationMs + l.Spec.SettleMs }
+
+func (l *live) loop() error {
+	tick := time.NewTicker(time.Duration(l.Spec.TickMs) * time.Millisecond)
+	defer tick.Stop()
+	lastProgress := int64(-1000)
+	for {
+		select {
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		case env := <-l.answers:
+			l.Now = time.Since(l.start).Milliseconds()
+			if m, ok := env.Msg.(broker.MetadataResponse); ok && env.To == metadataWatcher {
+				l.metaOut = false
+				l.learnLeaders(m)
+				continue
+			}
+			l.Deliver(env)
+			continue
+		case <-tick.C:
+		}
+		l.Now = time.Since(l.start).Milliseconds()
+		if l.Now >= l.end() || (l.Over && l.Stats.FinalReadDone) {
+			return nil
+		}
+		// Timers, in time order; a timer may add timers.
+		slices.SortStableFunc(l.ticks, func(a, b liveTimer) int { return int(a.at - b.at) })
+		for len(l.ticks) > 0 && l.ticks[0].at <= l.Now {
+			t := l.ticks[0]
+			l.ticks = l.ticks[1:]
+			t.do()
+			slices.SortStableFunc(l.ticks, func(a, b liveTimer) int { return int(a.at - b.at) })
+		}
+		for _, id := range l.Clients() {
+			if l.Now >= l.firstTick[id] {
+				l.TickClient(id)
+			}
+		}
+		if l.Now >= l.metaDue && !l.metaOut {
+			l.metaDue = l.Now + metadataPollMs
+			l.watchMetadata()
+		}
+		if l.opts.Progress != nil && l.Now-lastProgress >= 1000 {
+			lastProgress = l.Now
+			l.opts.Progress(l.Now, l.end())
+		}
+	}
+}
+
+// metadataWatcher is the node id the runner's own metadata polls answer to.
+const metadataWatcher = broker.ClientIDBase - 1
+
+// metadataPollMs is how often the runner asks for metadata to see
+// elections and ISR changes from outside: often enough that an ISR shrink
+// and the election after it are rarely seen as one step.
+const metadataPollMs = 100
+
+func (l *live) watchMetadata() {
+	for id := 1; id <= l.Spec.Brokers; id++ {
+		if !l.down[id] && !l.paused[id] {
+			l.metaOut = true
+			l.Send(broker.Envelope{From: metadataWatcher, To: broker.NodeID(id), Msg: broker.MetadataRequest{}})
+			return
+		}
+	}
+}
+
+// Send implements traffic.Host: one request, on its own goroutine; the answer
+// comes back through the loop. A lost answer is the client's timeout.
+//
+// run.Network.ResponseDropRate works as in the simulator: the produce reaches
+// the broker and takes effect, and its answer is thrown away on arrival,
+// so the producer cannot know (the at-least-once and exactly-once cases).
+func (l *live) Send(env broker.Envelope) {
+	l.Stats.Messages++
+	_, isProduce := env.Msg.(broker.ProduceRequest)
+	dropAnswer := isProduce && l.Spec.Network.ResponseDropRate > 0 && l.Rng.Float64() < l.Spec.Network.ResponseDropRate
+	if dropAnswer {
+		l.Stats.Dropped++
+	}
+	ex := l.netFor(env.From)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(l.ctx, l.requestTimeout())
+		defer cancel()
+		resp, err := ex.Exchange(ctx, env.To, env.Msg)
+		if dropAnswer {
+			return
+		}
+		if err != nil || resp == nil {
+			if env.From == metadataWatcher {
+				resp = broker.MetadataResponse{} // frees the watcher
+			} else {
+				return
+			}
+		}
+		select {
+		case l.answers <- broker.Envelope{From: env.To, To: env.From, Msg: resp}:
+		case <-l.ctx.Done():
+		}
+	}()
+}
+
+// netFor is the Exchanger of client id (made on first use; called from
+// the loop only).
+func (l *live) netFor(id broker.NodeID) Exchanger {
+	if l.opts.NetFor == nil || id == metadataWatcher {
+		return l.opts.Net
+	}
+	if ex, ok := l.nets[id]; ok {
+		return ex
+	}
+	ex, err := l.opts.NetFor(id)
+	if err != nil {
+		l.note(run.NoteHarness, 0, "client %d: no connection of its own (%v); it shares the runner's", id, err)
+		ex = l.opts.Net
+	}
+	l.nets[id] = ex
+	return ex
+}
+
+func (l *live) requestTimeout() time.Duration {
+	w := l.Spec.Workload
+	return time.Duration(max(w.RequestTimeoutMs, w.FetchMaxWaitMs)+1000) * time.Millisecond
+}
+
+// ScheduleClientTick implements traffic.Host.
+func (l *live) ScheduleClientTick(id broker.NodeID, at int64) {
+	if l.firstTick == nil {
+		l.firstTick = map[broker.NodeID]int64{}
+	}
+	l.firstTick[id] = at
+}
+
+// LiveBrokers implements traffic.Host: the brokers not killed.
+func (l *live) LiveBrokers() []broker.NodeID {
+	var ids []broker.NodeID
+	for id := 1; id <= l.Spec.Brokers; id++ {
+		if !l.down[id] {
+			ids = append(ids, broker.NodeID(id))
+		}
+	}
+	return ids
+}
+
+// OnAck implements traffic.Host.
+func (l *live) OnAck() { l.acked++ }
+
+// After implements traffic.Host.
+func (l *live) After(at int64, fn func()) { l.at(at, fn) }
+
+// Noted implements traffic.Host.
+func (l *live) Noted(run.Note) {}
+
+// note records a note of kind about broker node (0 if none).
+func (l *live) note(kind run.NoteKind, node int, format string, args ...any) {
+	l.Note(run.Note{Kind: kind, Node: node, Text: fmt.Sprintf(format, args...)})
+}

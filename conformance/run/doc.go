@@ -1,0 +1,16 @@
+// Package run is the one description of a conformance run that every
+// runner reads: the simulator (conformance/sim), the live runner against
+// real processes, the local process cluster (conformance/cluster), the
+// `watermark serve` flags, and run files.
+//
+// A Spec is a whole run: the cluster's shape, its protocol Settings (every
+// broker's and the controller's, the types impl/ itself runs with), the
+// network, the clients' workload, the faults and failpoints, and the
+// run's bounds. A run file (File, failpoints/RUNFILE.md) is a Spec in
+// YAML with what the run must show. A Result is what a run produced.
+//
+// Adding a broker setting is one field with its yaml and doc tags in
+// impl/ (partition.Settings, broker.Settings, controller.Config), and its
+// use: run files, flags and the process cluster find it by reflection
+// (Fields).
+package run

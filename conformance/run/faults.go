@@ -1,0 +1,272 @@
+package run
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
+
+// FaultKind names a fault.
+type FaultKind string
+
+// The faults a run can inject. Every runner takes the same kinds; one a
+// runner cannot carry out is refused before the run (see conformance's
+// Capabilities), never skipped silently.
+const (
+	FaultCrash     FaultKind = "crash"     // process dies; page cache survives; restarts later
+	FaultPowerLoss FaultKind = "powerloss" // machine dies; unsynced writes lost, last may tear
+	FaultPause     FaultKind = "pause"     // process stops; messages wait for it
+	FaultIsolate   FaultKind = "isolate"   // network partition: the broker alone on one side
+	FaultSlow      FaultKind = "slow"      // every message to or from the broker takes DelayMs longer
+	FaultHeal      FaultKind = "heal"      // end every network partition
+	// FaultRestartProducer restarts producer client Node (0-based): what it
+	// had in flight ends unknown, the new process gets a new producer id,
+	// and the application sends its last unacknowledged record again.
+	FaultRestartProducer FaultKind = "restart-producer"
+	// FaultCrashConsumer kills group consumer Node (0-based): no
+	// LeaveGroup, nothing more processed or committed; the coordinator
+	// times the member out. A new process (a new member) starts after
+	// ForMs (0: RestartAfterMs).
+	FaultCrashConsumer FaultKind = "crash-consumer"
+)
+
+// FaultKinds lists every kind.
+var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal, FaultRestartProducer, FaultCrashConsumer}
+
+// OnBroker reports whether the kind strikes a broker (the others strike
+// the network as a whole or a client).
+func (k FaultKind) OnBroker() bool {
+	return k != FaultHeal && k != FaultRestartProducer && k != FaultCrashConsumer
+}
+
+// Values lists the names a FaultKind takes.
+func (FaultKind) Values() []string {
+	out := make([]string, len(FaultKinds))
+	for i, k := range FaultKinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// UnmarshalText reads one of Values.
+func (k *FaultKind) UnmarshalText(b []byte) error {
+	if !slices.Contains(FaultKinds, FaultKind(b)) {
+		return fmt.Errorf("unknown fault kind %q: want one of %s", b, strings.Join(FaultKind("").Values(), ", "))
+	}
+	*k = FaultKind(b)
+	return nil
+}
+
+// Role picks a fault's broker by what it does when the fault strikes.
+type Role string
+
+// Roles. RoleAny means Fault.Node names the broker.
+const (
+	RoleAny      Role = ""
+	RoleLeader   Role = "leader"   // the current leader of a partition
+	RoleFollower Role = "follower" // a follower of that partition, drawn from the seed
+	// RoleCoordinator is the broker coordinating the workload's group:
+	// the leader of its offsets-topic partition.
+	RoleCoordinator Role = "coordinator"
+)
+
+var roles = []Role{RoleAny, RoleLeader, RoleFollower, RoleCoordinator}
+
+// String names the role as run files do ("any" for RoleAny).
+func (r Role) String() string {
+	if r == RoleAny {
+		return "any"
+	}
+	return string(r)
+}
+
+// Values lists the names a Role takes.
+func (Role) Values() []string { return []string{"any", "leader", "follower", "coordinator"} }
+
+// MarshalText writes the role's name.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads one of Values.
+func (r *Role) UnmarshalText(b []byte) error {
+	for _, x := range roles {
+		if x.String() == string(b) {
+			*r = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown role %q: want one of %s", b, strings.Join(Role("").Values(), ", "))
+}
+
+// Trigger says when a scheduled fault or failpoint takes effect: at a time,
+// or once a number of produces have been acknowledged. The zero Trigger is
+// "at the start".
+type Trigger struct {
+	AtMs      int64 `yaml:"at_ms"`
+	AfterAcks int   `yaml:"after_acks"`
+}
+
+// String renders the trigger for traces.
+func (t Trigger) String() string {
+	if t.AfterAcks > 0 {
+		return fmt.Sprintf("after %d acks", t.AfterAcks)
+	}
+	return fmt.Sprintf("at %d ms", t.AtMs)
+}
+
+// Fault is one scheduled fault.
+type Fault struct {
+	Kind FaultKind `yaml:"kind"`
+	// Node is the broker when Role is RoleAny; the client's index for
+	// restart-producer and crash-consumer; unused for heal.
+	Node int `yaml:"node"`
+	// Role, when set, picks the broker when the fault strikes: the leader
+	// or a follower of Partition (default: the first topic's partition 0),
+	// or the group's coordinator.
+	Role      Role                  `yaml:"role"`
+	Partition *kafka.TopicPartition `yaml:"partition,omitempty"`
+	When      Trigger               `yaml:",inline"`
+	// ForMs is how long the fault lasts: downtime for crash and power loss,
+	// pause length, isolation or slowness length. 0 means RestartAfterMs,
+	// except for isolate, where it means "until the final heal".
+	ForMs int64 `yaml:"for_ms"`
+	// DelayMs is the extra delay of a slow broker's messages.
+	DelayMs int64 `yaml:"delay_ms"`
+}
+
+func (f Fault) validate(brokers int) error {
+	if !slices.Contains(FaultKinds, f.Kind) {
+		return fmt.Errorf("unknown kind %q: want one of %v", f.Kind, FaultKinds)
+	}
+	switch f.Role {
+	case RoleAny:
+		if f.Kind.OnBroker() && (f.Node < 1 || f.Node > brokers) {
+			return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
+		}
+	case RoleLeader, RoleFollower, RoleCoordinator:
+	default:
+		return fmt.Errorf("unknown role %q: want leader, follower or coordinator", f.Role)
+	}
+	if f.Kind == FaultSlow && f.DelayMs <= 0 {
+		return fmt.Errorf("slow broker without a delay: set delay_ms > 0")
+	}
+	if f.ForMs < 0 || f.When.AtMs < 0 || f.When.AfterAcks < 0 {
+		return fmt.Errorf("%s: negative time or count", f.Kind)
+	}
+	return nil
+}
+
+// Failpoint switches on one of the broker's failpoints.
+type Failpoint struct {
+	// Name is one of broker.Failpoints.
+	Name string `yaml:"name" one_of:"failpoint"`
+	// Term is a pingcap/failpoint term, e.g. `1*return("crash")` or
+	// `return("crash:2")`. A leading "P%" is taken out of the term and drawn
+	// from the run's seed, not from a global random source, so the run stays
+	// reproducible.
+	Term string `yaml:"term"`
+	// Node is the broker it applies to; 0 for every broker.
+	Node int     `yaml:"node"`
+	When Trigger `yaml:",inline"`
+	// DownMs is how long the broker it crashes, powers off or pauses stays
+	// so; 0 means RestartAfterMs.
+	DownMs int64 `yaml:"down_ms"`
+}
+
+func (fp Failpoint) validate(brokers int) error {
+	if !slices.Contains(broker.Failpoints, fp.Name) {
+		return fmt.Errorf("unknown failpoint %q: want one of %s", fp.Name, strings.Join(broker.Failpoints, ", "))
+	}
+	if fp.DownMs < 0 {
+		return fmt.Errorf("failpoint %s: negative down time %d ms", fp.Name, fp.DownMs)
+	}
+	if fp.Node < 0 || fp.Node > brokers {
+		return fmt.Errorf("failpoint %s on broker %d: brokers are 1..%d (0 = all)", fp.Name, fp.Node, brokers)
+	}
+	if _, _, err := SplitPercent(fp.Term); err != nil {
+		return fmt.Errorf("failpoint %s: %v", fp.Name, err)
+	}
+	return nil
+}
+
+// SplitPercent takes a leading "P%" off a failpoint term: the probability
+// (1 without one) and the rest.
+func SplitPercent(term string) (float64, string, error) {
+	term = strings.TrimSpace(term)
+	if term == "" {
+		return 0, "", fmt.Errorf("empty term: want e.g. 1*return(\"crash\")")
+	}
+	head, rest, ok := strings.Cut(term, "%")
+	if !ok {
+		return 1, term, nil
+	}
+	p, err := strconv.ParseFloat(head, 64)
+	if err != nil || p < 0 || p > 100 {
+		return 0, "", fmt.Errorf("bad percentage in term %q: want 0..100", term)
+	}
+	return p / 100, rest, nil
+}
+
+// Nemesis injects random faults while the workload runs.
+type Nemesis struct {
+	// Kinds are drawn uniformly; empty disables the nemesis.
+	Kinds []FaultKind `yaml:"kinds"`
+	// Role strikes leaders, followers or the coordinator only (RoleAny:
+	// any broker).
+	Role       Role  `yaml:"role"`
+	IntervalMs int64 `yaml:"interval_ms"` // time between faults, uniform in [Interval/2, 3*Interval/2]
+	FaultMs    int64 `yaml:"fault_ms"`    // how long each fault lasts
+	DelayMs    int64 `yaml:"delay_ms"`    // extra delay for FaultSlow
+	MaxFaulty  int   `yaml:"max_faulty"`  // at most this many brokers faulted at once (0: 1)
+	// PowerLossOnlyInSync allows a power loss only while every partition's
+	// ISR holds all its replicas and no broker is faulted. Without fsync, two
+	// power losses in a row can erase a committed record legitimately (each
+	// machine loses its copy in turn); the strong-consistency checks use
+	// this to stay within what the recipe promises.
+	PowerLossOnlyInSync bool `yaml:"power_loss_only_in_sync"`
+}
+
+func (n Nemesis) validate() error {
+	for _, k := range n.Kinds {
+		if !slices.Contains(FaultKinds, k) {
+			return fmt.Errorf("unknown kind %q: want one of %v", k, FaultKinds)
+		}
+	}
+	if !slices.Contains(roles, n.Role) {
+		return fmt.Errorf("unknown role %q: want leader, follower or coordinator", n.Role)
+	}
+	if n.IntervalMs < 0 || n.FaultMs < 0 || n.DelayMs < 0 || n.MaxFaulty < 0 {
+		return fmt.Errorf("negative time or count")
+	}
+	return nil
+}
+
+// Kinds lists every fault kind s may inject: its schedule's and its
+// nemesis's, each once, in the order first named.
+func (s *Spec) Kinds() []FaultKind {
+	var out []FaultKind
+	add := func(k FaultKind) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	for _, k := range s.Nemesis.Kinds {
+		add(k)
+	}
+	for _, f := range s.Faults {
+		add(f.Kind)
+	}
+	return out
+}
+
+// Duration is how long f lasts in s: its ForMs, else RestartAfterMs. An
+// isolation without ForMs lasts until the final heal: 0.
+func (s *Spec) Duration(f Fault) int64 {
+	if f.ForMs > 0 || f.Kind == FaultIsolate {
+		return f.ForMs
+	}
+	return s.RestartAfterMs
+}

@@ -1,0 +1,250 @@
+package traffic
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
+	refclient "github.com/watermarkhq/watermark/impl/client"
+	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// groupConsumer is a group member application: the reference consumer,
+// and an application that processes what it polls one record per
+// ProcessPerTick and commits per run.CommitMode. It records the consumer's
+// events and every record it processes in the history.
+type groupConsumer struct {
+	index int // among the group consumers, for faults
+	cons  *refclient.Consumer
+	down  bool // crashed; a new process starts at restart
+	// queue is polled records not processed yet, in order.
+	queue []queued
+	// commits maps a before-process commit's id to the batch it releases.
+	commits map[uint64][]queued
+	// commitOps maps a commit's id to its operations in the history,
+	// recorded when it is called: a commit in flight when the process
+	// dies stays open, its outcome unknown, as it is.
+	commitOps  map[uint64][]int
+	generation int32
+	member     string
+	seeks      int
+}
+
+type queued struct {
+	tp   kafka.TopicPartition
+	gen  int32
+	rec  refclient.ConsumerRecord
+	last bool // the last record of its delivery: commit after it
+}
+
+// startGroupConsumer gives c a fresh consumer process: a new member.
+func (c *client) startGroupConsumer() {
+	s := c.s
+	cons, err := refclient.NewConsumer(c.id, s.Spec.ConsumerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
+	if err != nil {
+		panic(err) // Validate checked the same configuration
+	}
+	g := c.group
+	g.cons, g.down, g.queue, g.commits, g.commitOps = cons, false, nil, map[uint64][]queued{}, map[uint64][]int{}
+	g.generation, g.member = -1, ""
+}
+
+// crashGroupConsumer kills the member's process: no LeaveGroup, nothing
+// processed or committed any more; its coordinator must time it out.
+func (c *client) crashGroupConsumer(downMs int64) {
+	g := c.group
+	if g.down {
+		return
+	}
+	g.down = true
+	c.s.Stats.ConsumerCrashes++
+	c.s.Note(run.Note{Kind: run.NoteFault, Fault: run.FaultCrashConsumer, Node: g.index,
+		Text: fmt.Sprintf("crash consumer %d (member %s)", g.index, g.member)})
+	c.s.Host.After(c.s.Now+downMs, func() {
+		c.startGroupConsumer()
+		c.s.Note(run.Note{Kind: run.NoteHeal, Fault: run.FaultCrashConsumer, Node: g.index, Text: fmt.Sprintf("restart consumer %d", g.index)})
+	})
+}
+
+func (c *client) tickGroup() {
+	g := c.group
+	s := c.s
+	if g.down {
+		return
+	}
+	g.cons.Tick(s.Now)
+	c.flushGroup()
+	// Take what was polled; commit first in before-process mode.
+	for _, d := range g.cons.Poll() {
+		batch := make([]queued, len(d.Records))
+		for i, r := range d.Records {
+			batch[i] = queued{tp: d.TP, gen: d.Generation, rec: r, last: i == len(d.Records)-1}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		if s.Spec.Workload.CommitMode == run.CommitBeforeProcess {
+			next := batch[len(batch)-1].rec.Offset + 1
+			id := c.commit(d.TP, next)
+			g.commits[id] = batch
+			continue
+		}
+		g.queue = append(g.queue, batch...)
+	}
+	// Process a few records a tick, so that a crash can land mid-batch.
+	for n := max(s.Spec.Workload.ProcessPerTick, 1); n > 0 && len(g.queue) > 0; n-- {
+		q := g.queue[0]
+		g.queue = g.queue[1:]
+		if !slices.Contains(g.cons.Assignment(), q.tp) {
+			continue // revoked since it was polled (Revoked drops these too)
+		}
+		s.recordAt(linearizability.Op{
+			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProcess,
+			Group: s.Spec.Workload.Group, Generation: q.gen, Member: g.member,
+			Topic: q.tp.Topic, Partition: q.tp.Partition, Offset: q.rec.Offset, Value: string(q.rec.Value),
+			Outcome: linearizability.OutcomeOK,
+		}, s.Now, s.Now)
+		if q.last && s.Spec.Workload.CommitMode == run.CommitAfterProcess {
+			c.commit(q.tp, q.rec.Offset+1)
+		}
+	}
+	if s.Spec.Workload.SeekBackEveryMs > 0 && !s.Over && s.Now/s.Spec.Workload.SeekBackEveryMs > int64(g.seeks) {
+		g.seeks++
+		for _, tp := range g.cons.Assignment() {
+			if pos, ok := g.cons.Position(tp); ok && pos > 0 {
+				_ = g.cons.Seek(tp, max(pos-5, 0), s.Now)
+				s.Stats.Seeks++
+			}
+		}
+		g.queue = nil
+	}
+	c.flushGroup()
+}
+
+func (c *client) handleGroup(env broker.Envelope) {
+	g := c.group
+	if g.down {
+		return
+	}
+	g.cons.Handle(env.From, env.Msg, c.s.Now)
+	c.flushGroup()
+}
+
+// flushGroup sends what the consumer queued and writes its events to the
+// history.
+func (c *client) flushGroup() {
+	g := c.group
+	s := c.s
+	out, events := g.cons.Ready()
+	for _, env := range out {
+		s.send(env)
+	}
+	client := int(c.id - broker.ClientIDBase)
+	group := s.Spec.Workload.Group
+	for _, e := range events {
+		t := e.Times()
+		switch e := e.(type) {
+		case *refclient.Joined:
+			g.generation, g.member = e.Generation, e.MemberID
+			s.Stats.Rebalances++
+			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindJoin, Group: group,
+				Generation: e.Generation, Member: e.MemberID, Outcome: linearizability.OutcomeOK, Offset: -1}, t.CallMs, t.ReturnMs)
+		case *refclient.Assigned:
+			if e.Generation < 0 {
+				continue
+			}
+			for _, tp := range e.Partitions {
+				s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssignment, Group: group,
+					Generation: e.Generation, Member: e.MemberID, Topic: tp.Topic, Partition: tp.Partition,
+					Outcome: linearizability.OutcomeOK, Offset: -1}, t.CallMs, t.ReturnMs)
+			}
+		case *refclient.Revoked:
+			// onPartitionsRevoked: what was polled and not processed is
+			// dropped; whoever gets the partition next starts from the
+			// committed offset. (Processing it after a reassignment to
+			// this same member would skip ahead of the new position.)
+			g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return slices.Contains(e.Partitions, q.tp) })
+		case *refclient.OffsetsFetched:
+			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindOffsetFetch, Group: group,
+				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, t.CallMs, t.ReturnMs)
+		case *refclient.Positioned:
+			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssign,
+				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, t.CallMs, t.ReturnMs)
+		case *refclient.Fetched:
+			s.Stats.ConsumerFetches++
+			op := linearizability.Op{Client: client, Kind: linearizability.KindFetch,
+				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, HW: e.HW, Outcome: linearizability.OutcomeOK}
+			if e.Err != nil {
+				op.Outcome = linearizability.OutcomeFail
+				setError(&op, e.Err)
+			}
+			for _, r := range e.Records {
+				op.Records = append(op.Records, linearizability.Record{Offset: r.Offset, Value: string(r.Value)})
+			}
+			s.recordAt(op, t.CallMs, t.ReturnMs)
+		case *refclient.Committed:
+			outcome := linearizability.OutcomeOK
+			switch {
+			case e.Unknown:
+				outcome = linearizability.OutcomeUnknown
+			case e.Err != nil:
+				outcome = linearizability.OutcomeFail
+			}
+			if e.Err == nil && !e.Unknown {
+				s.Stats.Commits++
+			}
+			for _, i := range g.commitOps[e.ID] {
+				op := &s.History[i]
+				op.Generation, op.Member = e.Generation, e.MemberID
+				if op.Generation < 0 {
+					op.Generation, op.Member = linearizability.NoGeneration, ""
+				}
+				op.Return, op.Outcome = t.ReturnMs, outcome
+				setError(op, e.Err)
+			}
+			delete(g.commitOps, e.ID)
+			// Before-process: the batch is processed only if the commit
+			// certainly took effect; otherwise the next owner reads it.
+			if batch, ok := g.commits[e.ID]; ok {
+				delete(g.commits, e.ID)
+				if e.Err == nil && !e.Unknown {
+					g.queue = append(g.queue, batch...)
+				}
+			}
+		}
+	}
+}
+
+// recordAt appends a finished operation with its own call and return times.
+func (s *World) recordAt(op linearizability.Op, call, ret int64) {
+	op.ID = len(s.History)
+	op.Call, op.Return = call, ret
+	s.History = append(s.History, op)
+}
+
+// groupConsumer returns group consumer i's client.
+func (s *World) groupConsumer(i int) *client {
+	w := s.Spec.Workload
+	return s.clients[w.Producers+w.Consumers+i]
+}
+
+// commit commits next for tp and records the operation now, open until
+// its Committed event. The generation and member are filled in then (the
+// consumer stamps the commit with them when it sends it); a commit that
+// never resolves keeps the member's last known ones.
+func (c *client) commit(tp kafka.TopicPartition, next int64) uint64 {
+	g := c.group
+	s := c.s
+	id := g.cons.Commit(map[kafka.TopicPartition]int64{tp: next}, s.Now)
+	gen, member := g.generation, g.member
+	if gen < 0 || member == "" {
+		gen, member = linearizability.NoGeneration, ""
+	}
+	op := s.record(linearizability.Op{Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindCommit,
+		Group: s.Spec.Workload.Group, Generation: gen, Member: member, Topic: tp.Topic, Partition: tp.Partition, Offset: next})
+	g.commitOps[id] = append(g.commitOps[id], op)
+	return id
+}

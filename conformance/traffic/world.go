@@ -1,0 +1,115 @@
+// Package traffic is the harness's workload: the clients that produce,
+// consume and join groups during a run, and the history they record. The
+// simulator (conformance/sim) and the live runner (conformance/live) both
+// drive the very same clients, through a World and the Host behind it, so
+// that a run on real processes records the same kind of history as a
+// simulated one.
+package traffic
+
+import (
+	"math/rand/v2"
+
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// World is what the clients share with whoever runs them: the run's
+// spec, its random source and clock, and what the run recorded.
+type World struct {
+	Spec run.Spec
+	Rng  *rand.Rand
+	// Now is the run's time in milliseconds; the runner sets it before
+	// every step.
+	Now int64
+	// Over is set when the workload's time is up: producers stop, and the
+	// faults heal.
+	Over    bool
+	History []linearizability.Op
+	Stats   run.Stats
+	Notes   []run.Note
+	Host    Host
+
+	clients []*client
+}
+
+// Host is the runner behind a World.
+type Host interface {
+	// Send puts a client's message on the network.
+	Send(env broker.Envelope)
+	// ScheduleClientTick asks for client id's first tick at time at; the
+	// runner ticks every client every TickMs after that.
+	ScheduleClientTick(id broker.NodeID, at int64)
+	// LiveBrokers lists the brokers a client may ask for metadata.
+	LiveBrokers() []broker.NodeID
+	// OnAck counts an acknowledged produce.
+	OnAck()
+	// Noted hears of every note, after it is recorded.
+	Noted(n run.Note)
+	// After runs fn at time at, in the runner's loop.
+	After(at int64, fn func())
+}
+
+// Note records n at the current time.
+func (w *World) Note(n run.Note) {
+	n.AtMs = w.Now
+	w.Notes = append(w.Notes, n)
+	w.Host.Noted(n)
+}
+
+// TickClient runs client id's timer.
+func (w *World) TickClient(id broker.NodeID) {
+	if i := int(id - broker.ClientIDBase); i >= 0 && i < len(w.clients) {
+		w.clients[i].tick()
+	}
+}
+
+// Deliver hands a message to the client it is addressed to.
+func (w *World) Deliver(env broker.Envelope) {
+	if i := int(env.To - broker.ClientIDBase); i >= 0 && i < len(w.clients) {
+		w.clients[i].handle(env)
+	}
+}
+
+// Clients lists the clients' node ids.
+func (w *World) Clients() []broker.NodeID {
+	ids := make([]broker.NodeID, len(w.clients))
+	for i, c := range w.clients {
+		ids[i] = c.id
+	}
+	return ids
+}
+
+// RestartProducer restarts producer i (0-based): a new process with a new
+// producer id, which sends its last unacknowledged record again.
+func (w *World) RestartProducer(i int) { w.clients[i].restartProducer() }
+
+// CrashConsumer kills group consumer i (0-based); a new member starts
+// downMs later.
+func (w *World) CrashConsumer(i int, downMs int64) {
+	w.groupConsumer(i).crashGroupConsumer(downMs)
+}
+
+// ConsumersUp lists the group consumers whose process runs.
+func (w *World) ConsumersUp() []int {
+	var up []int
+	for i := range w.Spec.Workload.GroupConsumers {
+		if !w.groupConsumer(i).group.down {
+			up = append(up, i)
+		}
+	}
+	return up
+}
+
+// Close ends the run's history: an operation still open never learnt its
+// outcome.
+func (w *World) Close() {
+	for i := range w.History {
+		if w.History[i].Return < 0 {
+			w.History[i].Outcome = linearizability.OutcomeUnknown
+		}
+	}
+}
+
+func (w *World) send(env broker.Envelope)            { w.Host.Send(env) }
+func (w *World) schedule(id broker.NodeID, at int64) { w.Host.ScheduleClientTick(id, at) }

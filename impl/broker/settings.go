@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// Settings are a broker's settings: its replicas' protocol settings and
+// its own. A cluster's brokers all run with the same. As in
+// partition.Settings, a field's yaml tag names it in run files and as a
+// `watermark serve` flag, and its doc tag is its help line.
+type Settings struct {
+	partition.Settings `yaml:",inline"`
+	// HeartbeatIntervalMs is how often the broker tells the controller it
+	// lives.
+	HeartbeatIntervalMs int64 `yaml:"heartbeat_interval_ms" doc:"how often a broker tells the controller it is alive (broker.heartbeat.interval.ms)"`
+	// HWCheckpointIntervalMs is how often HWs are written; 0 writes every
+	// change.
+	HWCheckpointIntervalMs int64 `yaml:"hw_checkpoint_interval_ms" doc:"how often HWs are checkpointed; 0 writes every change (replica.high.watermark.checkpoint.interval.ms)"`
+	// FlushEveryAppend syncs the log after every append. Kafka's default is
+	// off: durability comes from replication, and a power loss drops
+	// unsynced records.
+	FlushEveryAppend bool `yaml:"flush_every_append" doc:"fsync the log after every append (log.flush.interval.messages=1)"`
+	// FlushIntervalMs syncs every log this often; 0 never syncs on a timer.
+	FlushIntervalMs int64 `yaml:"flush_interval_ms" doc:"fsync every log this often; 0 leaves it to the OS (log.flush.interval.ms)"`
+	GroupSettings   `yaml:",inline"`
+}
+
+// GroupSettings are the settings of the group coordinators a broker hosts
+// and of the offsets topic they keep their state in.
+type GroupSettings struct {
+	OffsetsTopicPartitions int32 `yaml:"offsets_topic_partitions" doc:"partitions of __consumer_offsets, created at the first FindCoordinator (offsets.topic.num.partitions)"`
+	// OffsetsTopicReplicationFactor: as in Kafka, the topic is not created
+	// with fewer replicas while brokers are missing, so groups have no
+	// coordinator until that many brokers are up.
+	OffsetsTopicReplicationFactor int `yaml:"offsets_topic_replication_factor" doc:"replication factor of __consumer_offsets; groups have no coordinator until that many brokers are up (offsets.topic.replication.factor)"`
+	// OffsetsCommitTimeoutMs bounds how long a commit or a group's
+	// metadata may wait to be committed in the offsets topic.
+	OffsetsCommitTimeoutMs int64 `yaml:"offsets_commit_timeout_ms" doc:"how long a commit may wait for the offsets topic (offsets.commit.timeout.ms)"`
+	group.Config           `yaml:",inline"`
+}
+
+// DefaultSettings are Kafka's defaults, but for
+// group.initial.rebalance.delay.ms, which is 0 (impl/group.DefaultConfig).
+func DefaultSettings() Settings {
+	return Settings{
+		Settings:               partition.DefaultSettings(),
+		HeartbeatIntervalMs:    2000,
+		HWCheckpointIntervalMs: 5000,
+		GroupSettings: GroupSettings{
+			OffsetsTopicPartitions:        50,
+			OffsetsTopicReplicationFactor: 3,
+			OffsetsCommitTimeoutMs:        5000,
+			Config:                        group.DefaultConfig(),
+		},
+	}
+}
+
+// Validate reports settings a broker cannot run with, all at once.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := s.Settings.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if s.HeartbeatIntervalMs <= 0 {
+		bad("heartbeat_interval_ms must be > 0, got %d", s.HeartbeatIntervalMs)
+	}
+	if s.FlushIntervalMs < 0 {
+		bad("flush_interval_ms must be >= 0, got %d", s.FlushIntervalMs)
+	}
+	if s.HWCheckpointIntervalMs < 0 {
+		bad("hw_checkpoint_interval_ms must be >= 0, got %d", s.HWCheckpointIntervalMs)
+	}
+	if s.OffsetsTopicPartitions < 1 {
+		bad("offsets_topic_partitions must be >= 1, got %d", s.OffsetsTopicPartitions)
+	}
+	if s.OffsetsTopicReplicationFactor < 1 {
+		bad("offsets_topic_replication_factor must be >= 1, got %d", s.OffsetsTopicReplicationFactor)
+	}
+	if s.OffsetsCommitTimeoutMs <= 0 {
+		bad("offsets_commit_timeout_ms must be > 0, got %d", s.OffsetsCommitTimeoutMs)
+	}
+	if err := s.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Config is one broker's configuration: its settings and who it is.
+type Config struct {
+	Settings
+	ID NodeID
+	// Address is the broker's advertised address (host:port), registered
+	// with the controller for clients' metadata; empty in the simulator.
+	Address string
+}
+
+// DefaultConfig is broker id's configuration with Kafka's defaults.
+func DefaultConfig(id NodeID) Config { return Config{Settings: DefaultSettings(), ID: id} }
+
+// Validate reports a configuration a broker cannot run with.
+func (c Config) Validate() error {
+	if c.ID <= ControllerID || c.ID >= ClientIDBase {
+		return fmt.Errorf("broker id %d out of range: want 1..%d", c.ID, ClientIDBase-1)
+	}
+	return c.Settings.Validate()
+}
