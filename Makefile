@@ -30,9 +30,10 @@ $(TOOLEXEC):
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
 
-## build: bin/watermark with failpoints compiled in
+## build: bin/watermark with failpoints compiled in, stamped with the
+## commit it was built from (`watermark version`)
 build: $(TOOLEXEC)
-	$(FP_GO) build $(FP_FLAGS) -o bin/watermark ./tools/watermark
+	$(FP_GO) build $(FP_FLAGS) -buildvcs=auto -o bin/watermark ./tools/watermark
 
 ## test: every test, with failpoints compiled in; tests that start real
 ## processes run bin/watermark (WATERMARK_BIN), built with failpoints too

@@ -12,7 +12,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
-// Anomaly names, as SEMANTICS.md's table "Anomalies the checkers name"
+// Anomaly names, as spec/SEMANTICS.md's table "Anomalies the checkers name"
 // spells them.
 const (
 	// AnomalyInconsistentOffsets: one offset was observed holding two
@@ -118,7 +118,7 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 // acks=all produce acknowledged at Offset says its value stands there; every
 // record a fetch returned says its value stands at its offset. An acks=1
 // acknowledgement is not one: the leader answers before replicating and may
-// lose the record and hand its offset to another (SEMANTICS.md), so it only
+// lose the record and hand its offset to another (spec/SEMANTICS.md), so it only
 // takes part in unseen and nonmonotonic-send.
 // Time is the history's: op A happened before op B when A.Return < B.Call.
 // The rules, per partition:

@@ -46,7 +46,7 @@ func (b *hist) checkGroup(t *testing.T) []string {
 
 // Rule: double-assignment, one partition assigned to two members of a group
 // in one generation.
-// Reference: SEMANTICS.md, Consumer and groups ("gives each partition of a
+// Reference: spec/SEMANTICS.md, Consumer and groups ("gives each partition of a
 // subscribed topic to exactly one member per generation").
 func TestDoubleAssignment(t *testing.T) {
 	t.Run("has: two members, one generation", func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestDoubleAssignment(t *testing.T) {
 
 // Rule: stale-generation-commit, a commit from an old generation was
 // accepted.
-// Reference: SEMANTICS.md, Consumer and groups ("OffsetCommit from a stale
+// Reference: spec/SEMANTICS.md, Consumer and groups ("OffsetCommit from a stale
 // generation is refused with ILLEGAL_GENERATION").
 func TestStaleGenerationCommit(t *testing.T) {
 	t.Run("has: accepted after the next generation was learnt", func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestStaleGenerationCommit(t *testing.T) {
 
 // Rule: lost-commit, an offset-fetch returned less than a commit accepted
 // before it, and no later commit lowered it.
-// Reference: SEMANTICS.md, Consumer and groups ("Committed offset = the
+// Reference: spec/SEMANTICS.md, Consumer and groups ("Committed offset = the
 // next offset to read").
 func TestLostCommit(t *testing.T) {
 	t.Run("has: an older offset", func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestLostCommit(t *testing.T) {
 
 // poll-skip and nonmonotonic-poll know rebalances: an assignment or a join
 // of the consumer between two reads lets it start anywhere.
-// Reference: SEMANTICS.md, Consumer and groups ("its partitions move to the
+// Reference: spec/SEMANTICS.md, Consumer and groups ("its partitions move to the
 // survivors"); "Anomalies the checkers name" ("no reassignment between").
 func TestPollsAcrossRebalance(t *testing.T) {
 	start := func() (b hist, r1 int) {

@@ -189,7 +189,7 @@ func (c *partitionCheck) addProduce(i int32) {
 		v.produce = i
 	}
 	// Only an acks=all acknowledgement speaks of the committed log. With
-	// acks=1 the leader answers before replicating, and SEMANTICS.md lets
+	// acks=1 the leader answers before replicating, and spec/SEMANTICS.md lets
 	// it lose the record and reuse the offset: that acknowledgement is not
 	// an observation of the log clients read, only of a leader's.
 	if op.Outcome == OutcomeOK && op.Offset >= 0 && op.Acks == -1 {

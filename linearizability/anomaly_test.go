@@ -111,7 +111,7 @@ func (b *hist) check(t *testing.T) []string {
 
 // Rule: inconsistent-offsets, one offset observed holding two different
 // records.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestInconsistentOffsets(t *testing.T) {
 	t.Run("has", func(t *testing.T) {
 		var b hist
@@ -143,7 +143,7 @@ func TestInconsistentOffsets(t *testing.T) {
 		assert.Empty(t, b.check(t))
 	})
 	// acks=1 lets the leader lose an acknowledged record and give its
-	// offset to another (SEMANTICS.md, Producer): the acknowledgement is not
+	// offset to another (spec/SEMANTICS.md, Producer): the acknowledgement is not
 	// an observation of the committed log.
 	t.Run("has not: acks=1 record lost, offset reused", func(t *testing.T) {
 		var b hist
@@ -155,7 +155,7 @@ func TestInconsistentOffsets(t *testing.T) {
 }
 
 // Rule: duplicate, one record value stands at two offsets.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestDuplicate(t *testing.T) {
 	t.Run("has", func(t *testing.T) {
 		var b hist
@@ -176,7 +176,7 @@ func TestDuplicate(t *testing.T) {
 
 // Rule: lost-write, a write that must have committed (acks=all ok, or seen
 // by a read) is missing below an offset that a later read reached.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestLostWrite(t *testing.T) {
 	t.Run("has: a later read skipped its offset", func(t *testing.T) {
 		var b hist
@@ -235,7 +235,7 @@ func TestLostWrite(t *testing.T) {
 
 // Rule: unseen, an acknowledged write never read by the end of a run that
 // healed all faults.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestUnseen(t *testing.T) {
 	t.Run("has: beyond the end of the final read", func(t *testing.T) {
 		var b hist
@@ -279,7 +279,7 @@ func TestUnseen(t *testing.T) {
 
 // Rule: read-uncommitted, a read returned a record that later vanished or
 // was replaced. A read proves a commit, so it is a lost-write too.
-// Reference: SEMANTICS.md, "Anomalies the checkers name"; KIP-101,
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name"; KIP-101,
 // scenario 1 (m2 already read, then gone).
 func TestReadUncommitted(t *testing.T) {
 	t.Run("has", func(t *testing.T) {
@@ -319,7 +319,7 @@ func TestReadUncommitted(t *testing.T) {
 
 // Rule: read-of-failed-write, a read returned a record whose produce got a
 // definite error.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestReadOfFailedWrite(t *testing.T) {
 	t.Run("has", func(t *testing.T) {
 		var b hist
@@ -339,7 +339,7 @@ func TestReadOfFailedWrite(t *testing.T) {
 
 // Rule: poll-skip, one consumer, consecutive reads of a partition, no
 // reassignment between: the next read starts past last+1.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestPollSkip(t *testing.T) {
 	t.Run("has: the consumer asked past it", func(t *testing.T) {
 		var b hist
@@ -386,7 +386,7 @@ func TestPollSkip(t *testing.T) {
 
 // Rule: nonmonotonic-poll, one consumer, consecutive reads of a partition,
 // no reassignment between: the next read starts at or before last.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestNonmonotonicPoll(t *testing.T) {
 	t.Run("has: the consumer asked again", func(t *testing.T) {
 		var b hist
@@ -447,7 +447,7 @@ func TestNonmonotonicPoll(t *testing.T) {
 
 // Rule: nonmonotonic-send, one producer, consecutive acknowledged sends to
 // a partition land at or before an earlier one.
-// Reference: SEMANTICS.md, "Anomalies the checkers name".
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name".
 func TestNonmonotonicSend(t *testing.T) {
 	t.Run("has", func(t *testing.T) {
 		var b hist
@@ -603,7 +603,7 @@ func names(as []Anomaly) []string {
 
 // Rule: dedup-failure, an idempotent retry of the same (PID, epoch,
 // sequence) appended twice.
-// Reference: SEMANTICS.md, "Anomalies the checkers name"; Producer.
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name"; Producer.
 func TestDedupFailure(t *testing.T) {
 	idem := func(b *hist, value string, offset int64) int {
 		return b.add(Op{Client: 0, Kind: KindProduce, Outcome: OutcomeOK, Value: value, Acks: -1, Offset: offset,
@@ -633,7 +633,7 @@ func TestDedupFailure(t *testing.T) {
 
 // A resend by the application under a new producer id (Op.Resend) that
 // lands a second copy is a duplicate, but not a dedup failure: no broker
-// saw one (PID, epoch, sequence) twice. Reference: SEMANTICS.md, Producer
+// saw one (PID, epoch, sequence) twice. Reference: spec/SEMANTICS.md, Producer
 // ("A new PID (producer restart) is a new identity: no dedup across
 // sessions").
 func TestResendAfterProducerRestart(t *testing.T) {

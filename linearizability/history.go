@@ -53,7 +53,7 @@ const (
 	// KindProcess says the application behind a consumer (Client, a member
 	// of Group when set) processed the record Value at Offset of the
 	// partition: what delivery levels are about on the consumer's side
-	// (SEMANTICS.md). Call is when it did; Return = Call.
+	// (spec/SEMANTICS.md). Call is when it did; Return = Call.
 	KindProcess Kind = "process"
 )
 

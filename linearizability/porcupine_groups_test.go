@@ -51,7 +51,7 @@ func groupVerdict(t *testing.T, b *linHistory) Verdict {
 // A group's life: commits of the current generation are accepted and seen;
 // after a rebalance the old generation's commit is refused and the fetch
 // still sees the last accepted one.
-// Reference: SEMANTICS.md, Consumer and groups ("OffsetCommit from a stale
+// Reference: spec/SEMANTICS.md, Consumer and groups ("OffsetCommit from a stale
 // generation is refused with ILLEGAL_GENERATION").
 func TestGroupLinearizableRebalance(t *testing.T) {
 	var b linHistory
@@ -69,7 +69,7 @@ func TestGroupLinearizableRebalance(t *testing.T) {
 
 // A commit of a generation older than one a member had already learnt was
 // accepted: generation fencing failed.
-// Reference: SEMANTICS.md, Consumer and groups (ILLEGAL_GENERATION).
+// Reference: spec/SEMANTICS.md, Consumer and groups (ILLEGAL_GENERATION).
 func TestGroupIllegalStaleGenerationAccepted(t *testing.T) {
 	var b linHistory
 	b.join(0, "m1", 1, 0, 5)
@@ -86,7 +86,7 @@ func TestGroupIllegalStaleGenerationAccepted(t *testing.T) {
 }
 
 // A fetch must see the last commit accepted before it was called, and never
-// an offset no commit wrote. Reference: SEMANTICS.md, Consumer and groups
+// an offset no commit wrote. Reference: spec/SEMANTICS.md, Consumer and groups
 // ("Committed offset = the next offset to read").
 func TestGroupIllegalStaleOrInventedOffset(t *testing.T) {
 	for _, c := range []struct {

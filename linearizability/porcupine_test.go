@@ -55,7 +55,7 @@ const acksAll = -1
 
 // Acknowledged acks=all writes are committed at their offsets, and reads that
 // start after them see them there, while a read concurrent with a write may
-// or may not. Reference: SEMANTICS.md, Producer, acks=all; Replication.
+// or may not. Reference: spec/SEMANTICS.md, Producer, acks=all; Replication.
 func TestLinearizableAcksAllWritesAndReads(t *testing.T) {
 	var b linHistory
 	b.produce(0, "a", acksAll, 0, 10, OutcomeOK, 0)
@@ -76,7 +76,7 @@ func TestLinearizableAcksAllWritesAndReads(t *testing.T) {
 
 // "acks=1: ... a leader failure before replication can lose an acknowledged
 // record": the lost record's offset is then reused by the next leader, and
-// that is not a violation. Reference: SEMANTICS.md, Producer, acks=1;
+// that is not a violation. Reference: spec/SEMANTICS.md, Producer, acks=1;
 // Known bugs, "acks=1 loss" (by design).
 func TestLinearizableAcks1WriteLostAndOffsetReused(t *testing.T) {
 	var b linHistory
@@ -90,7 +90,7 @@ func TestLinearizableAcks1WriteLostAndOffsetReused(t *testing.T) {
 
 // An unknown outcome may have taken effect: a timed-out produce that a later
 // read shows committed is fine, whenever it committed, even after the client
-// gave up on it. Reference: SEMANTICS.md, Producer
+// gave up on it. Reference: spec/SEMANTICS.md, Producer
 // (NOT_ENOUGH_REPLICAS_AFTER_APPEND: "the record may still commit");
 // FORMAT.md, outcome "unknown".
 func TestLinearizableUnknownProduceCommittedAndRead(t *testing.T) {
@@ -106,7 +106,7 @@ func TestLinearizableUnknownProduceCommittedAndRead(t *testing.T) {
 }
 
 // acks=0 sends get no answer: they may be lost, or land after the client
-// moved on. Reference: SEMANTICS.md, Producer, acks=0.
+// moved on. Reference: spec/SEMANTICS.md, Producer, acks=0.
 func TestLinearizableAcks0(t *testing.T) {
 	var b linHistory
 	b.produce(0, "fire", 0, 0, 1, OutcomeOK, -1)
@@ -137,7 +137,7 @@ func TestLinearizableManyUnreadUnknownProduces(t *testing.T) {
 
 // A write nobody read can still explain the offsets of later writes and the
 // HW: it took effect unseen. It cannot before it was called.
-// Reference: SEMANTICS.md, Producer (NOT_ENOUGH_REPLICAS_AFTER_APPEND "the
+// Reference: spec/SEMANTICS.md, Producer (NOT_ENOUGH_REPLICAS_AFTER_APPEND "the
 // record may still commit").
 func TestUnreadUnknownWriteFillsAnOffset(t *testing.T) {
 	t.Run("before an acknowledged write", func(t *testing.T) {
@@ -219,7 +219,7 @@ func TestReadWriteTookEffectBeforeItsRead(t *testing.T) {
 
 // An acknowledged acks=all write is committed at its offset and "never
 // lost": a read that starts after the acknowledgement and finds another
-// record at that offset breaks the spec. Reference: SEMANTICS.md, Producer,
+// record at that offset breaks the spec. Reference: spec/SEMANTICS.md, Producer,
 // acks=all; Known bugs, KIP-101 data loss ("acks=all write missing ...
 // offset reused").
 func TestIllegalAcksAllWriteReplaced(t *testing.T) {
@@ -236,7 +236,7 @@ func TestIllegalAcksAllWriteReplaced(t *testing.T) {
 
 // "Consumers read only below HW", and what is below HW is committed: a read
 // of a record that a later read shows replaced read uncommitted data.
-// Reference: SEMANTICS.md, Anomalies, read-uncommitted; Known bugs, KIP-101
+// Reference: spec/SEMANTICS.md, Anomalies, read-uncommitted; Known bugs, KIP-101
 // data loss ("m2 already read, then gone").
 func TestIllegalReadUncommitted(t *testing.T) {
 	var b linHistory
@@ -250,7 +250,7 @@ func TestIllegalReadUncommitted(t *testing.T) {
 }
 
 // Two reads that disagree about one offset are illegal whatever their
-// timing: the committed log only grows. Reference: SEMANTICS.md, Anomalies,
+// timing: the committed log only grows. Reference: spec/SEMANTICS.md, Anomalies,
 // inconsistent-offsets.
 func TestIllegalConcurrentReadsDisagree(t *testing.T) {
 	var b linHistory
@@ -263,7 +263,7 @@ func TestIllegalConcurrentReadsDisagree(t *testing.T) {
 }
 
 // Two acknowledged acks=all writes cannot both be committed at one offset.
-// Reference: SEMANTICS.md, Known bugs, KIP-101 divergence ("same offset, two
+// Reference: spec/SEMANTICS.md, Known bugs, KIP-101 divergence ("same offset, two
 // records").
 func TestIllegalTwoAcksAllAtOneOffset(t *testing.T) {
 	var b linHistory
@@ -274,7 +274,7 @@ func TestIllegalTwoAcksAllAtOneOffset(t *testing.T) {
 }
 
 // A definite error means the record was not appended; a read of it breaks
-// the spec. Reference: SEMANTICS.md, Anomalies, read-of-failed-write.
+// the spec. Reference: spec/SEMANTICS.md, Anomalies, read-of-failed-write.
 func TestIllegalReadOfFailedWrite(t *testing.T) {
 	var b linHistory
 	b.produce(0, "nope", acksAll, 0, 5, OutcomeFail, -1).Error = "NOT_ENOUGH_REPLICAS"
@@ -285,7 +285,7 @@ func TestIllegalReadOfFailedWrite(t *testing.T) {
 
 // An HW past everything that could be committed makes an uncommitted record
 // visible, whether a list-offsets or a fetch reports it.
-// Reference: SEMANTICS.md, Replication ("HW: offsets below it are committed").
+// Reference: spec/SEMANTICS.md, Replication ("HW: offsets below it are committed").
 func TestIllegalHWPastCommitted(t *testing.T) {
 	t.Run("list-offsets", func(t *testing.T) {
 		var b linHistory

@@ -63,7 +63,7 @@ func TestWriteVisualizationOK(t *testing.T) {
 }
 
 // The picture is drawn for an illegal history too: that is when it is read.
-// Reference: SEMANTICS.md, Known bugs, KIP-101 data loss.
+// Reference: spec/SEMANTICS.md, Known bugs, KIP-101 data loss.
 func TestWriteVisualizationIllegal(t *testing.T) {
 	var b linHistory
 	b.produce(0, "a", acksAll, 0, 5, OutcomeOK, 0)

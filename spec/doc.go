@@ -1,13 +1,13 @@
 // Package spec states what watermark's checkers hold a broker to, as
 // executable specifications written from the protocol's rules
-// (/work/shared/SEMANTICS.md, the KIPs it cites), never from the code they
+// (spec/SEMANTICS.md, the KIPs it cites), never from the code they
 // judge.
 //
 // The spec is the judge; impl/ is the accused. That is why spec/ imports
 // nothing under impl/ (nor linearizability/, which builds on spec/): a rule
 // copied from the implementation would agree with the implementation's bugs.
 // When the spec and the reference broker disagree, the disagreement is read
-// against SEMANTICS.md, and one of the two is wrong.
+// against spec/SEMANTICS.md, and one of the two is wrong.
 //
 // The partition log as clients may observe it (log.go) is a sequential
 // specification: its state is the committed log of one partition, and Produce,

@@ -13,7 +13,7 @@ package spec
 //   - an OffsetFetch, at the instant the coordinator read the committed
 //     offset (FetchOffset).
 //
-// Reference: SEMANTICS.md, Consumer and groups ("generation +1" on each
+// Reference: spec/SEMANTICS.md, Consumer and groups ("generation +1" on each
 // JoinGroup round; "OffsetCommit from a stale generation is refused with
 // ILLEGAL_GENERATION"; "Committed offset = the next offset to read").
 
@@ -65,7 +65,7 @@ func (c Commit) Simple() bool { return c.Generation == NoGeneration }
 // "generation +1"), and an answer names the generation current when it was
 // given, so gen >= s.Generation, and gen becomes the current generation.
 // Generations nobody observed may have come and gone in between: a rebalance
-// whose answers the history does not hold. Reference: SEMANTICS.md,
+// whose answers the history does not hold. Reference: spec/SEMANTICS.md,
 // Consumer and groups ("JoinGroup (generation +1 ...)").
 func ObserveGeneration(s GroupOffset, gen int32) (GroupOffset, bool) {
 	if gen < s.Generation {
@@ -112,7 +112,7 @@ func accepts(s GroupOffset, c Commit) (GroupOffset, bool) {
 //     generation than any observed one was current although no member's
 //     answer in the history showed it yet). A member commit without a
 //     member id is UNKNOWN_MEMBER_ID and is never accepted. Accepted, the
-//     committed offset becomes c.Offset. Reference: SEMANTICS.md, Consumer
+//     committed offset becomes c.Offset. Reference: spec/SEMANTICS.md, Consumer
 //     and groups ("OffsetCommit from a stale generation is refused with
 //     ILLEGAL_GENERATION, from an unknown member with UNKNOWN_MEMBER_ID").
 //
@@ -154,7 +154,7 @@ func CommitOffset(s GroupOffset, c Commit) []GroupOffset {
 // commit accepted before it and never a value no accepted commit wrote.
 // Offsets expire (offsets.retention.minutes) only long after a group
 // empties, which the histories this spec judges do not reach.
-// Reference: SEMANTICS.md, Consumer and groups ("Committed offset = the
+// Reference: spec/SEMANTICS.md, Consumer and groups ("Committed offset = the
 // next offset to read").
 func FetchOffset(s GroupOffset, offset int64) bool {
 	return offset == s.Offset

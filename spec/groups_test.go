@@ -10,7 +10,7 @@ func at(gen int32, offset int64) GroupOffset { return GroupOffset{Generation: ge
 
 // Before anything happened a group has no generation and nothing committed:
 // an OffsetFetch answers none.
-// Reference: SEMANTICS.md, Consumer and groups (auto.offset.reset "applies
+// Reference: spec/SEMANTICS.md, Consumer and groups (auto.offset.reset "applies
 // when there is no committed offset").
 func TestNewGroupOffset(t *testing.T) {
 	s := NewGroupOffset()
@@ -21,7 +21,7 @@ func TestNewGroupOffset(t *testing.T) {
 
 // "JoinGroup (generation +1 ...)": the generation only moves forward, and a
 // member's answer names the generation current when it was given.
-// Reference: SEMANTICS.md, Consumer and groups.
+// Reference: spec/SEMANTICS.md, Consumer and groups.
 func TestObserveGenerationMovesForward(t *testing.T) {
 	s := at(3, 10)
 	next, ok := ObserveGeneration(s, 3)
@@ -36,7 +36,7 @@ func TestObserveGenerationMovesForward(t *testing.T) {
 
 // "OffsetCommit from a stale generation is refused with ILLEGAL_GENERATION":
 // an accepted commit's generation is the current one.
-// Reference: SEMANTICS.md, Consumer and groups.
+// Reference: spec/SEMANTICS.md, Consumer and groups.
 func TestCommitOffsetGenerationFencing(t *testing.T) {
 	s := at(3, 10)
 	commit := func(gen int32, member string, offset int64, o Outcome) []GroupOffset {
@@ -68,7 +68,7 @@ func TestCommitOffsetGenerationFencing(t *testing.T) {
 
 // A simple commit (generation -1, no member) leaves the generation alone and
 // is accepted in any state: the history cannot show when the group is Empty.
-// Reference: SEMANTICS.md, Consumer and groups; spec.CommitOffset, rule 3.
+// Reference: spec/SEMANTICS.md, Consumer and groups; spec.CommitOffset, rule 3.
 func TestCommitOffsetSimple(t *testing.T) {
 	simple := Commit{Generation: NoGeneration, Offset: 7, Outcome: Acknowledged}
 	require.True(t, simple.Simple())
@@ -80,7 +80,7 @@ func TestCommitOffsetSimple(t *testing.T) {
 
 // "Committed offset = the next offset to read": an OffsetFetch answers the
 // last accepted commit, whatever was refused after it.
-// Reference: SEMANTICS.md, Consumer and groups.
+// Reference: spec/SEMANTICS.md, Consumer and groups.
 func TestFetchOffsetSeesLastAcceptedCommit(t *testing.T) {
 	s := NewGroupOffset()
 	s, ok := ObserveGeneration(s, 1)

@@ -9,11 +9,11 @@ package spec
 //   - a produce, at the instant its record is committed (or never);
 //   - a fetch or a list-offsets, at the instant the broker read its HW.
 //
-// Reference: SEMANTICS.md, Replication ("HW: offsets below it are committed
+// Reference: spec/SEMANTICS.md, Replication ("HW: offsets below it are committed
 // and visible to consumers"; "the HW a new leader starts with can be behind
 // the old leader's").
 
-// Acks values a producer may ask for. Reference: SEMANTICS.md, Producer.
+// Acks values a producer may ask for. Reference: spec/SEMANTICS.md, Producer.
 const (
 	// AcksNone (0): no answer; the record may be lost.
 	AcksNone = 0
@@ -80,13 +80,13 @@ type Record struct {
 // Rules:
 //
 //  1. A definite failure leaves the log as it was: {l}.
-//     Reference: SEMANTICS.md, Producer; FORMAT.md ("fail: the operation
+//     Reference: spec/SEMANTICS.md, Producer; FORMAT.md ("fail: the operation
 //     certainly did not take effect").
 //
 //  2. acks=all answered ok: the record is committed, at the offset the
 //     broker named, so that offset must be the log's end: {l+[v]} if
 //     Offset == Len() (or the offset is unknown), else {}.
-//     Reference: SEMANTICS.md, Producer ("the leader answers once every
+//     Reference: spec/SEMANTICS.md, Producer ("the leader answers once every
 //     replica in the ISR has the record (HW has passed it)"; "an acknowledged
 //     record is never lost").
 //
@@ -95,7 +95,7 @@ type Record struct {
 //     unknown outcome. {l} and, when the record may stand at the log's end
 //     (offset unknown, or Offset == Len()), l+[v]. A record that was
 //     appended at offset O on some leader can only ever be committed at O.
-//     Reference: SEMANTICS.md, Producer (acks 0 and 1;
+//     Reference: spec/SEMANTICS.md, Producer (acks 0 and 1;
 //     NOT_ENOUGH_REPLICAS_AFTER_APPEND "the record may still commit").
 //
 //  4. The dedup rule: an idempotent write whose record already stands in the
@@ -105,12 +105,12 @@ type Record struct {
 //     where l holds it, {} when acknowledged anywhere else. The broker keeps
 //     the last 5 batches per producer to tell; a producer keeps at most 5 in
 //     flight, so a retry is always within that window.
-//     Reference: SEMANTICS.md, Producer ("A retry of one of them ... is
+//     Reference: spec/SEMANTICS.md, Producer ("A retry of one of them ... is
 //     answered with the original offset and not appended again").
 //
 // A produce takes effect at most once: the rules describe an idempotent or
 // non-retrying producer. Duplicates from non-idempotent retries
-// (SEMANTICS.md: "at-least-once (duplicates possible)") are outside this
+// (spec/SEMANTICS.md: "at-least-once (duplicates possible)") are outside this
 // specification; the anomaly checker names them.
 func Produce(l Log, w Write) []Log {
 	fits := w.Offset < 0 || w.Offset == l.Len()
@@ -143,14 +143,14 @@ func Produce(l Log, w Write) []Log {
 //     ends at or before Len(). Consumers read only below HW, and everything
 //     below any leader's HW is committed, so a fetch never returns a record
 //     past the committed log's end nor one that is not (or no longer) the
-//     committed one. Reference: SEMANTICS.md, Replication ("Consumers read
+//     committed one. Reference: spec/SEMANTICS.md, Replication ("Consumers read
 //     only below HW").
 //  2. An empty answer is allowed at any offset. An offset in (HW, LEO] is
 //     answered with nothing, and LEO can be far past the committed end while
 //     followers catch up; the leader answering may also be a new one whose
 //     HW lags; and a long poll ends empty when fetch.max.wait.ms runs out.
 //     Past LEO the answer is OFFSET_OUT_OF_RANGE, a failed fetch, which
-//     observes nothing and is not judged here. Reference: SEMANTICS.md,
+//     observes nothing and is not judged here. Reference: spec/SEMANTICS.md,
 //     Replication ("A fetch at an offset in (HW, LEO] returns nothing; beyond
 //     LEO it is OFFSET_OUT_OF_RANGE"); Consumer and groups (long poll).
 //
@@ -186,7 +186,7 @@ func Fetch(l Log, offset int64, records []Record) bool {
 // bound: a new leader starts with the HW it learnt as a follower, one round
 // late, so it can be behind the old leader's, and a client can see the HW go
 // back across a leader change. A negative answer (no HW) tells nothing and is
-// allowed. Reference: SEMANTICS.md, Replication ("Leader HW = min LEO over
+// allowed. Reference: spec/SEMANTICS.md, Replication ("Leader HW = min LEO over
 // the ISR"; "the HW a new leader starts with can be behind the old
 // leader's").
 func ListOffsets(l Log, hw int64) bool {

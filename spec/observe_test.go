@@ -16,7 +16,7 @@ func values(ls []Log) [][]string {
 }
 
 // A definite failure never takes effect: the record was not appended.
-// Reference: SEMANTICS.md, Producer; FORMAT.md, outcome "fail".
+// Reference: spec/SEMANTICS.md, Producer; FORMAT.md, outcome "fail".
 func TestProduceFailedLeavesLog(t *testing.T) {
 	l := logOf("a")
 	for _, acks := range []int{AcksNone, AcksLeader, AcksAll} {
@@ -28,7 +28,7 @@ func TestProduceFailedLeavesLog(t *testing.T) {
 // "With acks=all ... the leader answers once every replica in the ISR has the
 // record (HW has passed it)": an acknowledged record is committed, at the
 // offset the broker named, so that offset must be the committed log's end.
-// Reference: SEMANTICS.md, Producer, acks=all.
+// Reference: spec/SEMANTICS.md, Producer, acks=all.
 func TestProduceAcksAllCommitsAtItsOffset(t *testing.T) {
 	l := logOf("a", "b")
 	ok := func(off int64) Write { return Write{Value: "v", Acks: AcksAll, Outcome: Acknowledged, Offset: off} }
@@ -42,7 +42,7 @@ func TestProduceAcksAllCommitsAtItsOffset(t *testing.T) {
 // acks=1 (a leader failure before replication can lose an acknowledged
 // record), acks=0 (at-most-once) and unknown outcomes may or may not take
 // effect; when they do, the record stands where the broker put it.
-// Reference: SEMANTICS.md, Producer, acks 0 and 1, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+// Reference: spec/SEMANTICS.md, Producer, acks 0 and 1, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func TestProduceMayOrMayNotTakeEffect(t *testing.T) {
 	l := logOf("a", "b")
 	cases := []struct {
@@ -69,7 +69,7 @@ func TestProduceMayOrMayNotTakeEffect(t *testing.T) {
 // "Consumers read only below HW": a fetch returns a contiguous run of
 // committed records from the offset asked for, and an empty answer at any
 // offset (in (HW, LEO], a lagging HW, a long poll that timed out).
-// Reference: SEMANTICS.md, Replication.
+// Reference: spec/SEMANTICS.md, Replication.
 func TestFetch(t *testing.T) {
 	l := logOf("a", "b", "c")
 	recs := func(off int64, vs ...string) []Record {
@@ -109,7 +109,7 @@ func TestFetch(t *testing.T) {
 
 // Every leader's HW is at or below the committed end; a new leader's HW can
 // lag the old one's, so there is no lower bound.
-// Reference: SEMANTICS.md, Replication ("the HW a new leader starts with can
+// Reference: spec/SEMANTICS.md, Replication ("the HW a new leader starts with can
 // be behind the old leader's").
 func TestListOffsets(t *testing.T) {
 	l := logOf("a", "b", "c")
@@ -127,7 +127,7 @@ func TestOutcomeString(t *testing.T) {
 
 // An idempotent retry of a record already in the log is answered with the
 // original offset and not appended again; acknowledged anywhere else, it is
-// illegal. Reference: SEMANTICS.md, Producer (dedup window).
+// illegal. Reference: spec/SEMANTICS.md, Producer (dedup window).
 func TestProduceDedupRule(t *testing.T) {
 	l := Log{}.Append("a").Append("b")
 	retry := Write{Value: "a", Acks: AcksAll, Outcome: Acknowledged, Offset: 0, Idempotent: true}

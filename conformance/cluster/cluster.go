@@ -388,9 +388,6 @@ func (c *Cluster) LogPath(id int) string {
 	return ""
 }
 
-// ControllerLogPath is the controller's log file.
-func (c *Cluster) ControllerLogPath() string { return c.controller.logPath }
-
 // LogTail is the end of broker id's log.
 func (c *Cluster) LogTail(id int) string {
 	if p, ok := c.brokers[id]; ok {

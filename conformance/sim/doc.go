@@ -4,6 +4,6 @@
 // the same way, event for event, so any failure replays exactly.
 //
 // After every step (one delivered message, one timer) the simulator checks
-// the protocol invariants of SEMANTICS.md on the cluster's global state and
+// the protocol invariants of spec/SEMANTICS.md on the cluster's global state and
 // stops at the first violation, keeping the steps that led to it.
 package sim

@@ -61,7 +61,7 @@ func TestSameSeedSameRun(t *testing.T) {
 
 // With RF 3, min ISR 2, acks=all, truncation=epoch and no unclean
 // election, no fault schedule breaks a protocol invariant.
-// Reference: SEMANTICS.md, "Strong consistency recipe".
+// Reference: spec/SEMANTICS.md, "Strong consistency recipe".
 func TestStrongSettingsHoldUnderRandomFaults(t *testing.T) {
 	seeds := uint64(40)
 	if testing.Short() {

@@ -393,7 +393,7 @@ func (c *client) flushProducer() {
 // application, which sends its last unacknowledged record again, as an
 // application that cannot tell would. The new identity means no broker can
 // tell the resend from a new record: it may be written twice, the limit
-// SEMANTICS.md states for exactly-once ("per producer session").
+// spec/SEMANTICS.md states for exactly-once ("per producer session").
 func (c *client) restartProducer() {
 	s := c.s
 	last := -1

@@ -233,7 +233,8 @@ func (b *Broker) apply(h *hosted) error {
 		}
 	}
 	if rd.HWChanged {
-		return b.onHWChange(h)
+		// Held consumer fetches on tp may have enough data now.
+		b.retryFetches(h.tp, false)
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ func (c *cluster) failoverTo2() {
 // (producer restart) is a new identity". Every PID a cluster hands out is
 // new: distinct across brokers and requests, and a restarted broker (a new
 // incarnation) never repeats one of its previous process.
-// Reference: SEMANTICS.md, Producer; KIP-730 (broker-allocated id blocks).
+// Reference: spec/SEMANTICS.md, Producer; KIP-730 (broker-allocated id blocks).
 func TestInitProducerIDNeverRepeats(t *testing.T) {
 	c := newCluster(t, opts{})
 	seen := map[int64]broker.NodeID{}
@@ -171,7 +171,7 @@ func TestInitProducerIDNeverRepeats(t *testing.T) {
 // offset, and the record is stored once, on every replica. A retry that
 // reaches the leader while the original still waits for acks=all waits too,
 // and both are answered with the same offset.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentRetryAfterLostAnswerIsStoredOnce(t *testing.T) {
 	c, leader := newIdempotenceTopic(t, opts{}, 0)
 	pid := c.initProducerID(2)
@@ -220,7 +220,7 @@ func TestIdempotentRetryAfterLostAnswerIsStoredOnce(t *testing.T) {
 // fails; the retry reaches the new leader, which answers with the original
 // offset and does not append it again (Known bugs, "dedup across leader
 // change", on the correct variant).
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentRetryAfterLeaderChangeIsStoredOnce(t *testing.T) {
 	c, leader := newIdempotenceTopic(t, opts{}, 0)
 	require.EqualValues(t, 1, leader)
@@ -245,7 +245,7 @@ func TestIdempotentRetryAfterLeaderChangeIsStoredOnce(t *testing.T) {
 // produce: a gap (OUT_OF_ORDER_SEQUENCE_NUMBER), an older epoch
 // (INVALID_PRODUCER_EPOCH), a new epoch not starting at 0, and a later
 // sequence from a PID the partition never saw; none appends anything.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentRefusalsAnswerTheProducer(t *testing.T) {
 	c, leader := newIdempotenceTopic(t, opts{}, 0)
 	pid := c.initProducerID(leader)
@@ -278,7 +278,7 @@ func TestIdempotentRefusalsAnswerTheProducer(t *testing.T) {
 // broker that restarts from that snapshot and a longer log replays the tail
 // and holds exactly what a replay of its whole log gives, so once it leads
 // it deduplicates retries of batches from before its crash.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestProducerSnapshotOnCheckpointTickAndRestart(t *testing.T) {
 	c, leader := newIdempotenceTopic(t, opts{}, snapshotEveryMs)
 	require.EqualValues(t, 1, leader)
@@ -341,7 +341,7 @@ func (c *cluster) loseHeld(ids ...broker.NodeID) {
 // gone, the producer's retry is appended (not answered with an offset that
 // now holds another record), and a later restart rebuilds the right state
 // (failpoints/README.md, afterProducerSnapshot).
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestTruncationBelowProducerSnapshotRemovesIt(t *testing.T) {
 	c, leader := newIdempotenceTopic(t, opts{}, snapshotEveryMs)
 	require.EqualValues(t, 1, leader)
@@ -398,7 +398,7 @@ func TestTruncationBelowProducerSnapshotRemovesIt(t *testing.T) {
 // RemoveProducerSnapshot in apply leaves behind (no failpoint sits there),
 // and the outcome is the checkers' dedup-failure's twin: a write lost to a
 // false duplicate.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIgnoredProducerSnapshotIsNotTrustedLater(t *testing.T) {
 	c, leader := newIdempotenceTopic(t, opts{}, snapshotEveryMs)
 	require.EqualValues(t, 1, leader)
@@ -646,7 +646,7 @@ func TestAfterProducerSnapshotFailpoint(t *testing.T) {
 
 // Without a snapshot (the HW checkpoint on every change takes none), a
 // restart replays the whole log to the same producer state.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestRestartWithoutProducerSnapshotReplaysTheLog(t *testing.T) {
 	c, leader := newIdempotenceTopic(t, opts{}, 0)
 	pid := c.initProducerID(1)

@@ -141,12 +141,6 @@ func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error
 	return nil
 }
 
-// onHWChange answers consumer fetches on tp that now have enough data.
-func (b *Broker) onHWChange(h *hosted) error {
-	b.retryFetches(h.tp, false)
-	return nil
-}
-
 // retryFetches re-reads held consumer fetches on tp (all partitions when
 // tp is nil-like and all is set) and answers the ones that are satisfied or
 // expired.

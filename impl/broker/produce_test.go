@@ -31,7 +31,7 @@ func newTopic(t *testing.T, o opts) (*cluster, broker.NodeID) {
 // An acks=all produce is answered once every ISR member holds the batch,
 // with the offset the leader gave it; offsets follow one another across
 // batches, and a consumer then reads exactly what was written.
-// Reference: SEMANTICS.md, Producer, acks=all.
+// Reference: spec/SEMANTICS.md, Producer, acks=all.
 func TestAcksAllAnswersWithConsecutiveOffsets(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	require.EqualValues(t, 0, c.produceOK(leader, tp0, "a"))
@@ -64,7 +64,7 @@ func TestAcksAllAnswersWithConsecutiveOffsets(t *testing.T) {
 // A consumer reads only below HW: a record the followers have not fetched
 // is in the leader's log but invisible, to fetches and to ListOffsets, until
 // the followers catch up.
-// Reference: SEMANTICS.md, Replication ("Consumers read only below HW").
+// Reference: spec/SEMANTICS.md, Replication ("Consumers read only below HW").
 func TestFetchReturnsRecordsOnlyOnceCommitted(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.pause(2, 3)
@@ -88,7 +88,7 @@ func TestFetchReturnsRecordsOnlyOnceCommitted(t *testing.T) {
 
 // A fetch past the log end is OFFSET_OUT_OF_RANGE; a consumer fetch sent to
 // a follower is NOT_LEADER_OR_FOLLOWER.
-// Reference: SEMANTICS.md, Replication ("beyond LEO it is OFFSET_OUT_OF_RANGE").
+// Reference: spec/SEMANTICS.md, Replication ("beyond LEO it is OFFSET_OUT_OF_RANGE").
 func TestFetchOutOfRangeAndFromFollower(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.produceOK(leader, tp0, "a")
@@ -104,7 +104,7 @@ func TestFetchOutOfRangeAndFromFollower(t *testing.T) {
 
 // acks=0 is fire and forget: the record is appended, nothing is answered,
 // not even an error.
-// Reference: SEMANTICS.md, Producer, acks=0.
+// Reference: spec/SEMANTICS.md, Producer, acks=0.
 func TestAcksZeroGetsNoResponse(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.produce(leader, tp0, partition.AcksNone, "a")
@@ -117,7 +117,7 @@ func TestAcksZeroGetsNoResponse(t *testing.T) {
 
 // acks=1 is answered as soon as the leader has the record, before any
 // follower fetched it; acks=all in the same state waits.
-// Reference: SEMANTICS.md, Producer, acks=1.
+// Reference: spec/SEMANTICS.md, Producer, acks=1.
 func TestAcksOneAnsweredAtOnce(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.pause(2, 3)
@@ -139,7 +139,7 @@ func TestAcksOneAnsweredAtOnce(t *testing.T) {
 
 // A long-poll fetch at the log end is held, not answered empty, and is
 // answered as soon as a produce commits a record it can return.
-// Reference: SEMANTICS.md, Consumer ("fetch.min.bytes and fetch.max.wait.ms").
+// Reference: spec/SEMANTICS.md, Consumer ("fetch.min.bytes and fetch.max.wait.ms").
 func TestLongPollFetchAnsweredWhenProduceCommits(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	req := c.fetch(leader, tp0, 0, 1, 500)
@@ -158,7 +158,7 @@ func TestLongPollFetchAnsweredWhenProduceCommits(t *testing.T) {
 
 // An uncommitted record does not release a long poll: the consumer could
 // not read it. Only the commit does.
-// Reference: SEMANTICS.md, Consumer, long poll; Replication, HW visibility.
+// Reference: spec/SEMANTICS.md, Consumer, long poll; Replication, HW visibility.
 func TestLongPollFetchIgnoresUncommittedRecords(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.pause(2, 3)
@@ -175,7 +175,7 @@ func TestLongPollFetchIgnoresUncommittedRecords(t *testing.T) {
 
 // A long-poll fetch that finds nothing is answered, empty and without
 // error, once fetch.max.wait.ms has passed, and not before.
-// Reference: SEMANTICS.md, Consumer ("or the wait ends").
+// Reference: spec/SEMANTICS.md, Consumer ("or the wait ends").
 func TestLongPollFetchAnsweredEmptyAfterMaxWait(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.produceOK(leader, tp0, "a")
@@ -194,7 +194,7 @@ func TestLongPollFetchAnsweredEmptyAfterMaxWait(t *testing.T) {
 // NOT_LEADER_OR_FOLLOWER when it knows the partition (so the client
 // refreshes metadata and retries elsewhere), and with
 // UNKNOWN_TOPIC_OR_PARTITION when no such partition exists.
-// Reference: SEMANTICS.md, Producer; Kafka's error codes 6 and 3.
+// Reference: spec/SEMANTICS.md, Producer; Kafka's error codes 6 and 3.
 func TestRequestsToTheWrongBroker(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.createTopic("solo", 1, 1) // one replica, on broker 1
@@ -235,7 +235,7 @@ func TestRequestsToTheWrongBroker(t *testing.T) {
 // drops them from the ISR after replica.lag.time.max.ms, and from then on
 // refuses acks=all produces with NOT_ENOUGH_REPLICAS without appending;
 // acks=1 is still served.
-// Reference: SEMANTICS.md, Producer ("With min.insync.replicas = M ...").
+// Reference: spec/SEMANTICS.md, Producer ("With min.insync.replicas = M ...").
 func TestAcksAllRefusedBelowMinISR(t *testing.T) {
 	const lag = 1000
 	c, leader := newTopic(t, opts{minISR: 2, lagMs: lag})
@@ -263,7 +263,7 @@ func TestAcksAllRefusedBelowMinISR(t *testing.T) {
 // An acks=all produce that the ISR does not acknowledge in time is answered
 // with REQUEST_TIMED_OUT after the request's timeout, not before. The
 // record stays in the leader's log: the outcome is unknown to the client.
-// Reference: SEMANTICS.md, Histories ("unknown (timeout ...)").
+// Reference: spec/SEMANTICS.md, Histories ("unknown (timeout ...)").
 func TestAcksAllTimesOutWithoutFollowers(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	c.pause(2, 3)
@@ -285,7 +285,7 @@ func TestAcksAllTimesOutWithoutFollowers(t *testing.T) {
 
 // With a single replica the ISR is the leader alone: acks=all is answered
 // in the same step as the append.
-// Reference: SEMANTICS.md, Producer, acks=all.
+// Reference: spec/SEMANTICS.md, Producer, acks=all.
 func TestAcksAllOnASingleReplicaAnsweredAtOnce(t *testing.T) {
 	c := newCluster(t, opts{})
 	c.createTopic("solo", 1, 1)

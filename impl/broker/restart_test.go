@@ -15,7 +15,7 @@ import (
 // A broker that crashes and starts again on the same disk recovers its log
 // from storage before it hears from anyone, registers with a new
 // incarnation, catches up on what it missed and rejoins the ISR.
-// Reference: SEMANTICS.md, Replication ("Follower restart"); KIP-903 for
+// Reference: spec/SEMANTICS.md, Replication ("Follower restart"); KIP-903 for
 // the restarted replica leaving the ISR until it catches up.
 func TestRestartedBrokerRecoversItsLogAndRejoins(t *testing.T) {
 	c, leader := newTopic(t, opts{})
@@ -77,7 +77,7 @@ func TestRestartedBrokerIgnoresStateMeantForItsPreviousLife(t *testing.T) {
 // was never synced). With FlushEveryAppend every appended record survives.
 // Either way the restarted follower refetches from the leader, so the
 // cluster loses nothing.
-// Reference: SEMANTICS.md, Known bugs ("last replica standing": durability
+// Reference: spec/SEMANTICS.md, Known bugs ("last replica standing": durability
 // comes from replication, not fsync); Kafka's log.flush.interval.messages.
 func TestPowerLossKeepsOnlySyncedRecords(t *testing.T) {
 	for _, flush := range []bool{false, true} {
@@ -122,7 +122,7 @@ func TestPowerLossKeepsOnlySyncedRecords(t *testing.T) {
 // nothing, yet it is an ISR member and the first in line to lead: when the
 // leader restarts, 2 is elected and every committed record is gone.
 // Reference: KIP-903 (replicas with a stale broker epoch must not join the
-// ISR); SEMANTICS.md, StrongIsr.
+// ISR); spec/SEMANTICS.md, StrongIsr.
 func TestStaleFetchDoesNotReturnAnEmptyReplicaToTheISR(t *testing.T) {
 	c, leader := newTopic(t, opts{})
 	require.EqualValues(t, 1, leader)

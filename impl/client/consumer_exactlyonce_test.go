@@ -10,7 +10,7 @@ import (
 // outputStore is an application's own database: it keeps the output and
 // the consumer's next offset per partition, and changes both in one
 // atomic step (a transaction). That is the consumer-side exactly-once of
-// SEMANTICS.md: "store the offset atomically with the output".
+// spec/SEMANTICS.md: "store the offset atomically with the output".
 type outputStore struct {
 	output []string
 	next   map[kafka.TopicPartition]int64

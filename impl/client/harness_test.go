@@ -58,7 +58,7 @@ func (fp *fakePartition) observe(e fakeEntry, offset int64) {
 	}
 }
 
-// check applies SEMANTICS.md's idempotence rules to a one-record batch:
+// check applies spec/SEMANTICS.md's idempotence rules to a one-record batch:
 // it returns the original offset of a duplicate, or an error, or (-1, nil)
 // to append.
 func (fp *fakePartition) check(pid int64, epoch int16, seq int32) (int64, error) {

@@ -49,7 +49,7 @@ func KeyPartition(key []byte, partitions int) int32 {
 	return (Murmur2(key) & 0x7fffffff) % int32(partitions)
 }
 
-// Partitioner picks a partition for each record (SEMANTICS.md, Producer).
+// Partitioner picks a partition for each record (spec/SEMANTICS.md, Producer).
 // It is not safe for concurrent use.
 type Partitioner struct {
 	rng *rand.Rand

@@ -247,7 +247,7 @@ func TestLostRequestOutOfOrderSuccessorsAreRetried(t *testing.T) {
 // written under its PID. It fails as certainly unwritten; the producer takes
 // a new PID and what follows, including a batch already refused behind it,
 // starts again at sequence 0.
-// Reference: SEMANTICS.md "acks=1 loss"; KIP-360.
+// Reference: spec/SEMANTICS.md "acks=1 loss"; KIP-360.
 func TestTrueGapFailsAndTakesANewPID(t *testing.T) {
 	fc := newCluster()
 	w := newWorld(t, DefaultConfig(), fc, 1)
@@ -419,7 +419,7 @@ func TestDeliveryTimeout(t *testing.T) {
 // TestNonIdempotentRetryDuplicates checks that without idempotence a retry
 // is a plain resend: a lost answer makes the record appear twice
 // (at-least-once).
-// Reference: SEMANTICS.md, "Retries without idempotence give at-least-once".
+// Reference: spec/SEMANTICS.md, "Retries without idempotence give at-least-once".
 func TestNonIdempotentRetryDuplicates(t *testing.T) {
 	fc := newCluster()
 	w := newWorld(t, nonIdempotent(), fc, 1)
@@ -444,7 +444,7 @@ func TestNonIdempotentRetryDuplicates(t *testing.T) {
 
 // TestAcksZeroIsUnknown checks that acks=0 completes as soon as the request
 // is out, as unknown: no answer will say whether it was written.
-// Reference: SEMANTICS.md, acks=0.
+// Reference: spec/SEMANTICS.md, acks=0.
 func TestAcksZeroIsUnknown(t *testing.T) {
 	cfg := nonIdempotent()
 	cfg.Acks = partition.AcksNone

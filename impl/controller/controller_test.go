@@ -21,7 +21,7 @@ func TestNewRejectsNonPositiveSessionTimeout(t *testing.T) {
 // TestCreateTopicSpreadsLeaders checks "spreads leaders evenly over brokers
 // (preferred leader = first replica in the assignment)": partition p's
 // replicas start at the (p mod n)-th live broker.
-// Reference: SEMANTICS.md, Replication (Controller).
+// Reference: spec/SEMANTICS.md, Replication (Controller).
 func TestCreateTopicSpreadsLeaders(t *testing.T) {
 	h := newHarness(t, Config{}, 3, 1, 2)
 	require.NoError(t, h.c.CreateTopic("t", 6, 2, h.now))
@@ -80,7 +80,7 @@ func TestCreateTopicValidates(t *testing.T) {
 // in assignment order that is alive and in the ISR, the leader epoch grows by
 // one, and dead brokers leave the ISR. Brokers dying in the same Tick are
 // never elected, so each partition has exactly one election.
-// Reference: SEMANTICS.md, Replication (Leader failure, Controller).
+// Reference: spec/SEMANTICS.md, Replication (Leader failure, Controller).
 func TestLeaderDeathElectsFromISRInOneBatch(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2, 3, 4)
 	h.createTopic("t", 4, 4)
@@ -114,7 +114,7 @@ func TestLeaderDeathElectsFromISRInOneBatch(t *testing.T) {
 // leaves the ISR "unless it is the last ISR member (then keep it so a clean
 // election can pick it when it returns)"; the partition is offline meanwhile,
 // even when an out-of-sync replica is alive.
-// Reference: SEMANTICS.md, Replication (All replicas down); KIP-966 (motivation).
+// Reference: spec/SEMANTICS.md, Replication (All replicas down); KIP-966 (motivation).
 func TestLastISRMemberStaysAndReturns(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
 	h.createTopic("t", 1, 2)
@@ -146,7 +146,7 @@ func TestLastISRMemberStaysAndReturns(t *testing.T) {
 // unclean.leader.election.enable=true the first replica to come back leads
 // even if it was not in the ISR. With false, the partition stays unavailable
 // until an ISR member returns."
-// Reference: SEMANTICS.md, Replication (All replicas down).
+// Reference: spec/SEMANTICS.md, Replication (All replicas down).
 func TestUncleanElection(t *testing.T) {
 	for _, unclean := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[unclean], func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestUncleanElection(t *testing.T) {
 // TestUncleanElectionWhenReplicaReturns checks that with unclean election on,
 // an offline partition whose ISR is dead is led by the first replica to come
 // back, with ISR = {it}.
-// Reference: SEMANTICS.md, Replication (All replicas down).
+// Reference: spec/SEMANTICS.md, Replication (All replicas down).
 func TestUncleanElectionWhenReplicaReturns(t *testing.T) {
 	h := newHarness(t, Config{UncleanLeaderElection: true}, 1, 2)
 	h.createTopic("t", 1, 2)
@@ -254,7 +254,7 @@ func TestKeepISROnRestart(t *testing.T) {
 // when the restarted broker is the last ISR member, it is fenced (the
 // partition goes offline) and then cleanly re-elected, whatever it lost.
 // This is the "last replica standing" repro's controller half.
-// Reference: SEMANTICS.md, Known bugs (last replica standing); KIP-966.
+// Reference: spec/SEMANTICS.md, Known bugs (last replica standing); KIP-966.
 func TestRestartOfLastISRMember(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
 	h.createTopic("t", 1, 2)
@@ -334,7 +334,7 @@ func TestAlterPartition(t *testing.T) {
 // within its session timeout is dead", and only then: heartbeats of the
 // registered incarnation keep a broker alive across ticks, heartbeats of any
 // other incarnation do not.
-// Reference: SEMANTICS.md, Replication (Controller); KIP-631 (broker epochs).
+// Reference: spec/SEMANTICS.md, Replication (Controller); KIP-631 (broker epochs).
 func TestHeartbeatsKeepBrokersAlive(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
 	require.NoError(t, h.c.RegisterBroker(2, 2, 0), "broker 2 restarts at once")
@@ -358,7 +358,7 @@ func TestHeartbeatsKeepBrokersAlive(t *testing.T) {
 // TestAutoLeaderRebalance checks that leadership moves back to the preferred
 // replica (the first in the assignment) once it is alive and in the ISR, and
 // only with auto.leader.rebalance.enable.
-// Reference: SEMANTICS.md, Replication (Controller); KIP-183 (preferred election).
+// Reference: spec/SEMANTICS.md, Replication (Controller); KIP-183 (preferred election).
 func TestAutoLeaderRebalance(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[enabled], func(t *testing.T) {

@@ -50,7 +50,7 @@ func TestNotLoaded(t *testing.T) {
 // the committed offsets, so that a member of an older generation is still
 // refused with ILLEGAL_GENERATION, and that what was never committed to
 // the partition (an offset whose append was still in flight) is not seen.
-// Reference: SEMANTICS.md, Consumer and groups; Kafka's coordinator
+// Reference: spec/SEMANTICS.md, Consumer and groups; Kafka's coordinator
 // failover (GroupMetadataManager.loadGroupsAndOffsets).
 func TestFailover(t *testing.T) {
 	h := newHarness(t)

@@ -29,7 +29,7 @@ func TestConfigValidate(t *testing.T) {
 // generation 1 once both rejoined, the first to join leads and alone gets
 // the member list, and SyncGroup answers only after the group's metadata
 // append is committed.
-// Reference: KIP-394; SEMANTICS.md, Consumer and groups.
+// Reference: KIP-394; spec/SEMANTICS.md, Consumer and groups.
 func TestTwoMembersJoinSyncStable(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.memberID("g"), h.memberID("g")
@@ -83,7 +83,7 @@ func TestTwoMembersJoinSyncStable(t *testing.T) {
 // that the next generation is 2, and that a commit of generation 1 is then
 // refused with ILLEGAL_GENERATION; during CompletingRebalance every commit
 // is refused with REBALANCE_IN_PROGRESS.
-// Reference: SEMANTICS.md, Consumer and groups (stale-generation-commit).
+// Reference: spec/SEMANTICS.md, Consumer and groups (stale-generation-commit).
 func TestThirdMemberRebalances(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stableGroup("g", 2)
@@ -122,7 +122,7 @@ func TestThirdMemberRebalances(t *testing.T) {
 // TestSilentMemberRemoved checks "A member silent for session.timeout.ms
 // is removed and the group rebalances; its partitions move to the
 // survivors."
-// Reference: SEMANTICS.md, Consumer and groups.
+// Reference: spec/SEMANTICS.md, Consumer and groups.
 func TestSilentMemberRemoved(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stableGroup("g", 2)
@@ -192,7 +192,7 @@ func TestSyncTimeout(t *testing.T) {
 // TestLeave checks LeaveGroup v3+: several members at once, per-member
 // errors, pending KIP-394 ids, and a group left empty going Empty with its
 // generation bumped and persisted.
-// Reference: KIP-345 (LeaveGroup v3 batch), SEMANTICS.md.
+// Reference: KIP-345 (LeaveGroup v3 batch), spec/SEMANTICS.md.
 func TestLeave(t *testing.T) {
 	h := newHarness(t)
 	ids, _ := h.stableGroup("g", 3)
@@ -220,7 +220,7 @@ func TestLeave(t *testing.T) {
 // answered, and its offsets become visible to OffsetFetch, only once the
 // broker reports its append committed; a failed append answers
 // NOT_COORDINATOR and the offsets never become visible.
-// Reference: SEMANTICS.md, Consumer and groups (committed offset).
+// Reference: spec/SEMANTICS.md, Consumer and groups (committed offset).
 func TestCommitVisibleAfterAppendDone(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stableGroup("g", 1)

@@ -79,9 +79,6 @@ func NewClient(seeds []string, opts ...kgo.Opt) (*Client, error) {
 // Close closes the connections.
 func (c *Client) Close() { c.cl.Close() }
 
-// Kgo is the franz-go client underneath.
-func (c *Client) Kgo() *kgo.Client { return c.cl }
-
 // CreateTopic creates a topic through any broker. A topic that exists
 // already is not an error: a harness may run again on the same cluster
 // only with a fresh topic name, which is the caller's business.

@@ -33,7 +33,7 @@ import (
 
 // BrokerConfig configures one broker process.
 type BrokerConfig struct {
-	// Broker holds the id and the protocol settings (SEMANTICS.md).
+	// Broker holds the id and the protocol settings (spec/SEMANTICS.md).
 	// Broker.Address, the address clients are told, defaults to Advertised.
 	Broker broker.Config
 	// DataDir holds the partition logs and checkpoints.

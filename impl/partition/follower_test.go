@@ -32,7 +32,7 @@ func leaderBatch(offset int64, epoch int32, values ...string) record.Batch {
 // record below: the follower appends what it fetched and puts the next
 // fetch, from the new LEO, in the same Ready after the Append, which the
 // caller stores before it sends. Its HW is the leader's, clamped to its own
-// LEO. Reference: SEMANTICS.md, Replication; package doc ("persist, then
+// LEO. Reference: spec/SEMANTICS.md, Replication; package doc ("persist, then
 // send").
 func TestFollowerAppendsThenFetchesFromNewLEO(t *testing.T) {
 	cfg := testConfig(2)
@@ -109,7 +109,7 @@ func TestFollowerGivesWayToLeaderBatch(t *testing.T) {
 }
 
 // "truncation=hw: truncate the log to the last checkpointed HW, then fetch
-// from the leader." No epoch query is sent. Reference: SEMANTICS.md,
+// from the leader." No epoch query is sent. Reference: spec/SEMANTICS.md,
 // Replication; KIP-101 (the scheme it replaced).
 func TestTruncateToHWOnBecomingFollower(t *testing.T) {
 	cfg := testConfig(2)
@@ -421,7 +421,7 @@ func TestFollowerPastLeaderLEO(t *testing.T) {
 
 // Only a follower acts on fetch and epoch answers: a leader or a replica
 // without a role ignores them (they answer an earlier role's request).
-// Reference: SEMANTICS.md, Replication.
+// Reference: spec/SEMANTICS.md, Replication.
 func TestAnswersIgnoredUnlessFollowing(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1}, "a")
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: 0, Batches: []record.Batch{leaderBatch(1, 1, "z")}, HW: 2, LEO: 2}, 1)

@@ -10,7 +10,7 @@ import (
 // Acks is the producer's acks setting.
 type Acks int8
 
-// The three acks levels of SEMANTICS.md.
+// The three acks levels of spec/SEMANTICS.md.
 const (
 	AcksNone   Acks = 0
 	AcksLeader Acks = 1

@@ -11,7 +11,7 @@ import (
 
 // "acks 0: no response; acks 1: the leader answers once the record is in its
 // own log." Neither is parked, and neither is completed later.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestAcksZeroAndOneAnswerAtOnce(t *testing.T) {
 	c := newCluster(t, nil, 1, 2, 3)
 	c.elect(1, nil)
@@ -29,7 +29,7 @@ func TestAcksZeroAndOneAnswerAtOnce(t *testing.T) {
 
 // "acks=all: the leader answers once every replica in the ISR has the
 // record (HW has passed it)." A batch completes when HW reaches the offset
-// after its last record, not before. Reference: SEMANTICS.md, Producer.
+// after its last record, not before. Reference: spec/SEMANTICS.md, Producer.
 func TestAcksAllCompletesWhenHWPassesTheBatch(t *testing.T) {
 	c := newCluster(t, func(id int32) Config {
 		cfg := testConfig(id)
@@ -68,7 +68,7 @@ func TestAcksAllCompletesWhenHWPassesTheBatch(t *testing.T) {
 // The completion rule is about the batch's last offset, not its first: a
 // follower whose fetch offset falls inside a batch (its copy diverged, or it
 // reports an offset the leader did not cut at) does not complete it.
-// Reference: SEMANTICS.md, Producer ("HW has passed it").
+// Reference: spec/SEMANTICS.md, Producer ("HW has passed it").
 func TestAcksAllWaitsForTheBatchLastOffset(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
 	require.True(t, r.Produce(ProduceRequest{ID: 5, Acks: AcksAll, Batch: batch("b", "c", "d")}, 0).Parked)
@@ -82,7 +82,7 @@ func TestAcksAllWaitsForTheBatchLastOffset(t *testing.T) {
 
 // "With min.insync.replicas = M, a produce is refused with
 // NOT_ENOUGH_REPLICAS when the ISR is smaller than M" — and nothing is
-// appended. acks=1 is not subject to it. Reference: SEMANTICS.md, Producer.
+// appended. acks=1 is not subject to it. Reference: spec/SEMANTICS.md, Producer.
 func TestAcksAllRefusedWhenISRBelowMin(t *testing.T) {
 	cfg := testConfig(1)
 	cfg.MinInsyncReplicas = 2
@@ -101,7 +101,7 @@ func TestAcksAllRefusedWhenISRBelowMin(t *testing.T) {
 // "If the ISR shrinks below M after the append, the answer is
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND." HW only passes the batch below min ISR
 // when AdvanceHWBelowMinISR (Kafka before KIP-966) lets it.
-// Reference: SEMANTICS.md, Producer; KIP-966.
+// Reference: spec/SEMANTICS.md, Producer; KIP-966.
 func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 	cfg := testConfig(1)
 	cfg.MinInsyncReplicas = 2
@@ -123,7 +123,7 @@ func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 // never acknowledged on one copy. The leader answers what is parked with
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND as soon as the ISR falls below the
 // minimum (the record may still commit once it grows back: an unknown
-// outcome for the client). Reference: SEMANTICS.md, Producer and Known bugs
+// outcome for the client). Reference: spec/SEMANTICS.md, Producer and Known bugs
 // ("last replica standing"); KIP-966.
 func TestHWStaysWhileISRBelowMin(t *testing.T) {
 	cfg := testConfig(1)
@@ -145,7 +145,7 @@ func TestHWStaysWhileISRBelowMin(t *testing.T) {
 
 // Produce is served by the leader only, a batch must hold records, and the
 // leader, not the client, assigns offsets and the leader epoch.
-// Reference: SEMANTICS.md, Producer; KIP-101 (batches carry the epoch).
+// Reference: spec/SEMANTICS.md, Producer; KIP-101 (batches carry the epoch).
 func TestProduceRefusals(t *testing.T) {
 	f := newReplica(t, testConfig(2), nil, 0, epochCache(t))
 	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
@@ -169,7 +169,7 @@ func TestProduceRefusals(t *testing.T) {
 // "Leader HW = min LEO over the ISR. It never moves backwards on one
 // leader." A replica outside the ISR does not hold HW back, and a fetch
 // from a follower that went back (it truncated) does not lower HW.
-// Reference: SEMANTICS.md, Replication.
+// Reference: spec/SEMANTICS.md, Replication.
 func TestLeaderHWIsMinLEOOverISR(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2, 3}, "a", "b", "c", "d", "e")
 	fetchAt(r, 2, 4, 0)
@@ -195,7 +195,7 @@ func TestLeaderHWIsMinLEOOverISR(t *testing.T) {
 // "The HW a new leader starts with can be behind the old leader's", and the
 // new leader cannot advance it until every ISR follower has fetched in its
 // epoch: before that it does not know their LEOs. A leader alone in the
-// ISR commits its whole log at once. Reference: SEMANTICS.md, Replication.
+// ISR commits its whole log at once. Reference: spec/SEMANTICS.md, Replication.
 func TestNewLeaderWaitsForEveryISRFollower(t *testing.T) {
 	ec := epochCache(t, entry(1, 0))
 	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, ec)
@@ -223,7 +223,7 @@ func TestNewLeaderWaitsForEveryISRFollower(t *testing.T) {
 // up means: it fetched at the leader's LEO, or at the LEO the leader had
 // at its previous fetch (a follower that keeps pace with a busy leader is
 // never at the very end). The removal is proposed to the controller.
-// Reference: SEMANTICS.md, Replication; KIP-497.
+// Reference: spec/SEMANTICS.md, Replication; KIP-497.
 func TestISRShrinksAfterLagTime(t *testing.T) {
 	cfg := testConfig(1) // lag 1000 ms
 	r := leaderOf(t, cfg, []int32{1, 2, 3})
@@ -283,7 +283,7 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 }
 
 // "It rejoins once its LEO reaches the leader's HW (and the start of the
-// current leader epoch)." Reference: SEMANTICS.md, Replication; KIP-101.
+// current leader epoch)." Reference: spec/SEMANTICS.md, Replication; KIP-101.
 func TestISRExpansionNeedsHWAndEpochStart(t *testing.T) {
 	// 1 leads epoch 2 from LEO 3 with HW 1: the epoch starts at 3.
 	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, epochCache(t, entry(1, 0)))
@@ -320,7 +320,7 @@ func TestOlderAlterISRAnswerDoesNotRegressISR(t *testing.T) {
 
 // A new leader gives every follower a full replica.lag.time.max.ms to fetch
 // in its epoch before proposing to drop it, as Kafka does.
-// Reference: SEMANTICS.md, Replication.
+// Reference: spec/SEMANTICS.md, Replication.
 func TestNewLeaderGivesFollowersALagWindow(t *testing.T) {
 	r := newReplica(t, testConfig(1), nil, 0, epochCache(t))
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 50000)
@@ -375,7 +375,7 @@ func TestAlterISRResentUntilAnswered(t *testing.T) {
 
 // A leader that loses leadership answers every parked produce with
 // kafka.ErrLeaderChanged (an indefinite error: the record may still commit under
-// the next leader). Reference: SEMANTICS.md, Producer.
+// the next leader). Reference: spec/SEMANTICS.md, Producer.
 func TestLeaderChangeFailsParkedProduces(t *testing.T) {
 	for name, next := range map[string]kafka.PartitionState{
 		"follower": {Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2},

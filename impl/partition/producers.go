@@ -28,7 +28,7 @@ const (
 	// ProducerStateLeaderOnly: only the leader that appended a batch learns
 	// of it; followers do not rebuild. A new leader knows nothing of a
 	// producer and takes its retry as a new producer's first batch. This is
-	// the "dedup across leader change" bug of SEMANTICS.md.
+	// the "dedup across leader change" bug of spec/SEMANTICS.md.
 	ProducerStateLeaderOnly
 )
 
@@ -93,7 +93,7 @@ func (ps producers) observe(b *record.Batch) {
 // nil), answer it as the duplicate of a batch already in the log (dup, nil),
 // or refuse it (nil, err).
 //
-// The rules (SEMANTICS.md, Producer):
+// The rules (spec/SEMANTICS.md, Producer):
 //   - an epoch older than the producer's latest: kafka.ErrInvalidProducerEpoch;
 //   - a newer epoch must start at sequence 0: kafka.ErrOutOfOrderSequence;
 //   - the same epoch and the same sequence range as one of the last

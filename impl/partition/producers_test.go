@@ -94,7 +94,7 @@ func (p *producer) dup(acks Acks, b record.Batch, base int64) ProduceResult {
 // no state for means the state was lost, and the reference broker refuses
 // it with UNKNOWN_PRODUCER_ID. With ProducerStateLeaderOnly the leader
 // takes it (Kafka's lenient first write), which is how that bug duplicates.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentFirstBatchOfANewProducer(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1}, "plain")
 	p := &producer{t: t, r: r}
@@ -119,7 +119,7 @@ func TestIdempotentFirstBatchOfANewProducer(t *testing.T) {
 // OUT_OF_ORDER_SEQUENCE_NUMBER". A batch overlapping the last one without
 // being a retry of it (same base sequence, another length, or a base inside
 // it) is out of order too.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentSequencesFollowOneAnother(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1})
 	p := &producer{t: t, r: r}
@@ -148,7 +148,7 @@ func TestIdempotentSequencesFollowOneAnother(t *testing.T) {
 // PID. A retry of one of them (same epoch, same range) is answered with the
 // original offset and not appended again." A retry of an older batch has
 // left the window: it is out of order.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentRetryOfTheLastFiveBatchesIsADuplicate(t *testing.T) {
 	require.Equal(t, 5, DedupWindow)
 	for _, acks := range []Acks{AcksNone, AcksLeader, AcksAll} {
@@ -194,7 +194,7 @@ func TestIdempotentRetryOfTheLastFiveBatchesIsADuplicate(t *testing.T) {
 // the record": a retry of a batch HW has not passed yet parks until HW
 // passes the original's last offset, and is completed with the original
 // offset. acks=1 is answered at once.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentDuplicateOfUncommittedBatchWaitsForHW(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2})
 	p := &producer{t: t, r: r}
@@ -229,7 +229,7 @@ func TestIdempotentDuplicateOfUncommittedBatchWaitsForHW(t *testing.T) {
 
 // A duplicate parked for acks=all is failed like any parked produce when
 // the leader loses leadership: its outcome is unknown to the producer.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentParkedDuplicateFailsOnLeaderChange(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2})
 	p := &producer{t: t, r: r}
@@ -244,7 +244,7 @@ func TestIdempotentParkedDuplicateFailsOnLeaderChange(t *testing.T) {
 // sequence 0." A new epoch is a new sequence space: its batch 0 is not a
 // retry of the old epoch's batch 0, and retries from the old epoch are
 // fenced, not deduplicated.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentProducerEpochs(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1})
 	p := &producer{t: t, r: r}
@@ -279,8 +279,8 @@ func produceIdem(c *cluster, id int32, acks Acks, b record.Batch) (uint64, Produ
 // "Followers rebuild producer state while they replicate, so a new leader
 // deduplicates as the old one did." With ProducerStateLeaderOnly the new
 // leader knows nothing of the producer and appends the retry again: the
-// "dedup across leader change" bug of SEMANTICS.md's Known bugs.
-// Reference: SEMANTICS.md, Producer.
+// "dedup across leader change" bug of spec/SEMANTICS.md's Known bugs.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentNewLeaderDeduplicates(t *testing.T) {
 	for _, variant := range []ProducerState{ProducerStateReplicated, ProducerStateLeaderOnly} {
 		t.Run(variant.String(), func(t *testing.T) {
@@ -345,7 +345,7 @@ func TestIdempotentNewLeaderDeduplicates(t *testing.T) {
 // (or another record). What stays below the point is still deduplicated:
 // "Followers rebuild producer state while they replicate", and a follower's
 // log loses a suffix when it truncates (Replication, "Follower restart").
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentTruncationForgetsBatchesAboveThePoint(t *testing.T) {
 	for _, mk := range []func(int32) Config{testConfig, leaderOnlyConfig} {
 		cfg := mk(1)
@@ -386,7 +386,7 @@ func TestIdempotentTruncationForgetsBatchesAboveThePoint(t *testing.T) {
 // replay of the remaining log gives: a batch that had left the dedup window
 // comes back into it when the newer ones are truncated, and a producer whose
 // batches are all truncated is forgotten.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentTruncationRebuildsTheWindow(t *testing.T) {
 	cfg := testConfig(1)
 	cfg.Truncation = TruncateToHW
@@ -448,7 +448,7 @@ func mixedLog(t *testing.T) []record.Batch {
 // snapshot taken at any batch boundary, restoring and replaying the rest of
 // the log gives exactly the state of a replay of the whole log (and the
 // snapshot goes through its text encoding, as storage keeps it).
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentRestoreFromSnapshotEqualsFullReplay(t *testing.T) {
 	cfg := testConfig(1)
 	log := mixedLog(t)
@@ -470,7 +470,7 @@ func TestIdempotentRestoreFromSnapshotEqualsFullReplay(t *testing.T) {
 // A restored replica deduplicates a retry of any of a producer's last five
 // batches from before the restart, whether the batch was in the snapshot or
 // in the replayed tail, and the sixth-newest is out of the window as it was.
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentRestoredReplicaDeduplicates(t *testing.T) {
 	cfg := testConfig(1)
 	log := mixedLog(t)
@@ -506,7 +506,7 @@ func TestIdempotentRestoredReplicaDeduplicates(t *testing.T) {
 // is useless and the whole log is replayed instead." A snapshot at LEO is
 // taken as it is: nothing is left to replay ("rebuilt from a snapshot plus
 // log replay").
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestIdempotentSnapshotPastLEOIsIgnored(t *testing.T) {
 	cfg := testConfig(1)
 	log := mixedLog(t)
@@ -534,7 +534,7 @@ func TestIdempotentSnapshotPastLEOIsIgnored(t *testing.T) {
 // can hold: no producers, a producer with epoch and sequences at their
 // limits, many producers. Storage keeps these lines, and a restart is
 // "rebuilt from a snapshot plus log replay".
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestProducerSnapshotLinesRoundTrip(t *testing.T) {
 	snaps := []ProducerSnapshot{
 		{Offset: 0},
@@ -562,7 +562,7 @@ func TestProducerSnapshotLinesRoundTrip(t *testing.T) {
 // A snapshot that does not parse is an error, never a silently wrong
 // producer state (storage.ErrCorruptCheckpoint's rule: "a broker must not
 // guess").
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestParseProducerSnapshotRefusesMalformedInput(t *testing.T) {
 	cases := map[string][]string{
 		"no lines":            nil,
@@ -597,7 +597,7 @@ func TestParseProducerSnapshotRefusesMalformedInput(t *testing.T) {
 // offset 5 and "0:0:3:3:9" as a batch. The CRC of the stored file keeps
 // disk damage out, so only a writer bug or a hand-edited file gets here;
 // still, "a broker must not guess" (storage.ErrCorruptCheckpoint).
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestParseProducerSnapshotRefusesTrailingText(t *testing.T) {
 	for _, lines := range [][]string{
 		{"offset 5 7"},

@@ -37,7 +37,7 @@ type faults struct {
 //   - every acks=all write acknowledged without error is committed;
 //   - the replica invariants the harness checks on every Ready.
 //
-// Reference: SEMANTICS.md, Replication ("Protocol invariants").
+// Reference: spec/SEMANTICS.md, Replication ("Protocol invariants").
 func TestRandomSchedules(t *testing.T) {
 	f := faults{reorder: true, drop: []string{"fetch", "fetch-resp", "epoch-end", "epoch-end-resp"}, crash: true, syncController: true}
 	seeds := uint64(300)

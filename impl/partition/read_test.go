@@ -13,7 +13,7 @@ import (
 // "Consumers read only below HW. A fetch at an offset in (HW, LEO] returns
 // nothing; beyond LEO it is OFFSET_OUT_OF_RANGE." Batches are atomic: a read
 // returns the whole batch holding the offset, and only batches wholly below
-// HW. Reference: SEMANTICS.md, Replication.
+// HW. Reference: spec/SEMANTICS.md, Replication.
 func TestReadOnlyBelowHW(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2})
 	for _, vals := range [][]string{{"a"}, {"b", "c"}, {"d"}, {"e", "f"}} {
@@ -111,7 +111,7 @@ func TestLeaderEpochFencing(t *testing.T) {
 // "The controller's messages can be delayed and reordered": a state with an
 // older leader epoch, or the same epoch and an older partition epoch, is
 // ignored; the same epoch with a newer partition epoch only updates the ISR.
-// Reference: SEMANTICS.md, Replication ("leader epochs only increase").
+// Reference: spec/SEMANTICS.md, Replication ("leader epochs only increase").
 func TestStaleStateUpdatesIgnored(t *testing.T) {
 	r, _ := followerOf(t, testConfig(2), nil, 0, storage.EpochCache{}, 3)
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 5}, 1)
@@ -141,7 +141,7 @@ func TestStaleStateUpdatesIgnored(t *testing.T) {
 // A restarted replica knows the epoch of its latest records but no role;
 // the controller's state for that same epoch must still give it one (the
 // controller had no reason to bump the epoch), while an older one must not.
-// Reference: SEMANTICS.md, Replication.
+// Reference: spec/SEMANTICS.md, Replication.
 func TestRestartedReplicaTakesRoleInItsOwnEpoch(t *testing.T) {
 	load := func() *Replica {
 		return newReplica(t, testConfig(2), stored([]int32{1, 3}, "a", "b"), 2, epochCache(t, entry(1, 0), entry(3, 1)))
@@ -206,7 +206,7 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 // Resolved says whether the replica's log is reconciled with its epoch: a
 // leader's is, a follower's is once truncation is settled, a replica
 // without a role (just restarted) holds leftovers. The simulator's
-// LogMatching check relies on it. Reference: SEMANTICS.md, Replication
+// LogMatching check relies on it. Reference: spec/SEMANTICS.md, Replication
 // ("Protocol invariants").
 func TestResolved(t *testing.T) {
 	r := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))

@@ -94,7 +94,7 @@ func TestRegressionRefusedAlterISRRetriedAtOnceFromStaleEpoch(t *testing.T) {
 // dead broker into the ISR, also hit 1a's StrongIsr break at seed 269; the
 // exact orderings are pinned above). With the controller answering at once
 // (TestRandomSchedules) every seed passes.
-// Reference: KIP-497; SEMANTICS.md, Replication ("Protocol invariants").
+// Reference: KIP-497; spec/SEMANTICS.md, Replication ("Protocol invariants").
 func TestRegressionRandomSchedulesWithLateControllerAnswers(t *testing.T) {
 	f := faults{reorder: true, drop: []string{"fetch", "fetch-resp", "epoch-end", "epoch-end-resp", "alter-isr", "alter-isr-resp", "state"}, crash: true}
 	for seed := uint64(1); seed <= 300; seed++ {
@@ -116,7 +116,7 @@ func TestRegressionRandomSchedulesWithLateControllerAnswers(t *testing.T) {
 // asks 3 about epoch 2, learns "epoch 1 ended at 7", ends its own epoch 1
 // at 5 and truncates the committed f and g while still in the ISR. 3 dies
 // before 2 copies them again; 2 is elected and f, g, read by consumers,
-// are gone. Reference: KIP-101 (the cache must match the log); SEMANTICS.md,
+// are gone. Reference: KIP-101 (the cache must match the log); spec/SEMANTICS.md,
 // Replication ("LeaderCompleteness").
 func TestRegressionNewDoesNotPersistClampedCheckpoints(t *testing.T) {
 	t.Run("ready", func(t *testing.T) {
@@ -179,7 +179,7 @@ func TestRegressionNewDoesNotPersistClampedCheckpoints(t *testing.T) {
 // (a@0, epoch 1) arrives first and 2 appends it. 2 then fetches at 1 and 3
 // counts it as holding b: HW passes offset 0 while 2, in the ISR, holds a
 // there (StrongIsr; LogMatching once 2 learns the HW).
-// Reference: FetchRequest.ID; SEMANTICS.md, Replication.
+// Reference: FetchRequest.ID; spec/SEMANTICS.md, Replication.
 func TestRegressionAnswerToPreviousProcessAccepted(t *testing.T) {
 	c := newCluster(t, nil, 1, 2, 3)
 	c.elect(1, nil)

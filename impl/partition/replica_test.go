@@ -93,7 +93,7 @@ func messages[T Message](rd Ready) []T {
 // New(): a power loss can leave the HW checkpoint and the leader-epoch
 // cache ahead of the log that survived; the replica clamps HW to LEO and
 // drops the epoch entries that start at or after LEO, as Kafka truncates the
-// cache to LEO on load. Reference: KIP-101 (epoch cache), SEMANTICS.md,
+// cache to LEO on load. Reference: KIP-101 (epoch cache), spec/SEMANTICS.md,
 // Replication.
 func TestNewClampsCheckpointsToTheLog(t *testing.T) {
 	ec := epochCache(t, storage.EpochEntry{Epoch: 1, StartOffset: 0}, storage.EpochEntry{Epoch: 2, StartOffset: 1},
@@ -169,7 +169,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // The truncation variant is chosen by broker config under the names
-// SEMANTICS.md uses. Reference: SEMANTICS.md, Replication.
+// spec/SEMANTICS.md uses. Reference: spec/SEMANTICS.md, Replication.
 func TestParseTruncation(t *testing.T) {
 	for _, tr := range []Truncation{TruncateToEpoch, TruncateToHW, TruncateToEpochKIP101, TruncateToEpochNoBump} {
 		text, err := tr.MarshalText()

@@ -16,7 +16,7 @@ var snapshotBody = []string{"offset 12", "producer 7 0 0:1:3:4 2:2:9:9", "produc
 // A producer snapshot reads back as written, per partition directory; a
 // newer one replaces it; none is ok=false, not an error; removing it is
 // idempotent. A restart is "rebuilt from a snapshot plus log replay".
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestProducerSnapshotRoundTrip(t *testing.T) {
 	forEachDisk(t, func(t *testing.T, d Disk) {
 		body, ok, err := ReadProducerSnapshot(d, "p")
@@ -84,7 +84,7 @@ func TestProducerSnapshotFormatIsReadable(t *testing.T) {
 // A damaged snapshot is ErrCorruptCheckpoint naming the file, never lines
 // that a restart would take for producer state (ErrCorruptCheckpoint: "a
 // broker must not guess").
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestProducerSnapshotCorruption(t *testing.T) {
 	valid := string(encodeCheckpoint("producer-snapshot", snapshotBody))
 	name := path.Join("p", ProducerSnapshotFile)
@@ -116,7 +116,7 @@ func TestProducerSnapshotCorruption(t *testing.T) {
 // durable too, so a removed snapshot never comes back to describe batches a
 // truncation took (Disk: WriteFileAtomic and Remove "are durable when they
 // return").
-// Reference: SEMANTICS.md, Producer.
+// Reference: spec/SEMANTICS.md, Producer.
 func TestProducerSnapshotSurvivesPowerLoss(t *testing.T) {
 	for seed := range uint64(20) {
 		d := NewSimDisk()

@@ -2,7 +2,7 @@
 // abstract state machine, small enough to explore every reachable state
 // within bounds, and the explorer that does it.
 //
-// It is written from /work/shared/SEMANTICS.md and the KIPs it cites
+// It is written from spec/SEMANTICS.md and the KIPs it cites
 // (KIP-101, KIP-279, KIP-320, KIP-497, KIP-903), never from impl/: it is the
 // judge of the reference broker, not a copy of it.
 //
@@ -49,7 +49,7 @@
 //
 // # Variants
 //
-// The protocol variants of SEMANTICS.md are parameters (Variant): how a
+// The protocol variants of spec/SEMANTICS.md are parameters (Variant): how a
 // follower truncates (to its HW, KIP-101 without KIP-279's end-offset rule,
 // KIP-101+279+320, or without truncation on an epoch bump of the same leader
 // as before KAFKA-7164), unclean election, whether HW may advance while the

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// The invariants, by the names SEMANTICS.md and the simulator's reports use.
+// The invariants, by the names spec/SEMANTICS.md and the simulator's reports use.
 const (
 	StrongISR            = "StrongIsr"
 	LeaderCompleteness   = "LeaderCompleteness"

@@ -23,7 +23,7 @@ type Named struct {
 	Reference string
 }
 
-// safeVariant is the strong-consistency recipe of SEMANTICS.md: epoch
+// safeVariant is the strong-consistency recipe of spec/SEMANTICS.md: epoch
 // truncation with fencing, unclean election off, min.insync.replicas 2, HW
 // held while the ISR is below it, restarts leave the ISR (KIP-903).
 func safeVariant() Variant {
@@ -43,7 +43,7 @@ var Variants = []Named{
 		Variant:   safeVariant(),
 		Safe:      true,
 		Bounds:    DefaultBounds(),
-		Reference: "SEMANTICS.md, strong consistency recipe",
+		Reference: "spec/SEMANTICS.md, strong consistency recipe",
 	},
 	{
 		Name:      "hw",
@@ -82,7 +82,7 @@ var Variants = []Named{
 		Variant:   Variant{Truncation: TruncateEpoch, MinISR: 2, Unclean: true},
 		Bounds:    with(DefaultBounds(), func(b *Bounds) { b.Crashes = 2 }),
 		Repro:     "unclean-election.yaml",
-		Reference: "SEMANTICS.md, unclean election (loss by design)",
+		Reference: "spec/SEMANTICS.md, unclean election (loss by design)",
 	},
 	{
 		Name:      "hw-below-min-isr",
