@@ -36,9 +36,13 @@ build: $(TOOLEXEC)
 	$(FP_GO) build $(FP_FLAGS) -buildvcs=auto -o bin/watermark ./tools/watermark
 
 ## test: every test, with failpoints compiled in; tests that start real
-## processes run bin/watermark (WATERMARK_BIN), built with failpoints too
+## processes run bin/watermark (WATERMARK_BIN), built with failpoints too.
+## Progress: each package as it finishes, and every 30 s the tests still
+## running (tools/testprogress reads go test -json; it fails the target
+## when a test, a package or the build failed).
 test: build
-	WATERMARK_BIN=$(CURDIR)/bin/watermark $(FP_GO) test $(FP_FLAGS) -count=1 -timeout 20m ./...
+	$(GO) build -o bin/testprogress ./tools/testprogress
+	WATERMARK_BIN=$(CURDIR)/bin/watermark $(FP_GO) test $(FP_FLAGS) -json -count=1 -timeout 20m ./... | bin/testprogress
 
 ## check: the main job, `watermark check` on the embedded simulated cluster
 check: build

@@ -211,6 +211,9 @@ func Check(list []Case, seeds []uint64, opts Options) (*Report, error) {
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
+				if ctx.Err() != nil {
+					continue // interrupted: a run not started is abandoned
+				}
 				events <- event{c: j.c, seed: j.seed, phase: PhaseStart}
 				r, err := runOne(&list[j.c], j.seed, opts, func(p Phase) {
 					events <- event{c: j.c, seed: j.seed, phase: p}
