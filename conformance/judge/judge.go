@@ -260,27 +260,45 @@ func (rep *Report) Finish() {
 	}
 }
 
-// Counts renders a case's anomaly, invariant and porcupine counts, of
-// what broke it (allowed false) or of what it tolerates (true), as
-// "lost-write x2, invariant StrongIsr x1, not linearizable x1"; "-" when
-// there are none.
-func (cr *CaseResult) Counts(allowed bool) string {
+// Tally is one count of a case's summary: "lost-write x2".
+type Tally struct {
+	What string // an anomaly's name, "invariant NAME" or "not linearizable"
+	N    int
+}
+
+func (t Tally) String() string { return fmt.Sprintf("%s x%d", t.What, t.N) }
+
+// Tallies are a case's anomaly, invariant and porcupine counts, of what
+// broke it (allowed false) or of what it tolerates (true): anomalies by
+// name, then invariants, then runs porcupine found not linearizable.
+func (cr *CaseResult) Tallies(allowed bool) []Tally {
 	anomalies, invariants, illegal := cr.Found, cr.Invariants, cr.Illegal
 	if allowed {
 		anomalies, invariants, illegal = cr.Allowed, cr.InvariantsAllowed, cr.IllegalAllowed
 	}
-	var parts []string
-	if s := formatCounts(anomalies); s != "" {
-		parts = append(parts, s)
+	var out []Tally
+	for _, n := range slices.Sorted(maps.Keys(anomalies)) {
+		out = append(out, Tally{n, anomalies[n]})
 	}
 	for _, n := range slices.Sorted(maps.Keys(invariants)) {
-		parts = append(parts, fmt.Sprintf("invariant %s x%d", n, invariants[n]))
+		out = append(out, Tally{"invariant " + n, invariants[n]})
 	}
 	if illegal > 0 {
-		parts = append(parts, fmt.Sprintf("not linearizable x%d", illegal))
+		out = append(out, Tally{"not linearizable", illegal})
 	}
-	if len(parts) == 0 {
+	return out
+}
+
+// Counts renders Tallies on one line, "lost-write x2, invariant StrongIsr
+// x1"; "-" when there are none.
+func (cr *CaseResult) Counts(allowed bool) string {
+	ts := cr.Tallies(allowed)
+	if len(ts) == 0 {
 		return "-"
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.String()
 	}
 	return strings.Join(parts, ", ")
 }

@@ -12,18 +12,12 @@ import (
 // inject applies one fault to the real cluster now and schedules its end.
 func (l *live) inject(f run.Fault) {
 	cl := l.opts.Cluster
-	switch f.Kind {
-	case run.FaultHeal:
+	if l.InjectClient(f) {
+		return
+	}
+	if f.Kind == run.FaultHeal {
 		l.Stats.Faults++
 		l.heal()
-		return
-	case run.FaultRestartProducer:
-		l.Stats.Faults++
-		l.RestartProducer(f.Node)
-		return
-	case run.FaultCrashConsumer:
-		l.Stats.Faults++
-		l.CrashConsumer(f.Node, l.Spec.Duration(f))
 		return
 	}
 	id, ok := nemesis.Strike(&l.Spec, l, f, l.Rng)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
+	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
 // Result is what a run produced.
@@ -111,12 +112,13 @@ func (v *Violation) Error() string {
 // The protocol invariants the simulator checks on the cluster's global
 // state (spec/SEMANTICS.md, Protocol invariants), by the names reports and
 // run files use.
+// Those the model checks too have the model's names.
 const (
-	InvStrongISR          = "StrongIsr"
-	InvLeaderCompleteness = "LeaderCompleteness"
-	InvLogMatching        = "LogMatching"
-	InvTrueHWMonotonic    = "TrueHWNeverDecreases"
-	InvLeaderInISR        = "LeaderInIsr"
+	InvStrongISR          = protocol.StrongISR
+	InvLeaderCompleteness = protocol.LeaderCompleteness
+	InvLogMatching        = protocol.LogMatching
+	InvTrueHWMonotonic    = protocol.TrueHWNeverDecreases
+	InvLeaderInISR        = protocol.LeaderInISR
 	InvEpochsIncrease     = "EpochsIncrease"
 )
 

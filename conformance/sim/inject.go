@@ -15,18 +15,12 @@ import (
 
 // inject applies one fault now.
 func (s *Sim) inject(f run.Fault) {
-	switch f.Kind {
-	case run.FaultHeal:
+	if s.InjectClient(f) {
+		return
+	}
+	if f.Kind == run.FaultHeal {
 		s.Stats.Faults++
 		s.healIsolation()
-		return
-	case run.FaultRestartProducer:
-		s.Stats.Faults++
-		s.RestartProducer(f.Node)
-		return
-	case run.FaultCrashConsumer:
-		s.Stats.Faults++
-		s.CrashConsumer(f.Node, s.Spec.Duration(f))
 		return
 	}
 	id, ok := nemesis.Strike(&s.Spec, s, f, s.Rng)

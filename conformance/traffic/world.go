@@ -80,14 +80,23 @@ func (w *World) Clients() []broker.NodeID {
 	return ids
 }
 
-// RestartProducer restarts producer i (0-based): a new process with a new
-// producer id, which sends its last unacknowledged record again.
-func (w *World) RestartProducer(i int) { w.clients[i].restartProducer() }
-
-// CrashConsumer kills group consumer i (0-based); a new member starts
-// downMs later.
-func (w *World) CrashConsumer(i int, downMs int64) {
-	w.groupConsumer(i).crashGroupConsumer(downMs)
+// InjectClient carries out f if it strikes a client, and reports whether
+// it did: restart-producer restarts producer f.Node (0-based), a new
+// process with a new producer id, which sends its last unacknowledged
+// record again; crash-consumer kills group consumer f.Node, and a new
+// member starts when the fault ends. The runners carry out the faults
+// on brokers and the network.
+func (w *World) InjectClient(f run.Fault) bool {
+	switch f.Kind {
+	case run.FaultRestartProducer:
+		w.clients[f.Node].restartProducer()
+	case run.FaultCrashConsumer:
+		w.groupConsumer(f.Node).crashGroupConsumer(w.Spec.Duration(f))
+	default:
+		return false
+	}
+	w.Stats.Faults++
+	return true
 }
 
 // ConsumersUp lists the group consumers whose process runs.

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/judge"
 )
 
 // width is the widest a line of a table is printed: a terminal's 100
@@ -86,31 +86,14 @@ func shorten(cr *conformance.CaseResult, allowed bool, n int) string {
 	if len(full) <= n {
 		return full
 	}
-	anomalies, invariants, illegal := cr.Found, cr.Invariants, cr.Illegal
-	if allowed {
-		anomalies, invariants, illegal = cr.Allowed, cr.InvariantsAllowed, cr.IllegalAllowed
-	}
-	type item struct {
-		text  string
-		count int
-	}
-	var items []item
-	for _, name := range slices.Sorted(maps.Keys(anomalies)) {
-		items = append(items, item{fmt.Sprintf("%s x%d", name, anomalies[name]), anomalies[name]})
-	}
-	for _, name := range slices.Sorted(maps.Keys(invariants)) {
-		items = append(items, item{fmt.Sprintf("invariant %s x%d", name, invariants[name]), invariants[name]})
-	}
-	if illegal > 0 {
-		items = append(items, item{fmt.Sprintf("not linearizable x%d", illegal), illegal})
-	}
-	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(b.count, a.count) })
+	items := cr.Tallies(allowed)
+	slices.SortStableFunc(items, func(a, b judge.Tally) int { return cmp.Compare(b.N, a.N) })
 	out := ""
 	for i, it := range items {
 		more := fmt.Sprintf(" +%d more", len(items)-i)
-		next := it.text
+		next := it.String()
 		if out != "" {
-			next = out + ", " + it.text
+			next = out + ", " + it.String()
 		}
 		if len(next)+len(more) > n && i < len(items)-1 || len(next) > n {
 			if out == "" {
