@@ -155,6 +155,23 @@ func partition0(cl *kgo.Client) (leader int32, isr []int32, ok bool) {
 	return p.Leader, p.ISR, p.Leader > 0
 }
 
+// partition0LeaderFrom asks broker id itself (not any broker, which could
+// be a paused one) for partition 0's leader and leader epoch.
+func partition0LeaderFrom(cl *kgo.Client, id int) (leader, epoch int32, ok bool) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(id))
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, -1, false
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.Leader, p.LeaderEpoch, p.ErrorCode == 0 && p.Leader > 0
+}
+
 // leader is the broker that leads partition 0.
 func leader(t *testing.T, cl *kgo.Client) int {
 	t.Helper()
@@ -246,8 +263,29 @@ func TestPausedLeaderIsReplacedAndRejoins(t *testing.T) {
 	produce(t, cl, 0, 20)
 
 	old := leader(t, cl)
+	var oldEpoch int32
+	require.Eventually(t, func() bool {
+		l, e, ok := partition0LeaderFrom(cl, old)
+		oldEpoch = e
+		return ok && l == int32(old)
+	}, 30*time.Second, 50*time.Millisecond, "broker %d does not report itself leading partition 0", old)
 	require.NoError(t, c.Pause(old))
 	produce(t, cl, 20, 60)
+
+	// Replaced while still paused: both other brokers name a leader that
+	// is not the paused one, in a newer leader epoch.
+	for id := 1; id <= 3; id++ {
+		if id == old {
+			continue
+		}
+		var last struct{ Leader, Epoch int32 }
+		require.Eventually(t, func() bool {
+			var ok bool
+			last.Leader, last.Epoch, ok = partition0LeaderFrom(cl, id)
+			return ok && last.Leader != int32(old) && last.Epoch > oldEpoch
+		}, 60*time.Second, 100*time.Millisecond,
+			"broker %d's last view of partition 0 is %+v: the paused leader %d (epoch %d) was not replaced", id, &last, old, oldEpoch)
+	}
 	require.NoError(t, c.Resume(old))
 	produce(t, cl, 60, 80)
 	consumeAll(t, c, 80)

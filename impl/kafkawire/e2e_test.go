@@ -1,8 +1,10 @@
 package kafkawire
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // createTopic creates a topic through the client and waits until the
@@ -134,11 +138,15 @@ func TestKgoProduceConsumeEveryCodec(t *testing.T) {
 // its max wait.
 func TestFetchLongPoll(t *testing.T) {
 	c := startTestCluster(t)
+	w := startFetchWatch(t, c)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("longpoll"))
 	require.NoError(t, err)
 	defer cl.Close()
+	fc, err := kgo.NewClient(kgo.SeedBrokers(w.addr))
+	require.NoError(t, err)
+	defer fc.Close()
 	createTopic(t, cl, "longpoll", 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	// An empty partition and a short wait: the answer is empty, no error.
@@ -148,28 +156,29 @@ func TestFetchLongPoll(t *testing.T) {
 	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
 	require.Empty(t, resp.Topics[0].Partitions[0].RecordBatches)
 
-	const maxWait = 10_000
-	type result struct {
-		resp    *kmsg.FetchResponse
-		err     error
-		elapsed time.Duration
-	}
-	done := make(chan result, 1)
-	start := time.Now()
+	// A max wait far longer than the test may take: answered before half
+	// of it, the fetch was woken by the produce, not by its expiry.
+	const maxWait = 60_000
+	done := make(chan fetchResult, 1)
 	go func() {
-		resp, err := fetchRequest("longpoll", 0, maxWait).RequestWith(ctx, cl.Broker(int(testBrokerID)))
-		done <- result{resp, err, time.Since(start)}
+		resp, err := fetchRequest("longpoll", 0, maxWait).RequestWith(ctx, fc.SeedBrokers()[0])
+		done <- fetchResult{resp, err}
 	}()
-	time.Sleep(200 * time.Millisecond) // let the fetch park first; the assertion does not depend on it
+	// Once the server has sent the broker the fetch to hold, the broker
+	// takes it before the produce below: it can only answer it with the
+	// record if it held it. Had it answered at once, the answer is empty.
+	held := w.nextHeld(t)
+	require.Equal(t, kafka.TopicPartition{Topic: "longpoll", Partition: 0}, held.tp)
+	requireNotAnswered(t, done, "before anything was produced: the broker did not hold it")
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte("wake up")}).FirstErr())
-	r := <-done
+	r := awaitFetch(t, done, maxWait*time.Millisecond/2)
 	require.NoError(t, r.err)
-	require.Less(t, r.elapsed, maxWait*time.Millisecond/2, "the fetch waited for its max wait instead of the produce")
+	require.True(t, w.answered(held), "the server answered without the broker's answer to the held fetch")
 	p := r.resp.Topics[0].Partitions[0]
 	require.Zero(t, p.ErrorCode)
-	require.Equal(t, int64(1), p.HighWatermark)
+	require.Equal(t, int64(1), p.HighWatermark, "the held fetch was answered before the produce")
 	var batch kmsg.RecordBatch
-	require.NoError(t, batch.ReadFrom(p.RecordBatches))
+	require.NoError(t, batch.ReadFrom(p.RecordBatches), "the held fetch was answered without the produced record")
 	require.Equal(t, int32(1), batch.NumRecords)
 
 	// One record is less than MinBytes: the fetch is held for its max wait
@@ -177,7 +186,7 @@ func TestFetchLongPoll(t *testing.T) {
 	// which a slow machine cannot break.
 	big := fetchRequest("longpoll", 0, 1500)
 	big.MinBytes = 1 << 20
-	start = time.Now()
+	start := time.Now()
 	resp, err = big.RequestWith(ctx, cl.Broker(int(testBrokerID)))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, time.Since(start), time.Second)
@@ -189,39 +198,174 @@ func TestFetchLongPoll(t *testing.T) {
 // as one of them gets data, while the other is still held at the broker.
 func TestFetchMinBytesOverTheWholeResponse(t *testing.T) {
 	c := startTestCluster(t)
+	w := startFetchWatch(t, c)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic("two"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
 	defer cl.Close()
+	fc, err := kgo.NewClient(kgo.SeedBrokers(w.addr))
+	require.NoError(t, err)
+	defer fc.Close()
 	createTopic(t, cl, "two", 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	const maxWait = 10_000
+	const maxWait = 60_000 // see TestFetchLongPoll
 	req := fetchRequest("two", 0, maxWait)
 	p1 := req.Topics[0].Partitions[0]
 	p1.Partition = 1
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
-	done := make(chan *kmsg.FetchResponse, 1)
-	start := time.Now()
+	done := make(chan fetchResult, 1)
 	go func() {
-		resp, err := req.RequestWith(ctx, cl.Broker(int(testBrokerID)))
-		if err != nil {
-			t.Errorf("fetch: %v", err)
-		}
-		done <- resp
+		resp, err := req.RequestWith(ctx, fc.SeedBrokers()[0])
+		done <- fetchResult{resp, err}
 	}()
-	time.Sleep(200 * time.Millisecond) // let the fetch park first; the assertion does not depend on it
+	// Both partitions are held at the broker before partition 1 gets its
+	// record (see TestFetchLongPoll).
+	held := map[int32]heldFetch{}
+	for range 2 {
+		h := w.nextHeld(t)
+		require.Equal(t, "two", h.tp.Topic)
+		held[h.tp.Partition] = h
+	}
+	require.Len(t, held, 2, "one held fetch for each partition")
+	requireNotAnswered(t, done, "before anything was produced: the broker did not hold it")
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("one")}).FirstErr())
-	resp := <-done
-	require.NotNil(t, resp)
-	require.Less(t, time.Since(start), maxWait*time.Millisecond/2, "the fetch waited for its max wait instead of the produce")
-	ps := resp.Topics[0].Partitions
+	r := awaitFetch(t, done, maxWait*time.Millisecond/2)
+	require.NoError(t, r.err)
+	require.True(t, w.answered(held[1]), "the server answered without the broker's answer for partition 1")
+	require.False(t, w.answered(held[0]), "partition 0 was no longer held at the broker when the fetch was answered")
+	ps := r.resp.Topics[0].Partitions
 	require.Len(t, ps, 2)
 	require.Empty(t, ps[0].RecordBatches)
 	require.Equal(t, int64(0), ps[0].HighWatermark)
-	require.NotEmpty(t, ps[1].RecordBatches)
+	require.NotEmpty(t, ps[1].RecordBatches, "the held fetch was answered before the produce")
 	require.Equal(t, int64(1), ps[1].HighWatermark)
+}
+
+type fetchResult struct {
+	resp *kmsg.FetchResponse
+	err  error
+}
+
+// requireNotAnswered fails if the fetch has already been answered.
+func requireNotAnswered(t *testing.T, done <-chan fetchResult, why string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("the fetch was answered %s (err %v)", why, r.err)
+	default:
+	}
+}
+
+// awaitFetch waits for the fetch's answer for at most limit, far less than
+// its max wait.
+func awaitFetch(t *testing.T, done <-chan fetchResult, limit time.Duration) fetchResult {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(limit):
+		t.Fatalf("the fetch was still held %v after the produce: it waits for its max wait instead", limit)
+		return fetchResult{}
+	}
+}
+
+// fetchWatch is a second wire server in front of a test cluster that
+// reports the fetches its connections ask the broker to hold: each one
+// sent with a wait, once it is in the broker's queue (the backend's Send
+// returned, so the broker takes it before anything sent after it), and
+// whether the server has received the broker's answer to it.
+type fetchWatch struct {
+	addr string
+	held chan heldFetch
+
+	mu      sync.Mutex
+	answers map[heldFetch]bool
+}
+
+// heldFetch is one fetch the server sent the broker with a wait.
+type heldFetch struct {
+	session broker.NodeID
+	corr    uint64
+	tp      kafka.TopicPartition
+}
+
+func startFetchWatch(t *testing.T, c *testCluster) *fetchWatch {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	w := &fetchWatch{addr: ln.Addr().String(), held: make(chan heldFetch, 64), answers: map[heldFetch]bool{}}
+	srv := &Server{Backend: watchedBackend{c, w}, Logf: t.Logf}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { _ = srv.ServeConn(ctx, conn, bufio.NewReader(conn)) })
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		ln.Close()
+		wg.Wait()
+	})
+	return w
+}
+
+// nextHeld waits for the next fetch the server asks the broker to hold.
+func (w *fetchWatch) nextHeld(t *testing.T) heldFetch {
+	t.Helper()
+	select {
+	case h := <-w.held:
+		return h
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server never asked the broker to hold the fetch")
+		return heldFetch{}
+	}
+}
+
+// answered reports whether the server has received the broker's answer
+// to h.
+func (w *fetchWatch) answered(h heldFetch) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.answers[h]
+}
+
+type watchedBackend struct {
+	Backend
+	w *fetchWatch
+}
+
+func (b watchedBackend) Open() Session { return watchedSession{b.Backend.Open(), b.w} }
+
+type watchedSession struct {
+	Session
+	w *fetchWatch
+}
+
+func (s watchedSession) Send(to broker.NodeID, msg any) {
+	s.Session.Send(to, msg)
+	if f, ok := msg.(broker.FetchRequest); ok && f.MaxWaitMs > 0 {
+		select {
+		case s.w.held <- heldFetch{s.ID(), f.Correlation, f.TopicPartition}:
+		default: // more than any test waits for
+		}
+	}
+}
+
+func (s watchedSession) Recv(ctx context.Context) (broker.Envelope, error) {
+	env, err := s.Session.Recv(ctx)
+	if f, ok := env.Msg.(broker.FetchResponse); ok && err == nil {
+		s.w.mu.Lock()
+		s.w.answers[heldFetch{s.ID(), f.Correlation, f.TopicPartition}] = true
+		s.w.mu.Unlock()
+	}
+	return env, err
 }
 
 func fetchRequest(topic string, offset int64, maxWaitMs int32) *kmsg.FetchRequest {
