@@ -7,16 +7,21 @@
 // where each sits and what a crash there exercises. README.md in this
 // directory is the full reference: value syntax, how the markers are
 // compiled in, how the simulator scopes a failpoint to one broker and keeps
-// runs reproducible, and GO_FAILPOINTS for real processes (planned).
-// Catalogue holds the same entries in short, for tools that list them.
+// runs reproducible, GO_FAILPOINTS and the HTTP endpoint for real
+// processes, and the repro library (repro/, in the run-file format of
+// RUNFILE.md). Catalogue holds the same entries in short, for tools that
+// list them; Require and RequireBinary are for tests that need a failpoint
+// build.
 //
 // In brief:
 //
 //   - Full names are github.com/watermarkhq/watermark/impl/broker/<name>
-//     (broker.FailpointPath); sim configs use the short name.
-//   - Values are return("crash"), return("powerloss") or return("pause"),
-//     optionally with ":<broker id>" to hit another broker and "@<ms>" for
-//     how long it stays down, comma-separated for several at once.
+//     (broker.FailpointPath); run files and run.Failpoint use the short
+//     name.
+//   - Values are return("crash"), return("powerloss"),
+//     return("powerloss-worst") or return("pause"), optionally with
+//     ":<broker id>" to hit another broker and "@<ms>" for how long it stays
+//     down, comma-separated for several at once.
 //   - Markers are inert in a plain `go build ./...`; `make test` and
 //     `make build` compile them in with failpoint-toolexec, which rewrites
 //     them into a temporary copy at compile time. Never commit rewritten
@@ -25,6 +30,12 @@
 //     fpctx), so a failpoint applies to one broker; a leading "P%" is drawn
 //     from the run's seed, and count terms such as 1*return("crash") fire at
 //     a fixed step, so a run replays exactly.
+//   - In a real broker process (`watermark serve`, which `watermark cluster`
+//     and `watermark check --target cluster` start; impl/node) built with
+//     `make build`, GO_FAILPOINTS at start, or pingcap's HTTP endpoint with
+//     --failpoint-http, switches them on. A crash or power loss there exits
+//     the process with code 3; an action aimed at another broker is logged
+//     and ignored, since a process acts only on itself.
 package failpoints
 
 import "github.com/watermarkhq/watermark/impl/broker"
@@ -53,7 +64,7 @@ var Catalogue = []Point{
 		"apply: before Log.TruncateTo; memory dropped the suffix, the log file still holds it",
 		"the truncation decision is re-derived after restart, not trusted"},
 	{broker.FPAfterTruncate,
-		"apply: after Log.TruncateTo (page cache only), before the epoch cache is rewritten and before appends",
+		"apply: after Log.TruncateTo and its sync (the truncation is durable), before the epoch cache is rewritten and before appends",
 		"power loss may bring truncated records back: KIP-101 scenario 2 (divergence)"},
 	{broker.FPLeaderBeforeAppend,
 		"apply on a leader: a produce has offsets in memory; nothing written, nothing answered",
@@ -77,7 +88,7 @@ var Catalogue = []Point{
 		"checkpointHW: before storage.WriteHW (every HW change, or every HWCheckpointIntervalMs from Tick)",
 		"restart with an HW checkpoint behind what was acknowledged: the precondition of KIP-101's data loss"},
 	{broker.FPISRChange,
-		"apply on a leader: before AlterISR (shrink or expand) is sent; HW already uses the maximal ISR",
+		"apply on a leader: before AlterPartition (ISR shrink or expand) is sent; HW already uses the maximal ISR",
 		"a leader dies with an ISR change the controller never saw (KIP-497)"},
 	{broker.FPBeforeProduceResp,
 		"handleProduce (acks=1) or completeProduce (acks=all): the produce succeeded, its answer not queued",
