@@ -203,7 +203,7 @@ var brokerCases = []Case{
 	},
 	{
 		Name:    "dedup-across-failover",
-		Summary: "idempotent retries that straddle a leader change are deduplicated by the new leader (--producer-state leader-only shows the bug)",
+		Summary: "idempotent retries that straddle a leader change are deduplicated by the new leader (--variant producer-state-leader-only shows the bug)",
 		Spec: func(seed uint64) run.Spec {
 			cfg := atLeastOnceFaults(base(seed))
 			cfg.Network.ResponseDropRate = 0.2

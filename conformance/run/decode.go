@@ -158,9 +158,28 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path, oneOf string
 	}
 	if oneOf != "" && v.Kind() == reflect.String {
 		if allowed := enums[oneOf](); !slices.Contains(allowed, n.Value) {
-			d.errorf(n, path, "%q is not allowed: want one of %s", n.Value, strings.Join(allowed, ", "))
+			d.errorf(n, path, "%q is not allowed: want one of %s", n.Value, listAllowed(allowed))
 		}
 	}
+}
+
+// listAllowed names the allowed values for an error message; an empty value
+// (the field's default) is named as such.
+func listAllowed(allowed []string) string {
+	var named []string
+	var empty bool
+	for _, a := range allowed {
+		if a == "" {
+			empty = true
+			continue
+		}
+		named = append(named, a)
+	}
+	s := strings.Join(named, ", ")
+	if empty {
+		s += " (or empty, the default)"
+	}
+	return s
 }
 
 func (d *decoder) decodeExpect(n *yaml.Node, e *Expect, path string) {

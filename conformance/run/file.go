@@ -148,6 +148,9 @@ func ParseFile(name string, data []byte) (*File, error) {
 // ("broker.truncation") to value, read as a run file reads it: the
 // `--set` flag of check and repro.
 func (s *Spec) Set(path, value string) error {
+	if to := moved[path]; to != "" {
+		return fmt.Errorf("%s: no such field: it moved to %s", path, to)
+	}
 	f, err := Lookup(s, path)
 	if err != nil {
 		return err

@@ -87,6 +87,7 @@ func TestRunFileErrorsNameFileLineAndField(t *testing.T) {
 		{"expect: holds\nseed: many\n", []string{"bad.yaml:2:", "seed", "whole number"}},
 		{"expect: holds\nworkload:\n  acks: 2\n", []string{"bad.yaml:3:", "workload.acks", "all, 1, 0"}},
 		{"expect: holds\nworkload:\n  commit_mode: sometimes\n", []string{"bad.yaml:3:", "workload.commit_mode", "before-process"}},
+		{"expect: holds\nworkload:\n  assignor: sticky\n", []string{"bad.yaml:3:", "workload.assignor", `"sticky"`, "want one of range, roundrobin (or empty, the default)"}},
 		{"expect: holds\nexpect: holds\n", []string{"bad.yaml:2:", "given twice"}},
 		{"expect: holds\ncluster:\n  brokers: 0\n", []string{"bad.yaml", "brokers = 0"}},
 		{"expect: holds\nallowed: [lost-write, StrongIsr, oops]\n", []string{"bad.yaml:2:", "allowed[2]", "LogMatching"}},
@@ -133,11 +134,12 @@ func TestSetByRunFileKey(t *testing.T) {
 	assert.Equal(t, partition.AcksLeader, s.Workload.Acks)
 	assert.Equal(t, int64(500), s.DurationMs)
 	for path, want := range map[string]string{
-		"broker.truncaton":   "no such field",
-		"broker":             "is a section",
-		"broker.truncation":  "want one of",
-		"duration_ms.x":      "has no fields",
-		"workload.producers": "whole number",
+		"broker.truncaton":          "no such field",
+		"broker":                    "is a section",
+		"broker.truncation":         "want one of",
+		"duration_ms.x":             "has no fields",
+		"workload.producers":        "whole number",
+		"broker.session_timeout_ms": "moved to controller.session_timeout_ms",
 	} {
 		err := s.Set(path, "nope")
 		require.Error(t, err, path)

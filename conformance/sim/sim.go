@@ -129,7 +129,7 @@ func (s *Sim) After(at int64, fn func()) {
 
 // Run executes cfg and returns what happened. An error means the run could
 // not be carried out (bad config, failpoints not compiled in); a protocol
-// violation is not an error but run.Result.Violation.
+// violation is not an error but run.Result.Violations.
 func Run(cfg run.Spec) (*run.Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

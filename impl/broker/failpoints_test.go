@@ -297,7 +297,7 @@ func TestFailpointFiresOnlyWhereTheHookAllows(t *testing.T) {
 // resumes has a replica and a log that disagree. Here the pause is before
 // the leader's append: the replica holds the record, storage does not, and
 // the next append is refused as non-contiguous (a storage failure).
-// Reference: broker.ActionPause; DESIGN.md, "the caller persists first".
+// Reference: broker.ActionPause; package partition's doc, "persist, then send".
 func TestPauseFailpointResumesWhereItStopped(t *testing.T) {
 	requireFailpoints(t)
 	c, leader := newTopic(t, opts{fpctx: map[broker.NodeID]context.Context{1: hook(always)}})

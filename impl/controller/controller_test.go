@@ -411,7 +411,7 @@ func TestOutputsDoNotAliasState(t *testing.T) {
 // randomises map iteration, so an order leak shows up as a difference
 // between two runs of the same random script. The scripts also check every
 // invariant after every step.
-// Reference: DESIGN.md, The pure core.
+// Reference: package controller's doc (same calls, same Ready, bit for bit).
 func TestDeterminism(t *testing.T) {
 	for seed := range uint64(20) {
 		first := runScript(t, seed)

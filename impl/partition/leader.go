@@ -313,7 +313,7 @@ func (r *Replica) Tick(now int64) {
 	switch r.role {
 	case RoleLeader:
 		if p := r.leader.pending; p != nil && now-p.sentAt >= r.cfg.RequestTimeoutMs {
-			r.sendAlterISR(p.isr, now)
+			r.sendAlterPartition(p.isr, now)
 		}
 		r.maybeShrinkISR(now)
 	case RoleFollower:
@@ -334,7 +334,7 @@ func (r *Replica) maybeShrinkISR(now int64) {
 	}
 	if len(keep) < len(r.isr) {
 		r.event(EventISRShrinkProposed, "isr %v -> %v", r.isr, keep)
-		r.sendAlterISR(keep, now)
+		r.sendAlterPartition(keep, now)
 	}
 }
 
@@ -350,10 +350,10 @@ func (r *Replica) maybeExpandISR(id int32, now int64) {
 	}
 	isr := sortedClone(append(slices.Clone(r.isr), id))
 	r.event(EventISRExpandProposed, "isr %v -> %v", r.isr, isr)
-	r.sendAlterISR(isr, now)
+	r.sendAlterPartition(isr, now)
 }
 
-func (r *Replica) sendAlterISR(isr []int32, now int64) {
+func (r *Replica) sendAlterPartition(isr []int32, now int64) {
 	r.requestID++
 	r.leader.pending = &pendingISR{id: r.requestID, isr: isr, sentAt: now}
 	incs := make([]int64, len(isr))

@@ -106,7 +106,7 @@ type Settings struct {
 	AdvanceHWBelowMinISR bool `yaml:"advance_hw_below_min_isr" doc:"let HW advance while the ISR is below min.insync.replicas (the last-replica-standing bug; unsafe)"`
 	// ProducerState says whether followers rebuild idempotent-producer
 	// state from what they replicate (they must; see ProducerStateLeaderOnly).
-	ProducerState ProducerState `yaml:"producer_state" doc:"who keeps idempotent-producer state: replicated, or leader-only (the dedup-across-leader-change bug)"`
+	ProducerState ProducerState `yaml:"producer_state" doc:"who keeps idempotent-producer state (leader-only is the dedup-across-leader-change bug)"`
 }
 
 // DefaultSettings are Kafka's defaults.

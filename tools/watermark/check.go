@@ -56,7 +56,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("watermark check", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	caseNames := fs.StringArray("case", nil, "run only this case (repeatable); a base name selects its variants; `watermark cases` lists them")
+	caseNames := fs.StringArray("case", nil, "run only the case `name` (repeatable); a base name selects its variants (watermark cases lists them)")
 	seeds := fs.Int("seeds", defaultSeeds, "seeds per case (runs 1..N)")
 	seed := fs.Uint64("seed", 0, "run exactly this one seed (replays a reported run)")
 	variantName := fs.String("variant", "", "run every case on this variant of the protocol (a known bug): "+variant.Names())

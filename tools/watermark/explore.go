@@ -215,7 +215,7 @@ func describeBounds(v protocol.Variant, b protocol.Bounds) string {
 // exploreCommand is the command that repeats a run: every bound is spelled
 // out, so it does not depend on the variant's defaults staying the same.
 func exploreCommand(n protocol.Named, v protocol.Variant, b protocol.Bounds) string {
-	args := []string{"watermark", "explore", "--variant", n.Name,
+	args := []string{program(), "explore", "--variant", n.Name,
 		"--replicas", strconv.Itoa(b.Replicas), "--records", strconv.Itoa(b.Records),
 		"--crashes", strconv.Itoa(b.Crashes), "--power-losses", strconv.Itoa(b.PowerLosses),
 		"--pauses", strconv.Itoa(b.Pauses), "--reelections", strconv.Itoa(b.Reelections),

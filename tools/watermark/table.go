@@ -32,12 +32,14 @@ func printTable(w io.Writer, rep *conformance.Report, written map[*conformance.R
 		fixed += colWidth(rows, col) + 2
 	}
 	room := max(width-fixed-2, 20)
-	foundWidth := room / 2
-	needFound := 5
+	// Each list gets what it needs when both fit; otherwise the one that
+	// needs less keeps it (up to half the room) and the other takes the rest.
+	needFound, needAllowed := len("FOUND"), len("ALLOWED")
 	for _, cr := range rep.Cases {
 		needFound = max(needFound, len(cr.Counts(false)))
+		needAllowed = max(needAllowed, len(cr.Counts(true)))
 	}
-	foundWidth = min(foundWidth, needFound)
+	foundWidth := min(needFound, room-min(needAllowed, room/2))
 	for i, cr := range rep.Cases {
 		rows[i+1][4] = shorten(cr, false, foundWidth)
 		rows[i+1][5] = shorten(cr, true, room-foundWidth)
