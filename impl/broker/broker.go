@@ -10,6 +10,33 @@
 // process wraps it in a loop fed by sockets and a timer. Every replica Ready
 // is applied in order: storage first, then the outbox; the failpoints sit at
 // those boundaries (see failpoints.go and failpoints/README.md).
+//
+// # Why a request's own answer is a return value, not part of Ready
+//
+// go.etcd.io/raft's RawNode puts everything a step produces in its Ready,
+// and the caller persists, sends and advances in one loop. The cores here
+// follow it for everything that changes state: records to append or truncate,
+// checkpoints, messages to other nodes, completions of produces that waited
+// (partition.Ready), group answers (group.Ready) and partition states
+// (controller.Ready). Each replica's Ready is carried out by one function,
+// apply, in the one order "persist, then send".
+//
+// What stays a return value is the answer to the request being handled
+// (partition.Replica.Produce, ReplicaFetch, EpochEnd, Read;
+// controller.AlterPartition). RawNode has no such thing: raft's caller never
+// waits on a particular message. A broker does, and it must decide at once
+// whether the request is answered now or parked, because parking (the
+// request's deadline, its connection, purgatory as Kafka's ReplicaManager
+// calls it) is the broker's business, not the core's, which has no clock of
+// its own. Routing those answers through Ready would make every handler
+// register a request before the call and look it up after, to learn what a
+// return value says directly. The order is still one rule in one place: a
+// handler whose call changed state calls apply (persist, then send) before
+// it answers (the controller node flushes its Ready the same way), and an answer
+// that acknowledges a write (acks=1, a duplicate) passes the same
+// beforeProduceResponse failpoint as a completion does. The failpoint tests
+// and the simulator's invariants (an acknowledged write is never lost) catch a
+// handler that answers first.
 package broker
 
 import (
