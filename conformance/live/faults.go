@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
@@ -12,23 +11,14 @@ import (
 // inject applies one fault to the real cluster now and schedules its end.
 func (l *live) inject(f run.Fault) {
 	cl := l.opts.Cluster
-	if l.InjectClient(f) {
-		return
-	}
-	if f.Kind == run.FaultHeal {
-		l.Stats.Faults++
-		l.heal()
-		return
-	}
-	id, ok := nemesis.Strike(&l.Spec, l, f, l.Rng)
+	id, ok := l.Strike(f, l, l.heal)
 	if !ok {
-		l.note(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
 		return
 	}
 	dur := l.Spec.Duration(f)
 	fail := func(err error) bool {
 		if err != nil {
-			l.note(run.NoteHarness, id, "%s broker %d failed: %v", f.Kind, id, err)
+			l.Notef(run.NoteHarness, id, "%s broker %d failed: %v", f.Kind, id, err)
 			return true
 		}
 		return false
@@ -80,7 +70,7 @@ func (l *live) inject(f run.Fault) {
 		l.at(l.Now+dur, func() {
 			if cl.SetLatency(id, 0) == nil {
 				l.faulted[id]--
-				l.note(run.NoteHeal, id, "broker %d is fast again", id)
+				l.Notef(run.NoteHeal, id, "broker %d is fast again", id)
 			}
 		})
 	}
@@ -91,13 +81,13 @@ func (l *live) restart(id int) {
 		return
 	}
 	if err := l.opts.Cluster.Restart(id); err != nil {
-		l.note(run.NoteHarness, id, "restart broker %d failed: %v", id, err)
+		l.Notef(run.NoteHarness, id, "restart broker %d failed: %v", id, err)
 		l.at(l.Now+l.Spec.RestartAfterMs, func() { l.restart(id) })
 		return
 	}
 	l.down[id] = false
 	l.faulted[id]--
-	l.note(run.NoteHeal, id, "restart broker %d", id)
+	l.Notef(run.NoteHeal, id, "restart broker %d", id)
 }
 
 func (l *live) resume(id int) {
@@ -105,18 +95,18 @@ func (l *live) resume(id int) {
 		return
 	}
 	if err := l.opts.Cluster.Resume(id); err != nil {
-		l.note(run.NoteHarness, id, "resume broker %d failed: %v", id, err)
+		l.Notef(run.NoteHarness, id, "resume broker %d failed: %v", id, err)
 		return
 	}
 	l.paused[id] = false
 	l.faulted[id]--
-	l.note(run.NoteHeal, id, "resume broker %d", id)
+	l.Notef(run.NoteHeal, id, "resume broker %d", id)
 }
 
 // heal ends every network fault (isolation and slowness).
 func (l *live) heal() {
 	if err := l.opts.Cluster.Heal(); err != nil {
-		l.note(run.NoteHarness, 0, "heal failed: %v", err)
+		l.Notef(run.NoteHarness, 0, "heal failed: %v", err)
 		return
 	}
 	for id := 1; id <= l.Spec.Brokers; id++ {
@@ -124,7 +114,7 @@ func (l *live) heal() {
 			l.faulted[id] = 0
 		}
 	}
-	l.note(run.NoteHeal, 0, "heal network faults")
+	l.Notef(run.NoteHeal, 0, "heal network faults")
 }
 
 // healAll ends every fault so the run can settle; crashed brokers restart
@@ -134,7 +124,7 @@ func (l *live) healAll() {
 	for id := 1; id <= l.Spec.Brokers; id++ {
 		l.resume(id)
 	}
-	l.note(run.NoteHeal, 0, "heal all faults")
+	l.Notef(run.NoteHeal, 0, "heal all faults")
 }
 
 // Faulted implements nemesis.Cluster.

@@ -410,7 +410,7 @@ func (l *live) netFor(id broker.NodeID) Exchanger {
 	}
 	ex, err := l.opts.NetFor(id)
 	if err != nil {
-		l.note(run.NoteHarness, 0, "client %d: no connection of its own (%v); it shares the runner's", id, err)
+		l.Notef(run.NoteHarness, 0, "client %d: no connection of its own (%v); it shares the runner's", id, err)
 		ex = l.opts.Net
 	}
 	l.nets[id] = ex
@@ -451,6 +451,3 @@ func (l *live) After(at int64, fn func()) { l.at(at, fn) }
 func (l *live) Noted(run.Note) {}
 
 // note records a note of kind about broker node (0 if none).
-func (l *live) note(kind run.NoteKind, node int, format string, args ...any) {
-	l.Note(run.Note{Kind: kind, Node: node, Text: fmt.Sprintf(format, args...)})
-}

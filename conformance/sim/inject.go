@@ -15,17 +15,8 @@ import (
 
 // inject applies one fault now.
 func (s *Sim) inject(f run.Fault) {
-	if s.InjectClient(f) {
-		return
-	}
-	if f.Kind == run.FaultHeal {
-		s.Stats.Faults++
-		s.healIsolation()
-		return
-	}
-	id, ok := nemesis.Strike(&s.Spec, s, f, s.Rng)
+	id, ok := s.Strike(f, s, s.healIsolation)
 	if !ok {
-		s.note(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
 		return
 	}
 	n := s.nodes[id]
@@ -139,7 +130,7 @@ func (s *Sim) resume(n *node) {
 	}
 	n.paused = false
 	n.faulted--
-	s.note(run.NoteHeal, int(n.id), "resume broker %d", n.id)
+	s.Notef(run.NoteHeal, int(n.id), "resume broker %d", n.id)
 	for _, env := range n.heldOut {
 		s.Send(env)
 	}
@@ -159,14 +150,14 @@ func (s *Sim) unslow(n *node) {
 	if n.slowMs > 0 {
 		n.slowMs = 0
 		n.faulted--
-		s.note(run.NoteHeal, int(n.id), "broker %d is fast again", n.id)
+		s.Notef(run.NoteHeal, int(n.id), "broker %d is fast again", n.id)
 	}
 }
 
 func (s *Sim) unisolate(n *node) {
 	n.isolated = false
 	n.faulted--
-	s.note(run.NoteHeal, int(n.id), "heal isolation of broker %d", n.id)
+	s.Notef(run.NoteHeal, int(n.id), "heal isolation of broker %d", n.id)
 }
 
 func (s *Sim) healIsolation() {
@@ -194,7 +185,7 @@ func (s *Sim) healAll() {
 		}
 	}
 	s.waiting = nil
-	s.note(run.NoteHeal, 0, "heal all faults")
+	s.Notef(run.NoteHeal, 0, "heal all faults")
 	// Crashed brokers restart on their own schedule (RestartAfterMs).
 }
 
@@ -216,7 +207,7 @@ func (s *Sim) enableFailpoint(i int) {
 	if fp.Node > 0 {
 		where = fmt.Sprintf("broker %d", fp.Node)
 	}
-	s.note(run.NoteFailpoint, fp.Node, "enable failpoint %s=%s on %s", fp.Name, fp.Term, where)
+	s.Notef(run.NoteFailpoint, fp.Node, "enable failpoint %s=%s on %s", fp.Name, fp.Term, where)
 }
 
 // failpointHook decides, for broker id, whether a failpoint applies here.
@@ -242,12 +233,12 @@ func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
 		target = at
 	}
 	s.Stats.FailpointsFired++
-	s.note(run.NoteFailpoint, int(target), "failpoint %s fired on broker %d: %s broker %d", fe.Name, at, fe.Action, target)
+	s.Notef(run.NoteFailpoint, int(target), "failpoint %s fired on broker %d: %s broker %d", fe.Name, at, fe.Action, target)
 	if fe.Cause != nil {
-		s.note(run.NoteFailpoint, int(target), "  cause: %v", fe.Cause)
+		s.Notef(run.NoteFailpoint, int(target), "  cause: %v", fe.Cause)
 	}
 	if int(target) >= len(s.nodes) {
-		s.note(run.NoteFailpoint, int(target), "  no broker %d: ignored", target)
+		s.Notef(run.NoteFailpoint, int(target), "  no broker %d: ignored", target)
 		return
 	}
 	n := s.nodes[target]
@@ -278,10 +269,6 @@ func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
 }
 
 // note records a note of kind about broker node (0 if none).
-func (s *Sim) note(kind run.NoteKind, node int, format string, args ...any) {
-	s.Note(run.Note{Kind: kind, Node: node, Text: fmt.Sprintf(format, args...)})
-}
-
 // fault records a fault of kind striking broker id.
 func (s *Sim) fault(kind run.FaultKind, id broker.NodeID, format string, args ...any) {
 	s.Note(run.Note{Kind: run.NoteFault, Fault: kind, Node: int(id), Text: fmt.Sprintf(format, args...)})

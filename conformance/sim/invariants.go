@@ -73,7 +73,7 @@ func (inv *invariants) fail(name, detail string) {
 	}
 	inv.failed = true
 	inv.violations = append(inv.violations, &run.Violation{Invariant: name, Detail: detail, AtMs: inv.s.Now, Step: inv.s.steps, Trace: inv.s.trace.tail()})
-	inv.s.note(run.NoteInvariant, 0, "invariant %s violated: %s", name, detail)
+	inv.s.Notef(run.NoteInvariant, 0, "invariant %s violated: %s", name, detail)
 }
 
 // replicaView is one live replica as the checks see it.

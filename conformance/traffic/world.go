@@ -7,8 +7,10 @@
 package traffic
 
 import (
+	"fmt"
 	"math/rand/v2"
 
+	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/linearizability"
@@ -97,6 +99,32 @@ func (w *World) InjectClient(f run.Fault) bool {
 	}
 	w.Stats.Faults++
 	return true
+}
+
+// Strike starts carrying out fault f, the part every runner shares: a
+// client fault is done here (InjectClient), heal is counted and handed to
+// the runner's heal, and a broker fault is resolved to the broker it strikes
+// now (nemesis.Strike), noted as skipped when there is none. It returns that
+// broker and true when the runner has a broker fault to carry out.
+func (w *World) Strike(f run.Fault, c nemesis.Cluster, heal func()) (int, bool) {
+	if w.InjectClient(f) {
+		return 0, false
+	}
+	if f.Kind == run.FaultHeal {
+		w.Stats.Faults++
+		heal()
+		return 0, false
+	}
+	id, ok := nemesis.Strike(&w.Spec, c, f, w.Rng)
+	if !ok {
+		w.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
+	}
+	return id, ok
+}
+
+// Notef records a note of kind about node (0: none) now.
+func (w *World) Notef(kind run.NoteKind, node int, format string, args ...any) {
+	w.Note(run.Note{Kind: kind, Node: node, Text: fmt.Sprintf(format, args...)})
 }
 
 // ConsumersUp lists the group consumers whose process runs.
