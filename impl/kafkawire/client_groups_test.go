@@ -1,11 +1,9 @@
 package kafkawire
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -202,22 +200,7 @@ func startFakeServer(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &Server{Backend: &fakeBackend{addr: ln.Addr().String()}, Logf: t.Logf}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { _ = srv.ServeConn(ctx, conn, bufio.NewReader(conn)) })
-		}
-	})
-	t.Cleanup(func() {
-		cancel()
-		ln.Close()
-		wg.Wait()
-	})
+	serveForTest(t, ln, srv)
 	return ln.Addr().String()
 }
 

@@ -1,7 +1,6 @@
 package kafkawire
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -297,22 +296,7 @@ func startFetchWatch(t *testing.T, c *testCluster) *fetchWatch {
 	require.NoError(t, err)
 	w := &fetchWatch{addr: ln.Addr().String(), held: make(chan heldFetch, 64), answers: map[heldFetch]bool{}}
 	srv := &Server{Backend: watchedBackend{c, w}, Logf: t.Logf}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { _ = srv.ServeConn(ctx, conn, bufio.NewReader(conn)) })
-		}
-	})
-	t.Cleanup(func() {
-		cancel()
-		ln.Close()
-		wg.Wait()
-	})
+	serveForTest(t, ln, srv)
 	return w
 }
 

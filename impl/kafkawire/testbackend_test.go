@@ -56,25 +56,15 @@ func startTestCluster(t *testing.T) *testCluster {
 	b, err := broker.Open(cfg, storage.NewSimDisk(), 1, 0, nil)
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { c.run(ctrl, b) })
-	srv := &Server{Backend: c, Logf: t.Logf}
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { _ = srv.ServeConn(ctx, conn, bufio.NewReader(conn)) })
-		}
-	})
+	// Cleanups run last first: the connections end while the broker
+	// loop still answers them, then the loop stops.
 	t.Cleanup(func() {
-		cancel()
-		ln.Close()
 		close(c.done)
 		wg.Wait()
 	})
+	serveForTest(t, ln, &Server{Backend: c, Logf: t.Logf})
 
 	sess := c.Open()
 	defer sess.Close()
@@ -205,4 +195,25 @@ func (s *testSession) Close() {
 	s.c.mu.Lock()
 	delete(s.c.sessions, s.id)
 	s.c.mu.Unlock()
+}
+
+// serveForTest serves every connection ln accepts with srv until the test
+// ends, then stops accepting and waits for the connections to close.
+func serveForTest(t *testing.T, ln net.Listener, srv *Server) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { _ = srv.ServeConn(ctx, conn, bufio.NewReader(conn)) })
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		ln.Close()
+		wg.Wait()
+	})
 }
