@@ -24,11 +24,7 @@ import (
 // Reference: KIP-101, "Scenario 1: High Watermark Truncation followed by
 // Immediate Leader Election".
 func KIP101DataLoss(seed uint64, truncation partition.Truncation) run.Spec {
-	cfg := run.DefaultSpec(seed)
-	cfg.Brokers = 2
-	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 2}}
-	cfg.Broker.MinInsyncReplicas = 1
-	cfg.Broker.Truncation = truncation
+	cfg := truncationScenario(seed, 2, 1, truncation)
 	cfg.Broker.HWCheckpointIntervalMs = 0
 	cfg.Controller.KeepISROnRestart = true
 	cfg.Workload = run.Workload{Producers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 100, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
@@ -65,11 +61,7 @@ func KIP101DataLoss(seed uint64, truncation partition.Truncation) run.Spec {
 // Reference: KIP-101, "Scenario 2: Replica Divergence on Restart after
 // Multiple Hard Failures".
 func KIP101Divergence(seed uint64, truncation partition.Truncation) run.Spec {
-	cfg := run.DefaultSpec(seed)
-	cfg.Brokers = 2
-	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 2}}
-	cfg.Broker.MinInsyncReplicas = 1
-	cfg.Broker.Truncation = truncation
+	cfg := truncationScenario(seed, 2, 1, truncation)
 	cfg.Broker.HWCheckpointIntervalMs = 0
 	cfg.Broker.FlushIntervalMs = 1000
 	cfg.Controller.KeepISROnRestart = true
@@ -108,11 +100,7 @@ func KIP101Divergence(seed uint64, truncation partition.Truncation) run.Spec {
 //
 // Reference: KAFKA-6361, KIP-279.
 func KAFKA6361(seed uint64, truncation partition.Truncation) run.Spec {
-	cfg := run.DefaultSpec(seed)
-	cfg.Brokers = 2
-	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 2}}
-	cfg.Broker.MinInsyncReplicas = 2
-	cfg.Broker.Truncation = truncation
+	cfg := truncationScenario(seed, 2, 2, truncation)
 	cfg.Controller.UncleanLeaderElection = true
 	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksLeader, ProduceIntervalMs: 200, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
 	cfg.DurationMs = 20000
@@ -143,18 +131,14 @@ func KAFKA6361(seed uint64, truncation partition.Truncation) run.Spec {
 //  3. Broker 1 returns, truncates as 2's follower and catches up; at 9 s
 //     broker 2 crashes and broker 1 is elected (e3).
 //  4. At 12 s broker 3 is reconnected; the controller tells it to follow 1
-//     in e3. With truncation=epoch-no-bump-truncation its leader did not
+//     in e3. With truncation=epoch-no-bump its leader did not
 //     change, so it skips truncation, keeps e1's last records and fetches
 //     after them: it diverges from broker 1 (StrongIsr, LogMatching). With
 //     truncation=epoch it asks where e1 ended and drops them.
 //
 // Reference: KAFKA-7164.
 func KAFKA7164(seed uint64, truncation partition.Truncation) run.Spec {
-	cfg := run.DefaultSpec(seed)
-	cfg.Brokers = 3
-	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
-	cfg.Broker.MinInsyncReplicas = 1
-	cfg.Broker.Truncation = truncation
+	cfg := truncationScenario(seed, 3, 1, truncation)
 	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksLeader, ProduceIntervalMs: 50, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
 	cfg.DurationMs = 20000
 	cfg.SettleMs = 10000
@@ -164,5 +148,17 @@ func KAFKA7164(seed uint64, truncation partition.Truncation) run.Spec {
 		{When: run.Trigger{AtMs: 4000}, Kind: run.FaultIsolate, Node: 3, ForMs: 8000},
 		{When: run.Trigger{AtMs: 9000}, Kind: run.FaultCrash, Node: 2, ForMs: 2000},
 	}
+	return cfg
+}
+
+// truncationScenario is where each truncation scenario starts: brokers
+// brokers holding one partition of topic t on every one of them, min ISR
+// minISR, and the truncation rule under test.
+func truncationScenario(seed uint64, brokers, minISR int, truncation partition.Truncation) run.Spec {
+	cfg := run.DefaultSpec(seed)
+	cfg.Brokers = brokers
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: brokers}}
+	cfg.Broker.MinInsyncReplicas = minISR
+	cfg.Broker.Truncation = truncation
 	return cfg
 }

@@ -61,7 +61,7 @@ func TestKAFKA7164WithoutTruncationOnEpochBump(t *testing.T) {
 		cfg.ContinueAfterViolation = true
 		res, err := Run(cfg)
 		require.NoError(t, err)
-		require.True(t, slices.Contains(violated(res), run.InvLogMatching), "epoch-no-bump-truncation must diverge (got %v); %s", violated(res), replay(cfg))
+		require.True(t, slices.Contains(violated(res), run.InvLogMatching), "truncation=epoch-no-bump must diverge (got %v); %s", violated(res), replay(cfg))
 	}
 }
 
