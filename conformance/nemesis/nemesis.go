@@ -68,8 +68,14 @@ func Next(s *run.Spec, c Cluster, rng *rand.Rand) (run.Fault, bool) {
 		return run.Fault{}, false
 	}
 	kind := nm.Kinds[rng.IntN(len(nm.Kinds))]
-	if kind == run.FaultPowerLoss && nm.PowerLossOnlyInSync && (faulty > 0 || !c.InSync()) {
+	inSync := faulty == 0 && c.InSync()
+	switch {
+	case (kind == run.FaultPowerLoss || kind == run.FaultPowerLossAll) && nm.PowerLossOnlyInSync && !inSync:
 		kind = run.FaultCrash
+	case kind == run.FaultPowerLossAll && faulty > 0:
+		kind = run.FaultPowerLoss
+	case kind == run.FaultBounceLeader && (limit < 2 || faulty > 0):
+		kind = run.FaultCrash // it needs two brokers faulted at once
 	}
 	f := run.Fault{Kind: kind, ForMs: nm.FaultMs, DelayMs: nm.DelayMs, Role: nm.Role}
 	if f.ForMs <= 0 {
@@ -78,7 +84,22 @@ func Next(s *run.Spec, c Cluster, rng *rand.Rand) (run.Fault, bool) {
 	if f.Kind == run.FaultSlow && f.DelayMs <= 0 {
 		f.DelayMs = 500
 	}
-	if nm.Role == run.RoleAny {
+	if f.Kind.Down() && nm.Repeats > 0 {
+		f.Repeat = rng.IntN(nm.Repeats + 1)
+	}
+	switch f.Kind {
+	case run.FaultPowerLossAll:
+		f.Role = run.RoleAny
+		return f, true
+	case run.FaultMessages:
+		f.Messages = nm.Messages.Clone()
+		if f.Messages == nil {
+			f.Messages = drawMessages(rng)
+		}
+	case run.FaultBounceLeader:
+		f.Role = run.RoleLeader
+	}
+	if f.Role == run.RoleAny {
 		f.Node = healthy[rng.IntN(len(healthy))]
 		return f, true
 	}
@@ -125,4 +146,95 @@ func Strike(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) (int, bool) {
 		return 0, false
 	}
 	return int(followers[rng.IntN(len(followers))]), true
+}
+
+// brokerMessages are the message kinds a drawn messages fault picks from:
+// what brokers and the controller say to each other, and the answers
+// that carry a produce's or a fetch's outcome.
+var brokerMessages = []string{"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
+	"alter-partition", "alter-partition-response", "state-update", "heartbeat", "produce-response", "fetch-response"}
+
+// drawMessages draws what a messages fault does: one to three kinds,
+// each message lost, duplicated or held back with chances drawn too.
+func drawMessages(rng *rand.Rand) *run.MessageFault {
+	m := &run.MessageFault{
+		Drop:      float64(rng.IntN(6)) / 10,
+		Duplicate: float64(rng.IntN(4)) / 10,
+		DelayMs:   rng.Int64N(5) * 100,
+	}
+	for range 1 + rng.IntN(3) {
+		if k := brokerMessages[rng.IntN(len(brokerMessages))]; !slices.Contains(m.Kinds, k) {
+			m.Kinds = append(m.Kinds, k)
+		}
+	}
+	if m.Drop == 0 && m.Duplicate == 0 && m.DelayMs == 0 {
+		m.Drop = 0.5
+	}
+	return m
+}
+
+// Step is one part of a fault that unfolds over time: Fault strikes
+// AfterMs after the fault began, resolved to its broker.
+type Step struct {
+	AfterMs int64
+	Fault   run.Fault
+}
+
+// Unfold turns a fault that unfolds over time into its steps: a repeated
+// crash, power loss or replace-disk strikes the same broker again GapMs
+// after each return; bounce-leader crashes the leader A of its partition,
+// then whoever leads next, so A leads again, while a follower of A's
+// epoch is cut off across both elections. nil for any other fault, or
+// when the partition has no leader or follower now.
+func Unfold(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
+	switch {
+	case f.Kind == run.FaultBounceLeader:
+		return bounce(s, c, f, rng)
+	case f.Kind.Down() && f.Repeat > 0:
+		id, ok := Strike(s, c, f, rng)
+		if !ok {
+			return nil
+		}
+		one := f
+		one.Repeat, one.Role, one.Node = 0, run.RoleAny, id
+		gap := f.GapMs
+		if gap <= 0 {
+			gap = 200
+		}
+		var steps []Step
+		for i := range f.Repeat + 1 {
+			steps = append(steps, Step{AfterMs: int64(i) * (s.Duration(one) + gap), Fault: one})
+		}
+		return steps
+	}
+	return nil
+}
+
+func bounce(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
+	lf := f
+	lf.Role = run.RoleLeader
+	a, ok := Strike(s, c, lf, rng)
+	if !ok {
+		return nil
+	}
+	ff := f
+	ff.Role = run.RoleFollower
+	cut, ok := Strike(s, c, ff, rng)
+	if !ok || cut == a {
+		return nil
+	}
+	down := s.Duration(run.Fault{Kind: run.FaultCrash, ForMs: f.ForMs})
+	// The second crash waits for A to be back, fenced out of its old
+	// epoch and caught up with the new leader (a session and a second).
+	second := down + s.Controller.SessionTimeoutMs + 1000
+	whole := second + down + s.Controller.SessionTimeoutMs + 500
+	off := run.Fault{Kind: run.FaultIsolate, Node: cut, ForMs: whole}
+	if f.DelayMs > 0 {
+		off = run.Fault{Kind: run.FaultSlow, Node: cut, ForMs: whole, DelayMs: f.DelayMs}
+	}
+	return []Step{
+		{AfterMs: 0, Fault: off},
+		{AfterMs: 0, Fault: run.Fault{Kind: run.FaultCrash, Node: a, ForMs: down}},
+		{AfterMs: second, Fault: run.Fault{Kind: run.FaultCrash, Role: run.RoleLeader, Partition: f.Partition, ForMs: down}},
+	}
 }

@@ -32,15 +32,100 @@ const (
 	// times the member out. A new process (a new member) starts after
 	// ForMs (0: RestartAfterMs).
 	FaultCrashConsumer FaultKind = "crash-consumer"
+	// FaultReplaceDisk: the broker's machine dies and comes back after
+	// ForMs with an empty disk (a replaced drive): no log, no checkpoint.
+	FaultReplaceDisk FaultKind = "replace-disk"
+	// FaultPowerLossAll: every broker's machine loses power at once; each
+	// comes back after ForMs. Only what was synced survives anywhere.
+	FaultPowerLossAll FaultKind = "powerloss-all"
+	// FaultMessages: for ForMs, the messages on the broker's links that
+	// Messages selects are dropped, duplicated or delayed one by one.
+	FaultMessages FaultKind = "messages"
+	// FaultBounceLeader: leadership of Partition leaves its leader A and
+	// comes back to it (A crashes, another replica leads, that one
+	// crashes), while a follower of A's epoch is cut off (isolated, or
+	// slowed by DelayMs when set) across both elections and then speaks
+	// with its old epoch. ForMs is how long each leader stays down.
+	FaultBounceLeader FaultKind = "bounce-leader"
 )
 
 // FaultKinds lists every kind.
-var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal, FaultRestartProducer, FaultCrashConsumer}
+var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal,
+	FaultRestartProducer, FaultCrashConsumer, FaultReplaceDisk, FaultPowerLossAll, FaultMessages, FaultBounceLeader}
 
-// OnBroker reports whether the kind strikes a broker (the others strike
-// the network as a whole or a client).
+// OnBroker reports whether the kind strikes one broker (the others strike
+// the network or the cluster as a whole, or a client).
 func (k FaultKind) OnBroker() bool {
-	return k != FaultHeal && k != FaultRestartProducer && k != FaultCrashConsumer
+	return k != FaultHeal && k != FaultRestartProducer && k != FaultCrashConsumer && k != FaultPowerLossAll
+}
+
+// Down reports whether the kind stops the broker's process.
+func (k FaultKind) Down() bool {
+	return k == FaultCrash || k == FaultPowerLoss || k == FaultReplaceDisk
+}
+
+// MessageFault selects messages on a broker's links and says what
+// happens to each: with probability Drop it is lost, else with
+// probability Duplicate it is delivered twice, and it waits up to DelayMs
+// longer (uniform, so it also overtakes and is overtaken).
+type MessageFault struct {
+	// Kinds are the message kinds it strikes (MessageKinds); empty: all.
+	Kinds []string `yaml:"kinds"`
+	// Peer is the other end: "" or "any", "controller", "clients",
+	// "brokers", or a broker id.
+	Peer string `yaml:"peer"`
+	// Direction: "" (both), "in" (to the broker) or "out" (from it).
+	Direction string  `yaml:"direction"`
+	Drop      float64 `yaml:"drop"`
+	Duplicate float64 `yaml:"duplicate"`
+	DelayMs   int64   `yaml:"delay_ms"`
+}
+
+// MessageKinds names the messages a MessageFault can select: requests
+// and answers between brokers, the controller and clients.
+var MessageKinds = []string{
+	"register", "heartbeat", "state-update", "alter-partition", "alter-partition-response",
+	"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
+	"produce", "produce-response", "fetch", "fetch-response", "init-producer-id", "init-producer-id-response",
+	"list-offsets", "list-offsets-response", "metadata", "metadata-response", "group", "group-response",
+}
+
+// Clone returns a copy that shares nothing with m (nil for nil).
+func (m *MessageFault) Clone() *MessageFault {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	c.Kinds = slices.Clone(m.Kinds)
+	return &c
+}
+
+func (m *MessageFault) validate(brokers int) error {
+	for _, k := range m.Kinds {
+		if !slices.Contains(MessageKinds, k) {
+			return fmt.Errorf("unknown message kind %q: want one of %s", k, strings.Join(MessageKinds, ", "))
+		}
+	}
+	switch m.Peer {
+	case "", "any", "controller", "clients", "brokers":
+	default:
+		if id, err := strconv.Atoi(m.Peer); err != nil || id < 1 || id > brokers {
+			return fmt.Errorf("peer %q: want any, controller, clients, brokers or a broker id 1..%d", m.Peer, brokers)
+		}
+	}
+	if m.Direction != "" && m.Direction != "in" && m.Direction != "out" {
+		return fmt.Errorf("direction %q: want in, out or nothing for both", m.Direction)
+	}
+	if m.Drop < 0 || m.Drop > 1 || m.Duplicate < 0 || m.Duplicate > 1 {
+		return fmt.Errorf("drop and duplicate are probabilities: want 0..1")
+	}
+	if m.DelayMs < 0 {
+		return fmt.Errorf("negative delay_ms")
+	}
+	if m.Drop == 0 && m.Duplicate == 0 && m.DelayMs == 0 {
+		return fmt.Errorf("a messages fault that does nothing: set drop, duplicate or delay_ms")
+	}
+	return nil
 }
 
 // Values lists the names a FaultKind takes.
@@ -135,6 +220,13 @@ type Fault struct {
 	ForMs int64 `yaml:"for_ms"`
 	// DelayMs is the extra delay of a slow broker's messages.
 	DelayMs int64 `yaml:"delay_ms"`
+	// Messages says which messages a messages fault strikes and how.
+	Messages *MessageFault `yaml:"messages,omitempty"`
+	// Repeat strikes the same broker again this many times, each GapMs
+	// (0: 200) after it came back: restarts in a row (crash, power loss
+	// and replace-disk only).
+	Repeat int   `yaml:"repeat"`
+	GapMs  int64 `yaml:"gap_ms"`
 }
 
 func (f Fault) validate(brokers int) error {
@@ -153,7 +245,20 @@ func (f Fault) validate(brokers int) error {
 	if f.Kind == FaultSlow && f.DelayMs <= 0 {
 		return fmt.Errorf("slow broker without a delay: set delay_ms > 0")
 	}
-	if f.ForMs < 0 || f.When.AtMs < 0 || f.When.AfterAcks < 0 {
+	if f.Kind == FaultMessages {
+		if f.Messages == nil {
+			return fmt.Errorf("messages fault without a messages: section (kinds, peer, drop, duplicate, delay_ms)")
+		}
+		if err := f.Messages.validate(brokers); err != nil {
+			return fmt.Errorf("messages: %v", err)
+		}
+	} else if f.Messages != nil {
+		return fmt.Errorf("%s: messages: applies to kind messages only", f.Kind)
+	}
+	if f.Repeat != 0 && !f.Kind.Down() {
+		return fmt.Errorf("%s: repeat applies to crash, powerloss and replace-disk only", f.Kind)
+	}
+	if f.ForMs < 0 || f.When.AtMs < 0 || f.When.AfterAcks < 0 || f.Repeat < 0 || f.GapMs < 0 {
 		return fmt.Errorf("%s: negative time or count", f.Kind)
 	}
 	return nil
@@ -227,9 +332,14 @@ type Nemesis struct {
 	// machine loses its copy in turn); the strong-consistency checks use
 	// this to stay within what the recipe promises.
 	PowerLossOnlyInSync bool `yaml:"power_loss_only_in_sync"`
+	// Messages is what a drawn messages fault does (nil: drawn too).
+	Messages *MessageFault `yaml:"messages,omitempty"`
+	// Repeats: a drawn crash, power loss or replace-disk strikes its
+	// broker again up to this many times in a row (drawn 0..Repeats).
+	Repeats int `yaml:"repeats"`
 }
 
-func (n Nemesis) validate() error {
+func (n Nemesis) validate(brokers int) error {
 	for _, k := range n.Kinds {
 		if !slices.Contains(FaultKinds, k) {
 			return fmt.Errorf("unknown kind %q: want one of %v", k, FaultKinds)
@@ -238,8 +348,13 @@ func (n Nemesis) validate() error {
 	if !slices.Contains(roles, n.Role) {
 		return fmt.Errorf("unknown role %q: want leader, follower or coordinator", n.Role)
 	}
-	if n.IntervalMs < 0 || n.FaultMs < 0 || n.DelayMs < 0 || n.MaxFaulty < 0 {
+	if n.IntervalMs < 0 || n.FaultMs < 0 || n.DelayMs < 0 || n.MaxFaulty < 0 || n.Repeats < 0 {
 		return fmt.Errorf("negative time or count")
+	}
+	if n.Messages != nil {
+		if err := n.Messages.validate(brokers); err != nil {
+			return fmt.Errorf("messages: %v", err)
+		}
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ type Result struct {
 	// BrokerIDShift is what the harness added to the cluster's own broker
 	// ids (a cluster numbering its brokers from 0), 0 if nothing.
 	BrokerIDShift int32
+	// Reached counts the protocol situations the run reached (the
+	// simulator's coverage; runs on real processes see fewer).
+	Reached map[Situation]int `json:",omitempty"`
 }
 
 // Stats counts what a run did.
@@ -38,10 +41,12 @@ type Stats struct {
 	EndMs            int64
 	Messages         int
 	Dropped          int
+	Duplicated       int // messages delivered twice (messages faults)
 	Produced         int
 	Faults           int
 	Crashes          int
 	PowerLosses      int
+	DiskReplacements int
 	FailpointsFired  int
 	StepLimitHit     bool
 	FinalReadDone    bool // the final read covered every partition
@@ -120,10 +125,22 @@ const (
 	InvTrueHWMonotonic    = protocol.TrueHWNeverDecreases
 	InvLeaderInISR        = protocol.LeaderInISR
 	InvEpochsIncrease     = "EpochsIncrease"
+	// InvAckedIsCommitted: an acks=all success leaves a leader only for a
+	// batch below its HW that every live ISR member holds.
+	InvAckedIsCommitted = "AckedIsCommitted"
+	// InvHWWithinLog: no replica's HW is past its own log end.
+	InvHWWithinLog = "HwWithinLog"
+	// InvSyncedSurvives: recovery after a power loss keeps every byte of
+	// the log that was synced before it.
+	InvSyncedSurvives = "SyncedSurvivesPowerLoss"
+	// InvStaleEpochFenced: a fetch that names a leader epoch older than
+	// the leader's is refused, never served.
+	InvStaleEpochFenced = "StaleEpochFenced"
 )
 
 // Invariants lists every invariant the simulator checks.
-var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease}
+var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease,
+	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced}
 
 // ProtocolReport is trace validation's verdict on a run: how many of its
 // replication steps were checked against spec/protocol's model and the

@@ -228,7 +228,7 @@ func (s *Spec) Validate() error {
 			bad("fault %d: crash of group consumer %d: group consumers are 0..%d", i, f.Node, s.Workload.GroupConsumers-1)
 		}
 	}
-	if err := s.Nemesis.validate(); err != nil {
+	if err := s.Nemesis.validate(s.Brokers); err != nil {
 		bad("nemesis: %v", err)
 	}
 	seen := map[string]bool{}
@@ -259,9 +259,11 @@ func (s Spec) Clone() Spec {
 			q := *p
 			s.Faults[i].Partition = &q
 		}
+		s.Faults[i].Messages = s.Faults[i].Messages.Clone()
 	}
 	s.Failpoints = slices.Clone(s.Failpoints)
 	s.Nemesis.Kinds = slices.Clone(s.Nemesis.Kinds)
+	s.Nemesis.Messages = s.Nemesis.Messages.Clone()
 	if s.ProtocolModel != nil {
 		m := *s.ProtocolModel
 		s.ProtocolModel = &m

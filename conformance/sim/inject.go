@@ -4,17 +4,37 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/pingcap/failpoint"
 	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // inject applies one fault now.
 func (s *Sim) inject(f run.Fault) {
+	if f.Kind == run.FaultBounceLeader || f.Repeat > 0 {
+		steps := nemesis.Unfold(&s.Spec, s, f, s.Rng)
+		if steps == nil {
+			s.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
+			return
+		}
+		for _, st := range steps {
+			s.schedule(event{at: s.Now + st.AfterMs, kind: evFault, fault: st.Fault})
+		}
+		return
+	}
+	if f.Kind == run.FaultPowerLossAll {
+		dur := s.Spec.Duration(f)
+		s.fault(run.FaultPowerLossAll, 0, "power loss of the whole cluster for %d ms", dur)
+		s.Reached(run.SitClusterPowerLoss)
+		for _, n := range s.nodes[1:] {
+			s.kill(n, lossPower, dur, "the whole cluster")
+		}
+		return
+	}
 	id, ok := s.Strike(f, s, s.healIsolation)
 	if !ok {
 		return
@@ -22,8 +42,14 @@ func (s *Sim) inject(f run.Fault) {
 	n := s.nodes[id]
 	dur := s.Spec.Duration(f)
 	switch f.Kind {
-	case run.FaultCrash, run.FaultPowerLoss:
-		s.kill(n, f.Kind == run.FaultPowerLoss, dur, "scheduled")
+	case run.FaultCrash:
+		s.kill(n, crashOnly, dur, "scheduled")
+	case run.FaultPowerLoss:
+		s.kill(n, lossPower, dur, "scheduled")
+	case run.FaultReplaceDisk:
+		s.kill(n, replaceDisk, dur, "scheduled")
+	case run.FaultMessages:
+		s.strikeMessages(n, f, dur)
 	case run.FaultPause:
 		if n.b == nil || n.paused {
 			return
@@ -90,15 +116,26 @@ func (s *Sim) nemesis() {
 	}
 }
 
-// kill stops a broker's process; with powerLoss its machine loses what was
-// not synced. It comes back after downMs.
-func (s *Sim) kill(n *node, powerLoss bool, downMs int64, why string) {
+// diskFate is what a broker's death does to its disk.
+type diskFate int
+
+const (
+	crashOnly      diskFate = iota // the process dies; the page cache survives
+	lossPower                      // unsynced writes are lost, the last may tear
+	lossPowerWorst                 // every unsynced write is lost
+	replaceDisk                    // the machine comes back with an empty disk
+)
+
+// kill stops a broker's process; its disk fares as fate says. It comes
+// back after downMs.
+func (s *Sim) kill(n *node, fate diskFate, downMs int64, why string) {
 	if n.b == nil {
 		return
 	}
 	if s.proto != nil {
 		s.proto.onKill(n)
 	}
+	s.inv.cov.down(s, n)
 	if n.paused {
 		n.faulted-- // the pause ends with the process
 	}
@@ -108,18 +145,27 @@ func (s *Sim) kill(n *node, powerLoss bool, downMs int64, why string) {
 	n.heldOut = nil
 	n.faulted++
 	s.Stats.Faults++
-	if powerLoss && strings.HasSuffix(why, "nothing unsynced kept") {
-		n.disk.PowerLossWorst()
-		s.Stats.PowerLosses++
-		s.fault(run.FaultPowerLoss, n.id, "power loss on broker %d (%s)", n.id, why)
-	} else if powerLoss {
-		n.disk.PowerLoss(s.Rng)
-		s.Stats.PowerLosses++
-		s.fault(run.FaultPowerLoss, n.id, "power loss on broker %d (%s)", n.id, why)
-	} else {
+	switch fate {
+	case crashOnly:
 		n.disk.Crash()
 		s.Stats.Crashes++
 		s.fault(run.FaultCrash, n.id, "crash broker %d (%s)", n.id, why)
+	case lossPower, lossPowerWorst:
+		s.inv.beforePowerLoss(n)
+		if fate == lossPowerWorst {
+			n.disk.PowerLossWorst()
+			why += ", nothing unsynced kept"
+		} else {
+			n.disk.PowerLoss(s.Rng)
+		}
+		s.inv.afterLoss(n)
+		s.Stats.PowerLosses++
+		s.fault(run.FaultPowerLoss, n.id, "power loss on broker %d (%s)", n.id, why)
+	case replaceDisk:
+		n.disk = storage.NewSimDisk()
+		s.Stats.DiskReplacements++
+		s.Reached(run.SitEmptyDiskReturn)
+		s.fault(run.FaultReplaceDisk, n.id, "broker %d's machine dies; it comes back on an empty disk (%s)", n.id, why)
 	}
 	s.schedule(event{at: s.Now + downMs, kind: evRestart, node: n.id})
 }
@@ -177,6 +223,8 @@ func (s *Sim) healAll() {
 			s.resume(n)
 		}
 		s.unslow(n)
+		n.faulted -= len(n.msgFaults)
+		n.msgFaults = nil
 	}
 	for i, fp := range s.Spec.Failpoints {
 		if s.fpActive[i] {
@@ -253,11 +301,11 @@ func (s *Sim) failpointFired(fe *broker.FailpointError, at broker.NodeID) {
 	}
 	switch fe.Action {
 	case broker.ActionCrash:
-		s.kill(n, false, down, "failpoint "+fe.Name)
+		s.kill(n, crashOnly, down, "failpoint "+fe.Name)
 	case broker.ActionPowerLoss:
-		s.kill(n, true, down, "failpoint "+fe.Name)
+		s.kill(n, lossPower, down, "failpoint "+fe.Name)
 	case broker.ActionPowerLossWorst:
-		s.kill(n, true, down, "failpoint "+fe.Name+", nothing unsynced kept")
+		s.kill(n, lossPowerWorst, down, "failpoint "+fe.Name)
 	case broker.ActionPause:
 		if n.b != nil && !n.paused {
 			n.paused = true

@@ -54,14 +54,25 @@ type invariants struct {
 	verified   map[pairKey]int64
 	violations []*run.Violation // the first failure of each invariant, in order
 	failed     bool             // something failed in this step's check
+
+	produces    map[reqKey]sentProduce // produces in flight
+	fetchEpochs map[reqKey]int32       // fetches in flight: the leader epoch each named
+	synced      map[broker.NodeID]map[string]int64
+	left        map[broker.NodeID]map[string]int64
+	cov         coverage
 }
 
 func newInvariants(s *Sim) *invariants {
 	return &invariants{
-		s:         s,
-		committed: map[kafka.TopicPartition]*committedLog{},
-		leaderEp:  map[kafka.TopicPartition]int32{},
-		verified:  map[pairKey]int64{},
+		s:           s,
+		committed:   map[kafka.TopicPartition]*committedLog{},
+		leaderEp:    map[kafka.TopicPartition]int32{},
+		verified:    map[pairKey]int64{},
+		produces:    map[reqKey]sentProduce{},
+		fetchEpochs: map[reqKey]int32{},
+		synced:      map[broker.NodeID]map[string]int64{},
+		left:        map[broker.NodeID]map[string]int64{},
+		cov:         newCoverage(),
 	}
 }
 
@@ -103,6 +114,10 @@ func (inv *invariants) check() {
 			if r, ok := n.b.Replica(tp); ok {
 				live = append(live, replicaView{id: n.id, inc: n.b.Incarnation(), r: r})
 			}
+		}
+		for _, v := range live {
+			inv.checkHW(v)
+			inv.cov.truncation(inv.s, tp, v)
 		}
 		leader := inv.actingLeader(ctrl, p, live)
 		if leader != nil {
@@ -164,9 +179,13 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 			c.batches = append(c.batches, idOf(&log[i]))
 		}
 		c.hw = hw
+	} else if hw < c.hw {
+		inv.s.Reached(run.SitNewLeaderHWBehind)
 	}
 	// StrongIsr: every ISR member the controller could elect holds the
-	// leader's log below the leader's HW.
+	// leader's log below the committed HW: a new leader's own HW may lag
+	// it, and a follower that joins the ISR in that gap without what was
+	// committed could be elected and lose it.
 	for _, m := range live {
 		if m.id == l.id || !slices.Contains(p.ISR, int32(m.id)) {
 			continue
@@ -174,14 +193,14 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 		if inc, _ := ctrl.Incarnation(int32(m.id)); inc != m.inc || !ctrl.IsAlive(int32(m.id)) {
 			continue // a restarted process the controller has not heard from: it cannot lead
 		}
-		if m.r.LEO() < l.r.HW() {
-			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d ends at %d, below leader %d's HW %d",
-				tp, m.id, m.r.LEO(), l.id, l.r.HW()))
+		if m.r.LEO() < c.hw {
+			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d ends at %d, below the committed HW %d (leader %d's HW is %d)",
+				tp, m.id, m.r.LEO(), c.hw, l.id, l.r.HW()))
 			return
 		}
-		if off, ok := inv.agree(tp, l, m, l.r.HW()); !ok {
-			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d differs from leader %d at offset %d, below the leader's HW %d",
-				tp, m.id, l.id, off, l.r.HW()))
+		if off, ok := inv.agree(tp, l, m, c.hw); !ok {
+			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d differs from leader %d at offset %d, below the committed HW %d",
+				tp, m.id, l.id, off, c.hw))
 			return
 		}
 	}

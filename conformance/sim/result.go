@@ -19,6 +19,7 @@ func (s *Sim) result() *run.Result {
 		Notes:      s.Notes,
 		Stats:      s.Stats,
 		TraceHash:  s.trace.sum(),
+		Reached:    s.Situations,
 	}
 	if s.proto != nil {
 		r.Protocol = &s.proto.report

@@ -94,6 +94,8 @@ type node struct {
 	faulted  int    // faults in force (crash, power loss, pause, isolation)
 	gen      uint64 // counts pauses, isolations and slowdowns: their ends name theirs
 	fpctx    context.Context
+	// msgFaults are the messages faults in force on this broker's links.
+	msgFaults []msgFault
 }
 
 // Sim is one simulated run. Use Run.
@@ -106,6 +108,7 @@ type Sim struct {
 	ctrl        *broker.ControllerNode
 	nodes       []*node // by broker id; nodes[0] is nil
 	incarnation int64
+	msgFaultSeq uint64
 
 	acked     int
 	waiting   []event // triggered by acks
@@ -369,6 +372,10 @@ func (s *Sim) open(n *node) error {
 	n.paused = false
 	n.held = nil
 	s.collectEvents(n)
+	if s.inv != nil {
+		s.inv.afterRecovery(n)
+		s.inv.cov.up(s, n)
+	}
 	return nil
 }
 
@@ -377,6 +384,9 @@ func (s *Sim) open(n *node) error {
 // messages.
 func (s *Sim) Send(env broker.Envelope) {
 	s.Stats.Messages++
+	if s.inv != nil {
+		s.inv.onSend(env)
+	}
 	if s.cut(env.From, env.To) {
 		s.Stats.Dropped++
 		return
@@ -390,11 +400,26 @@ func (s *Sim) Send(env broker.Envelope) {
 		s.Stats.Dropped++
 		return
 	}
-	delay := s.Spec.Network.MinDelayMs + s.slowness(env.From) + s.slowness(env.To)
-	if span := s.Spec.Network.MaxDelayMs - s.Spec.Network.MinDelayMs; span > 0 {
-		delay += s.Rng.Int64N(span + 1)
+	drop, twice, extra := s.messageFate(env)
+	if drop {
+		s.Stats.Dropped++
+		return
 	}
-	s.schedule(event{at: s.Now + delay, kind: evDeliver, env: env})
+	s.schedule(event{at: s.Now + s.delay(env) + extra, kind: evDeliver, env: env})
+	if twice {
+		s.Stats.Duplicated++
+		s.Reached(run.SitDuplicateMessage)
+		s.schedule(event{at: s.Now + s.delay(env) + extra, kind: evDeliver, env: env})
+	}
+}
+
+// delay draws how long env takes on the network.
+func (s *Sim) delay(env broker.Envelope) int64 {
+	d := s.Spec.Network.MinDelayMs + s.slowness(env.From) + s.slowness(env.To)
+	if span := s.Spec.Network.MaxDelayMs - s.Spec.Network.MinDelayMs; span > 0 {
+		d += s.Rng.Int64N(span + 1)
+	}
+	return d
 }
 
 func (s *Sim) slowness(id broker.NodeID) int64 {
@@ -477,9 +502,11 @@ func (s *Sim) flushController() {
 			}
 			s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
 		case controller.ElectionClean, controller.ElectionPreferred:
+			s.inv.cov.election(s, e.State)
 			s.Stats.Elections++
 			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false))
 		case controller.ElectionUnclean:
+			s.inv.cov.election(s, e.State)
 			s.Stats.Elections++
 			s.Stats.UncleanElections++
 			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, true))

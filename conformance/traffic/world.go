@@ -29,8 +29,10 @@ type World struct {
 	Over    bool
 	History []linearizability.Op
 	Stats   run.Stats
-	Notes   []run.Note
-	Host    Host
+	// Situations counts the protocol situations reached (Reached).
+	Situations map[run.Situation]int
+	Notes      []run.Note
+	Host       Host
 
 	clients []*client
 }
@@ -120,6 +122,14 @@ func (w *World) Strike(f run.Fault, c nemesis.Cluster, heal func()) (int, bool) 
 		w.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
 	}
 	return id, ok
+}
+
+// Reached records that the run reached situation sit.
+func (w *World) Reached(sit run.Situation) {
+	if w.Situations == nil {
+		w.Situations = map[run.Situation]int{}
+	}
+	w.Situations[sit]++
 }
 
 // Notef records a note of kind about node (0: none) now.

@@ -171,6 +171,28 @@ func (d *SimDisk) List(prefix string) ([]string, error) {
 	return names, nil
 }
 
+// Stable reports how many bytes at the start of name are on the platter
+// and unchanged since its last sync: what any power loss keeps of it (0
+// for a file never synced, or one that does not exist).
+func (d *SimDisk) Stable(name string) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, ok := d.files[name]; ok && f.durable {
+		return int64(f.stable)
+	}
+	return 0
+}
+
+// Size reports the current size of name (-1 if it does not exist).
+func (d *SimDisk) Size(name string) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, ok := d.files[name]; ok {
+		return int64(len(f.data))
+	}
+	return -1
+}
+
 // Crash records a process crash. The page cache belongs to the kernel and
 // survives the process, so nothing is lost: unsynced writes stay readable and
 // become durable at the next Sync, as they would on a real machine.

@@ -177,3 +177,21 @@ func TestPowerLossWorstKeepsExactlyTheDurableContent(t *testing.T) {
 	require.Equal(t, "0123456789", string(got), "an unsynced truncation is undone")
 	require.Equal(t, 1, d.PowerLosses())
 }
+
+// TestSimDiskStableAndSize: Stable is what any power loss keeps, the
+// synced prefix that no truncation has cut since; Size is the current
+// length.
+func TestSimDiskStableAndSize(t *testing.T) {
+	d := NewSimDisk()
+	assert.Equal(t, int64(-1), d.Size("f"))
+	require.NoError(t, d.Append("f", []byte("abc")))
+	assert.Zero(t, d.Stable("f"), "never synced")
+	require.NoError(t, d.Sync("f"))
+	require.NoError(t, d.Append("f", []byte("de")))
+	assert.Equal(t, int64(3), d.Stable("f"))
+	assert.Equal(t, int64(5), d.Size("f"))
+	require.NoError(t, d.Truncate("f", 2))
+	assert.Equal(t, int64(2), d.Stable("f"), "a truncation below the synced length")
+	d.PowerLoss(rand.New(rand.NewPCG(1, 2)))
+	assert.GreaterOrEqual(t, d.Size("f"), d.Stable("f"))
+}

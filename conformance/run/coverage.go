@@ -1,0 +1,66 @@
+package run
+
+// Situation names a protocol situation a run can reach: a state where a
+// class of bugs bites. Runs record which they reached (Result.Reached), so
+// a check shows what it exercised and what it never did, and random
+// search prefers schedules that reach new ones.
+type Situation string
+
+// The situations the simulator recognises, each from what it sees on the
+// network, on the disks and in the controller, not from what brokers say
+// about themselves.
+const (
+	// SitStaleReplicaElection: a leader was elected while a replica
+	// outside the ISR was alive (it must not be the one elected).
+	SitStaleReplicaElection Situation = "election-with-stale-replica-alive"
+	// SitLeaderReturned: a partition's leadership came back to a broker
+	// that had led it before another one did (A -> B -> A).
+	SitLeaderReturned Situation = "leader-returned"
+	// SitNewLeaderHWBehind: an acting leader's HW was below the committed
+	// HW (the highest any leader reached).
+	SitNewLeaderHWBehind Situation = "new-leader-hw-behind"
+	// SitExpandWhileHWBehind: a leader asked to add a follower to the ISR
+	// while its HW was below the committed HW.
+	SitExpandWhileHWBehind Situation = "isr-expand-while-hw-behind"
+	// SitEpochTruncation: a follower truncated records off its log end
+	// to where the leader said its epoch ended.
+	SitEpochTruncation Situation = "truncation-by-epoch"
+	// SitFencedFetch: a leader refused a fetch for its leader epoch
+	// (FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH).
+	SitFencedFetch Situation = "fetch-epoch-fenced"
+	// SitZombieAnswer: a broker that still believed it led, in an epoch
+	// the controller had ended, answered a client.
+	SitZombieAnswer Situation = "zombie-leader-answered"
+	// SitDedupHit: an idempotent retry of a batch already written was
+	// answered with the first write's offset.
+	SitDedupHit Situation = "dedup-hit"
+	// SitISRChangeRefused: the controller refused a leader's ISR change.
+	SitISRChangeRefused Situation = "isr-change-refused"
+	// SitTornTail: recovery after a power loss dropped a torn tail.
+	SitTornTail Situation = "torn-tail-recovery"
+	// SitEmptyDiskReturn: a broker came back on an empty disk while its
+	// partitions held records.
+	SitEmptyDiskReturn Situation = "empty-disk-return"
+	// SitClusterPowerLoss: every broker lost power at once.
+	SitClusterPowerLoss Situation = "cluster-power-loss"
+	// SitRestartInARow: a broker was struck down again soon (within a
+	// session timeout) after it came back.
+	SitRestartInARow Situation = "restart-in-a-row"
+	// SitDuplicateMessage: a message between nodes was delivered twice.
+	SitDuplicateMessage Situation = "message-duplicated"
+	// SitZombieCommit: the coordinator refused a commit or heartbeat from
+	// a member of an ended generation (ILLEGAL_GENERATION,
+	// UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS or FENCED_INSTANCE_ID).
+	SitZombieCommit Situation = "group-zombie-refused"
+	// SitMemberExpired: the coordinator expired a member whose session
+	// ran out.
+	SitMemberExpired Situation = "member-session-expired"
+)
+
+// Situations lists every situation, in the order reports show them.
+var Situations = []Situation{
+	SitStaleReplicaElection, SitLeaderReturned, SitNewLeaderHWBehind, SitExpandWhileHWBehind,
+	SitEpochTruncation, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitISRChangeRefused,
+	SitTornTail, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
+	SitZombieCommit, SitMemberExpired,
+}

@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/partition"
+)
+
+// coverage recognises the protocol situations a run reaches
+// (run.Situations) from what the simulator sees: the controller's
+// decisions, messages on the network, replicas' logs and the disks.
+type coverage struct {
+	leaders map[kafka.TopicPartition][]int32 // every leader in turn
+	logEnd  map[replicaKey]logPos
+	written map[writeKey]bool // idempotent batches acknowledged
+	upAt    map[broker.NodeID]int64
+}
+
+type replicaKey struct {
+	id  broker.NodeID
+	inc int64
+	tp  kafka.TopicPartition
+}
+
+type logPos struct {
+	leo         int64
+	truncations uint64
+}
+
+type writeKey struct {
+	tp    kafka.TopicPartition
+	pid   int64
+	epoch int16
+	seq   int32
+}
+
+func newCoverage() coverage {
+	return coverage{
+		leaders: map[kafka.TopicPartition][]int32{},
+		logEnd:  map[replicaKey]logPos{},
+		written: map[writeKey]bool{},
+		upAt:    map[broker.NodeID]int64{},
+	}
+}
+
+// election sees the controller elect p.Leader.
+func (c *coverage) election(s *Sim, p kafka.PartitionState) {
+	for _, id := range p.Replicas {
+		if id != p.Leader && !slices.Contains(p.ISR, id) && s.nodes[id].b != nil {
+			s.Reached(run.SitStaleReplicaElection)
+			break
+		}
+	}
+	past := c.leaders[p.TopicPartition]
+	if n := len(past); n > 0 && past[n-1] != p.Leader && slices.Contains(past[:n-1], p.Leader) {
+		s.Reached(run.SitLeaderReturned)
+	}
+	if n := len(past); n == 0 || past[n-1] != p.Leader {
+		c.leaders[p.TopicPartition] = append(past, p.Leader)
+	}
+}
+
+// truncation sees a replica's log end: one that went down with a
+// truncation, under an epoch rule, is a truncation by epoch.
+func (c *coverage) truncation(s *Sim, tp kafka.TopicPartition, v replicaView) {
+	k := replicaKey{v.id, v.inc, tp}
+	now := logPos{leo: v.r.LEO(), truncations: v.r.Truncations()}
+	if was, ok := c.logEnd[k]; ok && now.truncations > was.truncations && now.leo < was.leo &&
+		s.Spec.Broker.Truncation != partition.TruncateToHW {
+		s.Reached(run.SitEpochTruncation)
+	}
+	c.logEnd[k] = now
+}
+
+// message sees one message enter the network.
+func (c *coverage) message(s *Sim, env broker.Envelope) {
+	switch m := env.Msg.(type) {
+	case broker.FetchResponse:
+		fetchAnswer(s, m.Err)
+	case partition.FetchResponse:
+		fetchAnswer(s, m.Err)
+	case kafka.AlterPartitionAnswer:
+		if m.Err != nil {
+			s.Reached(run.SitISRChangeRefused)
+		}
+	case kafka.AlterPartition:
+		if n := s.nodes[env.From]; n.b != nil {
+			if r, ok := n.b.Replica(m.TopicPartition); ok && len(m.NewISR) > len(r.ISR()) {
+				if cl := s.inv.committed[m.TopicPartition]; cl != nil && r.HW() < cl.hw {
+					s.Reached(run.SitExpandWhileHWBehind)
+				}
+			}
+		}
+	case broker.GroupResponse:
+		var err error
+		switch r := m.Resp.(type) {
+		case group.HeartbeatResponse:
+			err = r.Err
+		case group.CommitResponse:
+			for _, p := range r.Partitions {
+				err = errors.Join(err, p.Err)
+			}
+		}
+		for _, zombie := range []error{kafka.ErrIllegalGeneration, kafka.ErrUnknownMemberID, kafka.ErrRebalanceInProgress} {
+			if errors.Is(err, zombie) {
+				s.Reached(run.SitZombieCommit)
+			}
+		}
+	}
+	if env.From > broker.ControllerID && env.From < broker.ClientIDBase && env.To >= broker.ClientIDBase {
+		c.zombie(s, env)
+	}
+}
+
+func fetchAnswer(s *Sim, err error) {
+	if errors.Is(err, kafka.ErrFencedLeaderEpoch) || errors.Is(err, kafka.ErrUnknownLeaderEpoch) {
+		s.Reached(run.SitFencedFetch)
+	}
+}
+
+// zombie sees a broker answer a client about a partition it believes it
+// leads in an epoch the controller has ended.
+func (c *coverage) zombie(s *Sim, env broker.Envelope) {
+	var tp kafka.TopicPartition
+	switch m := env.Msg.(type) {
+	case broker.ProduceResponse:
+		tp = m.TopicPartition
+	case broker.FetchResponse:
+		tp = m.TopicPartition
+	default:
+		return
+	}
+	n := s.nodes[env.From]
+	if n.b == nil {
+		return
+	}
+	r, ok := n.b.Replica(tp)
+	p, known := s.ctrl.Controller().Partition(tp)
+	if ok && known && r.Role() == partition.RoleLeader && r.LeaderEpoch() < p.LeaderEpoch {
+		s.Reached(run.SitZombieAnswer)
+	}
+}
+
+// acknowledged sees an idempotent batch acknowledged: a second answer to
+// the same producer's batch is a retry deduplicated.
+func (c *coverage) acknowledged(s *Sim, tp kafka.TopicPartition, p sentProduce) {
+	if p.pid < 0 {
+		return
+	}
+	k := writeKey{tp, p.pid, p.epoch, p.seq}
+	if c.written[k] {
+		s.Reached(run.SitDedupHit)
+	}
+	c.written[k] = true
+}
+
+// down sees broker n struck down: soon after it came back, that is a
+// restart in a row.
+func (c *coverage) down(s *Sim, n *node) {
+	if at, ok := c.upAt[n.id]; ok && s.Now-at < s.Spec.Controller.SessionTimeoutMs {
+		s.Reached(run.SitRestartInARow)
+	}
+}
+
+// up sees broker n come back.
+func (c *coverage) up(s *Sim, n *node) { c.upAt[n.id] = s.Now }
