@@ -108,6 +108,12 @@ var All = []Variant{
 		Hunt:      Hunt{Era: keepISROnRestart},
 	},
 	{
+		Name:      "isr-without-broker-epoch",
+		Summary:   "the controller accepts an ISR addition without checking the added broker's incarnation, as before KIP-903: a replica back on an empty disk joins the ISR on its old process's fetches",
+		Reference: "KAFKA-14139, KIP-903",
+		Apply:     func(s *run.Spec) { s.Controller.ISRWithoutBrokerEpoch = true },
+	},
+	{
 		Name:      "acks1",
 		Summary:   "producers use acks=1, without idempotence or retries (loss by design; implementation only)",
 		Reference: "spec/SEMANTICS.md, Producer",

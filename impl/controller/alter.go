@@ -18,8 +18,9 @@ import (
 //   - kafka.ErrInvalidRequest: NewISR is empty, repeats a broker, names a non-replica,
 //     or leaves out the leader; or NewISRIncarnations has the wrong length.
 //   - kafka.ErrIneligibleReplica: NewISR adds a broker that is dead, or whose
-//     incarnation in NewISRIncarnations is not the registered one. Members
-//     already in the ISR are not checked: removing a broker is always safe.
+//     incarnation in NewISRIncarnations is not the registered one (unless
+//     ISRWithoutBrokerEpoch, KAFKA-14139). Members already in the ISR are
+//     not checked: removing a broker is always safe.
 //
 // On success the ISR becomes NewISR, sorted, and the partition epoch grows by
 // one; a proposal equal to the current ISR changes nothing.
@@ -74,7 +75,8 @@ func (c *Controller) checkISR(p *kafka.PartitionState, req kafka.AlterPartition,
 		if !ok || !b.alive {
 			return kafka.ErrIneligibleReplica
 		}
-		if req.NewISRIncarnations != nil && req.NewISRIncarnations[i] != b.incarnation {
+		if req.NewISRIncarnations != nil && req.NewISRIncarnations[i] != b.incarnation && !c.cfg.ISRWithoutBrokerEpoch {
+			// KIP-903: the leader saw another process of r fetch.
 			return kafka.ErrIneligibleReplica
 		}
 	}

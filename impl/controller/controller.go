@@ -59,6 +59,14 @@ type Config struct {
 	// replica that lost unsynced data in a power loss then still counts as
 	// in sync; the KIP-101 scenarios need this to unfold. Off is safe.
 	KeepISROnRestart bool `yaml:"keep_isr_on_restart" doc:"a restarted broker keeps its ISR memberships, as before KIP-903 (unsafe)"`
+	// ISRWithoutBrokerEpoch accepts an ISR addition without comparing the
+	// incarnation the leader saw fetch (AlterPartition's
+	// NewISRIncarnations) with the broker's registered one, as Kafka did
+	// before KIP-903 (AlterPartition carried no broker epochs). A proposal
+	// made from the fetches of a process that has since restarted on an
+	// empty disk then puts the new, empty process in the ISR
+	// (KAFKA-14139). Off is safe.
+	ISRWithoutBrokerEpoch bool `yaml:"isr_without_broker_epoch" doc:"accept an ISR addition without checking the added broker's incarnation (broker epoch), as before KIP-903 (KAFKA-14139; unsafe)"`
 }
 
 // DefaultConfig is Kafka's default: a 9 s broker session.

@@ -250,6 +250,40 @@ func TestKeepISROnRestart(t *testing.T) {
 	h.check()
 }
 
+// TestISRWithoutBrokerEpoch checks the pre-KIP-903 controller of
+// KAFKA-14139: a leader proposes adding broker 3 on the strength of the
+// fetches of 3's first process, and 3 restarts (on an empty disk, say)
+// before the proposal arrives. KIP-903's check refuses the addition, as
+// the incarnation the leader names is not the registered one;
+// ISRWithoutBrokerEpoch accepts it, and the new process is in the ISR
+// without having fetched anything.
+// Reference: KAFKA-14139, KIP-903.
+func TestISRWithoutBrokerEpoch(t *testing.T) {
+	for _, noEpoch := range []bool{false, true} {
+		h := newHarness(t, Config{ISRWithoutBrokerEpoch: noEpoch}, 1, 2, 3)
+		h.createTopic("t", 1, 3)
+		p := tp("t", 0)
+		require.NoError(t, h.alter(p, 1, 2).Err)
+		h.now += 10
+
+		h.restart(3)
+		s := h.state(p)
+		require.Equal(t, []int32{1, 2}, s.ISR)
+		stale := kafka.AlterPartition{TopicPartition: p, LeaderID: 1, LeaderIncarnation: 1,
+			LeaderEpoch: s.LeaderEpoch, PartitionEpoch: s.PartitionEpoch, NewISR: []int32{1, 2, 3},
+			NewISRIncarnations: []int64{1, 1, 1}}
+		res := h.c.AlterPartition(stale, h.now)
+		if !noEpoch {
+			assert.ErrorIs(t, res.Err, kafka.ErrIneligibleReplica, "3's fetches came from the process before the restart")
+			assert.Equal(t, []int32{1, 2}, res.State.ISR)
+			continue
+		}
+		require.NoError(t, res.Err, "without broker epochs the controller cannot tell")
+		assert.Equal(t, []int32{1, 2, 3}, res.State.ISR)
+		h.check()
+	}
+}
+
 // TestRestartOfLastISRMember pins down what KIP-903 alone cannot prevent:
 // when the restarted broker is the last ISR member, it is fenced (the
 // partition goes offline) and then cleanly re-elected, whatever it lost.
