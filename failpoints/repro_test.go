@@ -34,6 +34,7 @@ var fixes = map[string]fix{
 	"kip101-divergence.yaml":          {apply: func(c *run.Spec) { c.Broker.Truncation = partition.TruncateToEpoch }},
 	"kafka-6361.yaml":                 {apply: func(c *run.Spec) { c.Broker.Truncation = partition.TruncateToEpoch }},
 	"kafka-7164.yaml":                 {apply: func(c *run.Spec) { c.Broker.Truncation = partition.TruncateToEpoch }},
+	"kafka-14139.yaml":                {apply: func(c *run.Spec) { c.Controller.ISRWithoutBrokerEpoch = false }, file: "kafka-14139.yaml"},
 	"dedup-across-leader-change.yaml": {apply: func(c *run.Spec) { c.Broker.ProducerState = partition.ProducerStateReplicated }},
 	"unclean-election.yaml":           {apply: func(c *run.Spec) { c.Controller.UncleanLeaderElection = false }, file: "unclean-election.yaml"},
 	"acks1-loss.yaml":                 {apply: func(c *run.Spec) { c.Workload.Acks = partition.AcksAll }, file: "acks1-loss.yaml"},

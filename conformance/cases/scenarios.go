@@ -151,6 +151,62 @@ func KAFKA7164(seed uint64, truncation partition.Truncation) run.Spec {
 	return cfg
 }
 
+// KAFKA14139 is KAFKA-14139 (fixed by KIP-903), driven by scheduled faults
+// and failpoints: a leader's ISR expansion, decided on the fetches of one
+// process of a follower, reaches the controller after that follower's
+// machine came back on an empty disk. Three brokers (partition 0's replicas
+// in order 1, 2, 3), min ISR 2, acks=all, the strong recipe otherwise;
+// replica fetches carry one batch each, so that refilling an empty replica
+// takes many round trips, as a real log of gigabytes takes minutes:
+//
+//  1. Broker 2 crashes at 3 s and is back 500 ms later under a new
+//     incarnation, which takes it out of the ISR (KIP-903's restart rule,
+//     kept by both runs). It catches up, and leader 1 proposes adding it
+//     back; as it sends the proposal (isrChange) leader 1 stalls for a
+//     second, the proposal held with it (less than a session: it stays
+//     alive and leading).
+//  2. Meanwhile, at 3.8 s, broker 2's machine dies and comes back 200 ms
+//     later on an empty disk (replace-disk), registers its third
+//     incarnation and asks leader 1 for the log from offset 0.
+//  3. Leader 1 resumes: the proposal, naming broker 2's second incarnation,
+//     reaches the controller, and leader 1 starts sending broker 2 the log,
+//     a batch a fetch. As broker 2 writes its fourth batch
+//     (followerAfterAppend), leader 1 crashes for 6 s.
+//  4. With isrWithoutBrokerEpoch (Kafka before KIP-903) the controller
+//     accepts the proposal: broker 2, nearly empty, is in the ISR
+//     (StrongIsr), and once leader 1's session ends it is elected ahead of
+//     broker 3, which holds every committed record. The committed records
+//     are gone, and their offsets are written again (TrueHWNeverDecreases,
+//     lost-write).
+//     With KIP-903 the proposal is refused (INELIGIBLE_REPLICA), the ISR
+//     stays {1, 3}, and broker 3 is elected with nothing lost.
+//
+// Reference: KAFKA-14139, KIP-903.
+func KAFKA14139(seed uint64, isrWithoutBrokerEpoch bool) run.Spec {
+	cfg := run.DefaultSpec(seed)
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+	cfg.Broker.ReplicaFetchMaxBytes = 1 // at least one batch: one batch per fetch
+	cfg.Controller.ISRWithoutBrokerEpoch = isrWithoutBrokerEpoch
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 100,
+		RequestTimeoutMs: 3000, FetchMaxWaitMs: 200, Idempotent: true, Retries: true, MaxInFlight: 5}
+	cfg.DurationMs = 16000
+	cfg.SettleMs = 10000
+	cfg.Faults = []run.Fault{
+		{When: run.Trigger{AtMs: 3000}, Kind: run.FaultCrash, Node: 2, ForMs: 500},
+		{When: run.Trigger{AtMs: 3800}, Kind: run.FaultReplaceDisk, Node: 2, ForMs: 200},
+	}
+	cfg.Failpoints = []run.Failpoint{
+		// The first ISR change after broker 2 left is adding it back.
+		{Name: broker.FPISRChange, Term: `1*return("pause@1000")`, Node: 1, When: run.Trigger{AtMs: 3000}},
+		// Broker 2's fourth write on its new disk. Messages take 1 to 5 ms:
+		// the proposal reaches the controller one message after leader 1
+		// resumes, the fourth batch seven messages after, so the controller
+		// has decided before leader 1 dies.
+		{Name: broker.FPFollowerAfterAppend, Term: `3*off->1*return("crash:1")`, Node: 2, When: run.Trigger{AtMs: 3900}, DownMs: 6000},
+	}
+	return cfg
+}
+
 // truncationScenario is where each truncation scenario starts: brokers
 // brokers holding one partition of topic t on every one of them, min ISR
 // minISR, and the truncation rule under test.

@@ -77,3 +77,39 @@ func TestKAFKA7164FixedByTruncationOnEpochBump(t *testing.T) {
 		}
 	}
 }
+
+// A leader's ISR expansion, decided on the fetches of a follower's earlier
+// process, is accepted after the follower came back on an empty disk; the
+// empty replica is elected ahead of one holding every committed record.
+// Reference: KAFKA-14139.
+func TestKAFKA14139WithoutBrokerEpochCheck(t *testing.T) {
+	requireFailpoints(t)
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := cases.KAFKA14139(seed, true)
+		cfg.ContinueAfterViolation = true
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Stats.DiskReplacements, "the disk must be replaced; %s", replay(cfg))
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
+		got := violated(res)
+		require.True(t, slices.Contains(got, run.InvStrongISR) && slices.Contains(got, run.InvTrueHWMonotonic),
+			"isr-without-broker-epoch must put the empty replica in the ISR and elect it (got %v); %s", got, replay(cfg))
+	}
+}
+
+// The same schedule with KIP-903: the controller refuses the addition, as
+// the incarnation the leader names is not the registered one.
+// Reference: KAFKA-14139, KIP-903.
+func TestKAFKA14139FixedByKIP903(t *testing.T) {
+	requireFailpoints(t)
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := cases.KAFKA14139(seed, false)
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Stats.DiskReplacements, "the disk must be replaced; %s", replay(cfg))
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
+		if firstViolation(res) != nil {
+			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
+		}
+	}
+}
