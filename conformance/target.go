@@ -62,6 +62,9 @@ func missing(cfg run.Spec, have Capabilities) string {
 		switch k {
 		case run.FaultCrash:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
+		case run.FaultBounceLeader:
+			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
+			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
 		case run.FaultPause:
 			add(have.Pause, "pausing brokers (--pause-cmd and --resume-cmd, or a Pauser)")
 		case run.FaultIsolate, run.FaultHeal:

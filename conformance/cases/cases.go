@@ -41,8 +41,22 @@ type Case struct {
 	DuplicatesAllowed bool
 	// Require is a case's own expectation about a run, such as "some
 	// produce was refused"; it keeps a case from passing without having
-	// exercised what it claims to.
+	// exercised what it claims to. An error made by Broken says the run
+	// tested the case's promise and the target broke it: VIOLATED on every
+	// target. Any other error says the run did not get to what the case
+	// is about: UNKNOWN on real processes, where timing decides that, and
+	// VIOLATED on the simulator, where a case that misses its situation
+	// is a broken case.
 	Require func(r *run.Result) error
+}
+
+// BrokenPromise is a Require error for a promise the run tested and the
+// target broke.
+type BrokenPromise struct{ error }
+
+// Broken makes a BrokenPromise.
+func Broken(format string, args ...any) error {
+	return &BrokenPromise{fmt.Errorf(format, args...)}
 }
 
 // base is the strong-consistency recipe with the harness's usual workload.
@@ -413,7 +427,7 @@ func crashes(role run.Role, intervalMs, faultMs int64) run.Nemesis {
 // network and more writers widen the window between the leader's answer and
 // the followers' copy, where a crash loses what acks=1 acknowledged.
 func acks1LeaderCrashes(cfg run.Spec) run.Spec {
-	cfg.Network.MaxDelayMs = 30
+	cfg.Network.MaxDelayMs = 50
 	cfg.Workload.Producers = 4
 	cfg.Workload.ProduceIntervalMs = 10
 	cfg.Nemesis = crashes(run.RoleLeader, 1500, 1500)

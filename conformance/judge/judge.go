@@ -6,6 +6,7 @@
 package judge
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -111,7 +112,10 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 	}
 	if c.Require != nil {
 		if err := c.Require(res); err != nil {
-			if res.Live {
+			var broken *cases.BrokenPromise
+			if errors.As(err, &broken) {
+				fail(Violated, "broken promise: %v", err)
+			} else if res.Live {
 				// Real time decides what a run on real processes gets
 				// to exercise; missing it is no pass, and no violation.
 				fail(Unknown, "the run did not exercise what the case is about (%v); rerun it, or with a longer --duration", err)
@@ -176,13 +180,15 @@ type CaseResult struct {
 	// without trace validation).
 	StepsChecked int
 	StepsSkipped int
+	// Reached counts the runs that reached each protocol situation.
+	Reached map[run.Situation]int `json:",omitempty"`
 }
 
 // NewCaseResult is an empty summary of c, skipped until a run is added.
 func NewCaseResult(c *cases.Case) *CaseResult {
 	return &CaseResult{Name: c.Name, Summary: c.Summary, Verdict: Skipped,
 		Found: map[string]int{}, Allowed: map[string]int{},
-		Invariants: map[string]int{}, InvariantsAllowed: map[string]int{}}
+		Invariants: map[string]int{}, InvariantsAllowed: map[string]int{}, Reached: map[run.Situation]int{}}
 }
 
 // Report is the outcome of a check.
@@ -217,6 +223,11 @@ func (cr *CaseResult) Add(r *RunResult, lossAllowed bool) {
 	}
 	cr.Seeds++
 	cr.Ops += r.Ops
+	if r.Run != nil {
+		for sit := range r.Run.Reached {
+			cr.Reached[sit]++
+		}
+	}
 	cr.Verdict = Worse(cr.Verdict, r.Verdict)
 	for _, a := range r.Found {
 		cr.Found[a.Name]++
@@ -258,6 +269,29 @@ func (rep *Report) Finish() {
 		sort.Slice(cr.Failed, func(i, j int) bool { return cr.Failed[i].Seed < cr.Failed[j].Seed })
 		rep.Verdict = Worse(rep.Verdict, cr.Verdict)
 	}
+}
+
+// Coverage is how often a check reached one protocol situation.
+type Coverage struct {
+	Situation run.Situation
+	Runs      int      // runs that reached it
+	Cases     []string // cases with a run that reached it
+}
+
+// Coverage lists every situation (run.Situations) with the runs and cases
+// that reached it; Runs 0 for one the check never reached.
+func (rep *Report) Coverage() []Coverage {
+	out := make([]Coverage, len(run.Situations))
+	for i, sit := range run.Situations {
+		out[i].Situation = sit
+		for _, cr := range rep.Cases {
+			if n := cr.Reached[sit]; n > 0 {
+				out[i].Runs += n
+				out[i].Cases = append(out[i].Cases, cr.Name)
+			}
+		}
+	}
+	return out
 }
 
 // Tally is one count of a case's summary: "lost-write x2".

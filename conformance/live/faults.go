@@ -4,12 +4,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // inject applies one fault to the real cluster now and schedules its end.
 func (l *live) inject(f run.Fault) {
+	if f.Kind == run.FaultBounceLeader || f.Repeat > 0 {
+		steps := nemesis.Unfold(&l.Spec, l, f, l.Rng)
+		if steps == nil {
+			l.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
+		}
+		for _, st := range steps {
+			l.at(l.Now+st.AfterMs, func() { l.inject(st.Fault) })
+		}
+		return
+	}
 	cl := l.opts.Cluster
 	id, ok := l.Strike(f, l, l.heal)
 	if !ok {

@@ -71,8 +71,15 @@ type Options struct {
 // reason rather than run without them and passed.
 func Unsupported(cfg run.Spec) string {
 	var why []string
-	if slices.Contains(cfg.Kinds(), run.FaultPowerLoss) {
+	kinds := cfg.Kinds()
+	if slices.Contains(kinds, run.FaultPowerLoss) || slices.Contains(kinds, run.FaultPowerLossAll) {
 		why = append(why, "it cuts power, which a process on a running machine cannot (the simulator's disks can)")
+	}
+	if slices.Contains(kinds, run.FaultReplaceDisk) {
+		why = append(why, "it gives a broker an empty disk, which only the simulator does today")
+	}
+	if slices.Contains(kinds, run.FaultMessages) {
+		why = append(why, "it drops, duplicates or holds back single messages of one kind, which a TCP proxy cannot do without breaking the connection")
 	}
 	if len(cfg.Failpoints) > 0 {
 		why = append(why, "it schedules failpoints across brokers, which the simulator does; on real processes switch failpoints on with GO_FAILPOINTS (failpoints/README.md)")
@@ -371,7 +378,7 @@ func (l *live) watchMetadata() {
 func (l *live) Send(env broker.Envelope) {
 	l.Stats.Messages++
 	_, isProduce := env.Msg.(broker.ProduceRequest)
-	dropAnswer := isProduce && l.Spec.Network.ResponseDropRate > 0 && l.Rng.Float64() < l.Spec.Network.ResponseDropRate
+	dropAnswer := isProduce && l.Spec.DropsAnswer(l.Now, l.Rng)
 	if dropAnswer {
 		l.Stats.Dropped++
 	}

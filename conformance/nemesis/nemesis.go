@@ -72,7 +72,9 @@ func Next(s *run.Spec, c Cluster, rng *rand.Rand) (run.Fault, bool) {
 	switch {
 	case (kind == run.FaultPowerLoss || kind == run.FaultPowerLossAll) && nm.PowerLossOnlyInSync && !inSync:
 		kind = run.FaultCrash
-	case kind == run.FaultPowerLossAll && faulty > 0:
+	case kind == run.FaultPowerLossAll && (faulty > 0 || !s.Broker.FlushEveryAppend):
+		// Without an fsync before each acknowledgement, losing every
+		// machine at once loses acknowledged writes legitimately.
 		kind = run.FaultPowerLoss
 	case kind == run.FaultBounceLeader && (limit < 2 || faulty > 0):
 		kind = run.FaultCrash // it needs two brokers faulted at once
@@ -160,6 +162,7 @@ func drawMessages(rng *rand.Rand) *run.MessageFault {
 	m := &run.MessageFault{
 		Drop:      float64(rng.IntN(6)) / 10,
 		Duplicate: float64(rng.IntN(4)) / 10,
+		Reorder:   float64(rng.IntN(4)) / 10,
 		DelayMs:   rng.Int64N(5) * 100,
 	}
 	for range 1 + rng.IntN(3) {
@@ -167,7 +170,7 @@ func drawMessages(rng *rand.Rand) *run.MessageFault {
 			m.Kinds = append(m.Kinds, k)
 		}
 	}
-	if m.Drop == 0 && m.Duplicate == 0 && m.DelayMs == 0 {
+	if m.Drop == 0 && m.Duplicate == 0 && m.Reorder == 0 && m.DelayMs == 0 {
 		m.Drop = 0.5
 	}
 	return m
@@ -224,17 +227,21 @@ func bounce(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
 		return nil
 	}
 	down := s.Duration(run.Fault{Kind: run.FaultCrash, ForMs: f.ForMs})
-	// The second crash waits for A to be back, fenced out of its old
-	// epoch and caught up with the new leader (a session and a second).
-	second := down + s.Controller.SessionTimeoutMs + 1000
-	whole := second + down + s.Controller.SessionTimeoutMs + 500
+	session := s.Controller.SessionTimeoutMs
+	// A crashes once the cut-off follower is out of the running (its
+	// session over), so another ISR member B leads; B crashes once A is
+	// back and caught up (a session and a second later), so A leads
+	// again; the follower comes back after that.
+	first := session + 300
+	second := first + down + session + 1000
+	whole := second + down + session + 500
 	off := run.Fault{Kind: run.FaultIsolate, Node: cut, ForMs: whole}
 	if f.DelayMs > 0 {
 		off = run.Fault{Kind: run.FaultSlow, Node: cut, ForMs: whole, DelayMs: f.DelayMs}
 	}
 	return []Step{
 		{AfterMs: 0, Fault: off},
-		{AfterMs: 0, Fault: run.Fault{Kind: run.FaultCrash, Node: a, ForMs: down}},
+		{AfterMs: first, Fault: run.Fault{Kind: run.FaultCrash, Node: a, ForMs: down}},
 		{AfterMs: second, Fault: run.Fault{Kind: run.FaultCrash, Role: run.RoleLeader, Partition: f.Partition, ForMs: down}},
 	}
 }

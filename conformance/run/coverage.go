@@ -52,9 +52,10 @@ const (
 	// a member of an ended generation (ILLEGAL_GENERATION,
 	// UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS or FENCED_INSTANCE_ID).
 	SitZombieCommit Situation = "group-zombie-refused"
-	// SitMemberExpired: the coordinator expired a member whose session
-	// ran out.
-	SitMemberExpired Situation = "member-session-expired"
+	// SitMemberDownPastSession: a group member died without leaving and
+	// stayed down past its session timeout: only the coordinator's expiry
+	// of its session can move its partitions.
+	SitMemberDownPastSession Situation = "member-down-past-session"
 )
 
 // Situations lists every situation, in the order reports show them.
@@ -62,5 +63,5 @@ var Situations = []Situation{
 	SitStaleReplicaElection, SitLeaderReturned, SitNewLeaderHWBehind, SitExpandWhileHWBehind,
 	SitEpochTruncation, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitISRChangeRefused,
 	SitTornTail, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
-	SitZombieCommit, SitMemberExpired,
+	SitZombieCommit, SitMemberDownPastSession,
 }

@@ -67,7 +67,9 @@ func (k FaultKind) Down() bool {
 // MessageFault selects messages on a broker's links and says what
 // happens to each: with probability Drop it is lost, else with
 // probability Duplicate it is delivered twice, and it waits up to DelayMs
-// longer (uniform, so it also overtakes and is overtaken).
+// longer (uniform; the link keeps its order, so later messages wait
+// too); with probability Reorder it leaves the link's order and may
+// overtake or be overtaken (a request resent on a new connection).
 type MessageFault struct {
 	// Kinds are the message kinds it strikes (MessageKinds); empty: all.
 	Kinds []string `yaml:"kinds"`
@@ -78,6 +80,7 @@ type MessageFault struct {
 	Direction string  `yaml:"direction"`
 	Drop      float64 `yaml:"drop"`
 	Duplicate float64 `yaml:"duplicate"`
+	Reorder   float64 `yaml:"reorder"`
 	DelayMs   int64   `yaml:"delay_ms"`
 }
 
@@ -116,14 +119,14 @@ func (m *MessageFault) validate(brokers int) error {
 	if m.Direction != "" && m.Direction != "in" && m.Direction != "out" {
 		return fmt.Errorf("direction %q: want in, out or nothing for both", m.Direction)
 	}
-	if m.Drop < 0 || m.Drop > 1 || m.Duplicate < 0 || m.Duplicate > 1 {
-		return fmt.Errorf("drop and duplicate are probabilities: want 0..1")
+	if m.Drop < 0 || m.Drop > 1 || m.Duplicate < 0 || m.Duplicate > 1 || m.Reorder < 0 || m.Reorder > 1 {
+		return fmt.Errorf("drop, duplicate and reorder are probabilities: want 0..1")
 	}
 	if m.DelayMs < 0 {
 		return fmt.Errorf("negative delay_ms")
 	}
-	if m.Drop == 0 && m.Duplicate == 0 && m.DelayMs == 0 {
-		return fmt.Errorf("a messages fault that does nothing: set drop, duplicate or delay_ms")
+	if m.Drop == 0 && m.Duplicate == 0 && m.Reorder == 0 && m.DelayMs == 0 {
+		return fmt.Errorf("a messages fault that does nothing: set drop, duplicate, reorder or delay_ms")
 	}
 	return nil
 }
@@ -235,7 +238,7 @@ func (f Fault) validate(brokers int) error {
 	}
 	switch f.Role {
 	case RoleAny:
-		if f.Kind.OnBroker() && (f.Node < 1 || f.Node > brokers) {
+		if f.Kind.OnBroker() && f.Kind != FaultBounceLeader && (f.Node < 1 || f.Node > brokers) {
 			return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
 		}
 	case RoleLeader, RoleFollower, RoleCoordinator:

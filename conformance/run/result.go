@@ -42,6 +42,7 @@ type Stats struct {
 	Messages         int
 	Dropped          int
 	Duplicated       int // messages delivered twice (messages faults)
+	Reordered        int // messages that left their link's order (messages faults)
 	Produced         int
 	Faults           int
 	Crashes          int
@@ -88,6 +89,8 @@ type Note struct {
 	// client's index for client faults).
 	Fault FaultKind
 	Node  int
+	// Member is the member id of a group consumer a crash-consumer struck.
+	Member string
 	// Partition, Leader, Epoch, Unclean, OldISR and ISR describe a
 	// NoteElection or NoteISR. Epoch is -1 when not known (an ISR change
 	// seen from outside).

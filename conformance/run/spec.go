@@ -82,8 +82,10 @@ type Settings struct {
 // Network shapes message delivery.
 type Network struct {
 	MinDelayMs int64 `yaml:"min_delay_ms"`
-	// MaxDelayMs: delays are uniform in [MinDelayMs, MaxDelayMs], which
-	// also reorders messages.
+	// MaxDelayMs: delays are uniform in [MinDelayMs, MaxDelayMs]. Each
+	// link (from one node to another) keeps its messages in order, as a
+	// TCP connection does; messages on different links overtake each
+	// other. A messages fault's reorder breaks a link's order.
 	MaxDelayMs int64 `yaml:"max_delay_ms"`
 	// DropRate is the probability that a message is lost.
 	DropRate float64 `yaml:"drop_rate"`
@@ -92,6 +94,20 @@ type Network struct {
 	// producer cannot know, and retries (the at-least-once and
 	// exactly-once cases).
 	ResponseDropRate float64 `yaml:"response_drop_rate"`
+	// ResponseDropPart limits the loss of answers to this first part of
+	// the workload (0.6: its first 60%; 0: the whole run), so that every
+	// retry can get its answer before the run ends, whatever its length.
+	ResponseDropPart float64 `yaml:"response_drop_part"`
+}
+
+// DropsAnswer reports whether the answer to a produce sent at now is
+// lost by Network.ResponseDropRate, drawing from rng.
+func (s *Spec) DropsAnswer(now int64, rng interface{ Float64() float64 }) bool {
+	n := s.Network
+	if n.ResponseDropRate <= 0 || (n.ResponseDropPart > 0 && float64(now) >= n.ResponseDropPart*float64(s.DurationMs)) {
+		return false
+	}
+	return rng.Float64() < n.ResponseDropRate
 }
 
 // DefaultSettings are the settings the harness runs the reference with:
@@ -209,6 +225,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Network.DropRate < 0 || s.Network.DropRate >= 1 {
 		bad("drop rate %g: want 0 <= rate < 1", s.Network.DropRate)
+	}
+	if s.Network.ResponseDropPart < 0 || s.Network.ResponseDropPart > 1 {
+		bad("response_drop_part %g: want 0..1 (0.6: the first 60%% of the workload; 0: the whole run)", s.Network.ResponseDropPart)
 	}
 	if s.Network.ResponseDropRate < 0 || s.Network.ResponseDropRate >= 1 {
 		bad("response drop rate %g: want 0 <= rate < 1", s.Network.ResponseDropRate)

@@ -39,9 +39,14 @@ type writeKey struct {
 	seq   int32
 }
 
-func newCoverage() coverage {
+// newCoverage starts from the partitions' first leaders.
+func newCoverage(start []kafka.PartitionState) coverage {
+	leaders := map[kafka.TopicPartition][]int32{}
+	for _, p := range start {
+		leaders[p.TopicPartition] = []int32{p.Leader}
+	}
 	return coverage{
-		leaders: map[kafka.TopicPartition][]int32{},
+		leaders: leaders,
 		logEnd:  map[replicaKey]logPos{},
 		written: map[writeKey]bool{},
 		upAt:    map[broker.NodeID]int64{},

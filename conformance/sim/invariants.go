@@ -72,7 +72,7 @@ func newInvariants(s *Sim) *invariants {
 		fetchEpochs: map[reqKey]int32{},
 		synced:      map[broker.NodeID]map[string]int64{},
 		left:        map[broker.NodeID]map[string]int64{},
-		cov:         newCoverage(),
+		cov:         newCoverage(s.ctrl.Controller().Metadata()),
 	}
 }
 
@@ -193,9 +193,8 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 		if inc, _ := ctrl.Incarnation(int32(m.id)); inc != m.inc || !ctrl.IsAlive(int32(m.id)) {
 			continue // a restarted process the controller has not heard from: it cannot lead
 		}
-		if m.r.LEO() < c.hw {
-			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d ends at %d, below the committed HW %d (leader %d's HW is %d)",
-				tp, m.id, m.r.LEO(), c.hw, l.id, l.r.HW()))
+		if why := behindCommitted(c.hw, m.r); why != "" {
+			inv.fail(run.InvStrongISR, fmt.Sprintf("%s: ISR member %d %s (leader %d's HW is %d)", tp, m.id, why, l.id, l.r.HW()))
 			return
 		}
 		if off, ok := inv.agree(tp, l, m, c.hw); !ok {
@@ -204,6 +203,15 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 			return
 		}
 	}
+}
+
+// behindCommitted says why an electable ISR member whose log is m lacks
+// what was committed below hw; "" when it does not.
+func behindCommitted(hw int64, m replicaState) string {
+	if m.LEO() < hw {
+		return fmt.Sprintf("ends at %d, below the committed HW %d", m.LEO(), hw)
+	}
+	return ""
 }
 
 // matchCommitted compares the leader's log with the committed batches,

@@ -99,9 +99,14 @@ func selects(m *run.MessageFault, self broker.NodeID, env broker.Envelope) bool 
 	return len(m.Kinds) == 0 || slices.Contains(m.Kinds, messageKind(env.Msg))
 }
 
-// messageFate draws what the messages faults in force do to env: lost,
-// delivered twice, and the extra delay of each delivery.
-func (s *Sim) messageFate(env broker.Envelope) (drop, twice bool, extra int64) {
+// fate is what the network does to one message.
+type fate struct {
+	drop, twice, reorder bool
+	extra                int64 // delay on top of the network's
+}
+
+// messageFate draws what the messages faults in force do to env.
+func (s *Sim) messageFate(env broker.Envelope) (f fate) {
 	for _, id := range []broker.NodeID{env.From, env.To} {
 		if id <= broker.ControllerID || int(id) >= len(s.nodes) {
 			continue
@@ -111,18 +116,21 @@ func (s *Sim) messageFate(env broker.Envelope) (drop, twice bool, extra int64) {
 			if !selects(m, id, env) {
 				continue
 			}
-			switch {
-			case m.Drop > 0 && s.Rng.Float64() < m.Drop:
-				return true, false, 0
-			case m.Duplicate > 0 && s.Rng.Float64() < m.Duplicate:
-				twice = true
+			if m.Drop > 0 && s.Rng.Float64() < m.Drop {
+				return fate{drop: true}
+			}
+			if m.Duplicate > 0 && s.Rng.Float64() < m.Duplicate {
+				f.twice = true
+			}
+			if m.Reorder > 0 && s.Rng.Float64() < m.Reorder {
+				f.reorder = true
 			}
 			if m.DelayMs > 0 {
-				extra += s.Rng.Int64N(m.DelayMs + 1)
+				f.extra += s.Rng.Int64N(m.DelayMs + 1)
 			}
 		}
 	}
-	return false, twice, extra
+	return f
 }
 
 // strikeMessages puts messages fault f in force on broker n's links for
@@ -134,8 +142,8 @@ func (s *Sim) strikeMessages(n *node, f run.Fault, dur int64) {
 	n.faulted++
 	s.Stats.Faults++
 	m := f.Messages
-	s.fault(run.FaultMessages, n.id, "messages of broker %d (kinds %v, peer %q, direction %q): drop %.2f, duplicate %.2f, delay up to %d ms, for %d ms",
-		n.id, m.Kinds, m.Peer, m.Direction, m.Drop, m.Duplicate, m.DelayMs, dur)
+	s.fault(run.FaultMessages, n.id, "messages of broker %d (kinds %v, peer %q, direction %q): drop %.2f, duplicate %.2f, reorder %.2f, delay up to %d ms, for %d ms",
+		n.id, m.Kinds, m.Peer, m.Direction, m.Drop, m.Duplicate, m.Reorder, m.DelayMs, dur)
 	s.After(s.Now+dur, func() {
 		i := slices.IndexFunc(n.msgFaults, func(x msgFault) bool { return x.id == id })
 		if i >= 0 {

@@ -109,6 +109,7 @@ type Sim struct {
 	nodes       []*node // by broker id; nodes[0] is nil
 	incarnation int64
 	msgFaultSeq uint64
+	links       map[link]int64 // when each link's last message arrives
 
 	acked     int
 	waiting   []event // triggered by acks
@@ -163,6 +164,7 @@ func newSim(cfg run.Spec) (*Sim, error) {
 			Spec: cfg,
 			Rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		},
+		links:     map[link]int64{},
 		fpActive:  make([]bool, len(cfg.Failpoints)),
 		fpPercent: make([]float64, len(cfg.Failpoints)),
 	}
@@ -395,22 +397,39 @@ func (s *Sim) Send(env broker.Envelope) {
 		s.Stats.Dropped++
 		return
 	}
-	if _, ok := env.Msg.(broker.ProduceResponse); ok && s.Spec.Network.ResponseDropRate > 0 &&
-		s.Rng.Float64() < s.Spec.Network.ResponseDropRate {
+	if _, ok := env.Msg.(broker.ProduceResponse); ok && s.Spec.DropsAnswer(s.Now, s.Rng) {
 		s.Stats.Dropped++
 		return
 	}
-	drop, twice, extra := s.messageFate(env)
-	if drop {
+	f := s.messageFate(env)
+	if f.drop {
 		s.Stats.Dropped++
 		return
 	}
-	s.schedule(event{at: s.Now + s.delay(env) + extra, kind: evDeliver, env: env})
-	if twice {
+	s.deliverAt(env, f)
+	if f.twice {
 		s.Stats.Duplicated++
 		s.Reached(run.SitDuplicateMessage)
-		s.schedule(event{at: s.Now + s.delay(env) + extra, kind: evDeliver, env: env})
+		s.deliverAt(env, f)
 	}
+}
+
+// link is the way from one node to another: it keeps its messages in
+// order, as a TCP connection does.
+type link struct{ from, to broker.NodeID }
+
+// deliverAt schedules env's delivery after the network's delay, and not
+// before what its link already carries unless its fate reorders it.
+func (s *Sim) deliverAt(env broker.Envelope, f fate) {
+	at := s.Now + s.delay(env) + f.extra
+	if f.reorder {
+		s.Stats.Reordered++
+	} else {
+		l := link{env.From, env.To}
+		at = max(at, s.links[l])
+		s.links[l] = at
+	}
+	s.schedule(event{at: at, kind: evDeliver, env: env})
 }
 
 // delay draws how long env takes on the network.
@@ -493,6 +512,9 @@ func (s *Sim) afterBroker(n *node, err error) {
 func (s *Sim) flushController() {
 	for _, e := range s.ctrl.TakeEvents() {
 		s.trace.note(s.Now, "controller: "+e.String())
+		if k := e.Kind; s.inv != nil && (k == controller.ElectionClean || k == controller.ElectionPreferred || k == controller.ElectionUnclean) {
+			s.inv.cov.election(s, e.State)
+		}
 		switch e.Kind {
 		case controller.ISRChange:
 			if len(e.State.ISR) < len(e.OldISR) {
@@ -502,11 +524,9 @@ func (s *Sim) flushController() {
 			}
 			s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
 		case controller.ElectionClean, controller.ElectionPreferred:
-			s.inv.cov.election(s, e.State)
 			s.Stats.Elections++
 			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false))
 		case controller.ElectionUnclean:
-			s.inv.cov.election(s, e.State)
 			s.Stats.Elections++
 			s.Stats.UncleanElections++
 			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, true))

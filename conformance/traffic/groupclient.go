@@ -61,8 +61,11 @@ func (c *client) crashGroupConsumer(downMs int64) {
 	}
 	g.down = true
 	c.s.Stats.ConsumerCrashes++
-	c.s.Note(run.Note{Kind: run.NoteFault, Fault: run.FaultCrashConsumer, Node: g.index,
+	c.s.Note(run.Note{Kind: run.NoteFault, Fault: run.FaultCrashConsumer, Node: g.index, Member: g.member,
 		Text: fmt.Sprintf("crash consumer %d (member %s)", g.index, g.member)})
+	if downMs > c.s.Spec.Workload.ConsumerSessionTimeoutMs && g.member != "" {
+		c.s.Reached(run.SitMemberDownPastSession)
+	}
 	c.s.Host.After(c.s.Now+downMs, func() {
 		c.startGroupConsumer()
 		c.s.Note(run.Note{Kind: run.NoteHeal, Fault: run.FaultCrashConsumer, Node: g.index, Text: fmt.Sprintf("restart consumer %d", g.index)})

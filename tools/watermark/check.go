@@ -217,6 +217,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		printTable(stdout, rep, written)
+		if *target == "sim" {
+			printCoverage(stdout, rep)
+		}
 		if *validate {
 			checked, skipped := rep.Steps()
 			fmt.Fprintf(stdout, "trace validation: %d protocol steps checked against spec/protocol's model, %d skipped\n", checked, skipped)

@@ -210,6 +210,9 @@ type jsonReport struct {
 	// TraceValidation is there with --validate-protocol.
 	TraceValidation *jsonSteps `json:"trace_validation,omitempty"`
 	Cases           []jsonCase `json:"cases"`
+	// Coverage lists every protocol situation with the runs and cases
+	// that reached it (runs 0: never reached).
+	Coverage []jsonSituation `json:"coverage"`
 }
 
 // jsonSteps counts the replication steps trace validation checked and
@@ -239,6 +242,8 @@ type jsonCase struct {
 	// TraceValidation is there with --validate-protocol.
 	TraceValidation *jsonSteps `json:"trace_validation,omitempty"`
 	Failed          []jsonRun  `json:"failed_runs"`
+	// Reached counts the runs that reached each protocol situation.
+	Reached map[string]int `json:"situations_reached"`
 }
 
 type jsonRun struct {
@@ -263,12 +268,17 @@ func writeJSONReport(w io.Writer, rep *conformance.Report, written map[*conforma
 		if validate {
 			jc.TraceValidation = &jsonSteps{Checked: cr.StepsChecked, Skipped: cr.StepsSkipped}
 		}
+		jc.Reached = map[string]int{}
+		for sit, n := range cr.Reached {
+			jc.Reached[string(sit)] = n
+		}
 		for _, r := range cr.Failed {
 			jc.Failed = append(jc.Failed, jsonRun{Seed: r.Seed, Verdict: string(r.Verdict), Reasons: r.Reasons,
 				Report: written[r], Replay: r.Replay})
 		}
 		out.Cases = append(out.Cases, jc)
 	}
+	out.Coverage = jsonCoverage(rep)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// holds runs cfg and requires that no invariant failed and that no
+// anomaly shows in the history.
+func holds(t *testing.T, cfg run.Spec) *run.Result {
+	t.Helper()
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	if v := firstViolation(res); v != nil {
+		t.Fatalf("seed %d: %v\nlast steps:\n%s", cfg.Seed, v, join(v.Trace))
+	}
+	assert.Empty(t, linearizability.CheckAnomalies(res.History), "seed %d", cfg.Seed)
+	return res
+}
+
+func TestReplaceDisk(t *testing.T) {
+	cfg := run.DefaultSpec(1)
+	cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 3000}, Kind: run.FaultReplaceDisk, Node: 2, ForMs: 1500}}
+	res := holds(t, cfg)
+	assert.Equal(t, 1, res.Stats.DiskReplacements)
+	assert.Equal(t, 1, res.Reached[run.SitEmptyDiskReturn])
+}
+
+func TestClusterPowerLossWithAnFsyncPerWrite(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := run.DefaultSpec(seed)
+		cfg.Broker.FlushEveryAppend = true
+		cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 4000}, Kind: run.FaultPowerLossAll, ForMs: 1500}}
+		res := holds(t, cfg)
+		assert.Equal(t, 3, res.Stats.PowerLosses, "seed %d", seed)
+		assert.Equal(t, 1, res.Reached[run.SitClusterPowerLoss], "seed %d", seed)
+		assert.Greater(t, acked(res.History), 50, "seed %d", seed)
+	}
+}
+
+// A power loss of the whole cluster with logs synced on a timer tears
+// the tails; recovery drops them and keeps every synced byte.
+func TestTornTailsAreRecovered(t *testing.T) {
+	torn := 0
+	for seed := uint64(1); seed <= 5; seed++ {
+		cfg := run.DefaultSpec(seed)
+		cfg.Broker.FlushIntervalMs = 300
+		cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 4000}, Kind: run.FaultPowerLossAll, ForMs: 1500}}
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		for _, v := range res.Violations {
+			require.NotEqual(t, run.InvSyncedSurvives, v.Invariant, "seed %d: %v", seed, v)
+		}
+		torn += res.Reached[run.SitTornTail]
+	}
+	assert.Positive(t, torn, "no power loss tore a tail")
+}
+
+func TestMessageFaults(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := run.DefaultSpec(seed)
+		cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 2000}, Kind: run.FaultMessages, Role: run.RoleLeader, ForMs: 6000,
+			Messages: &run.MessageFault{Kinds: []string{"replica-fetch-response", "alter-partition", "alter-partition-response", "state-update"},
+				Drop: 0.2, Duplicate: 0.3, DelayMs: 300}}}
+		res := holds(t, cfg)
+		assert.Positive(t, res.Stats.Duplicated, "seed %d", seed)
+		assert.Positive(t, res.Reached[run.SitDuplicateMessage], "seed %d", seed)
+	}
+}
+
+func TestBounceLeaderComesBack(t *testing.T) {
+	returned := 0
+	for seed := uint64(1); seed <= 4; seed++ {
+		cfg := run.DefaultSpec(seed)
+		cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+		cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 2000}, Kind: run.FaultBounceLeader, ForMs: 1500}}
+		res := holds(t, cfg)
+		assert.Equal(t, 2, res.Stats.Crashes, "seed %d", seed)
+		returned += res.Reached[run.SitLeaderReturned]
+	}
+	assert.Positive(t, returned, "leadership never came back to the first leader")
+}
+
+func TestRepeatedRestarts(t *testing.T) {
+	cfg := run.DefaultSpec(1)
+	cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 3000}, Kind: run.FaultCrash, Node: 1, ForMs: 800, Repeat: 2, GapMs: 100}}
+	res := holds(t, cfg)
+	assert.Equal(t, 3, res.Stats.Crashes)
+	assert.Equal(t, 2, res.Reached[run.SitRestartInARow])
+}
+
+func TestMessageKindsNameEveryMessage(t *testing.T) {
+	msgs := []any{broker.RegisterBroker{}, broker.Heartbeat{}, broker.StateUpdate{}, kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
+		partition.FetchRequest{}, partition.FetchResponse{}, partition.EpochEndRequest{}, partition.EpochEndResponse{},
+		broker.ProduceRequest{}, broker.ProduceResponse{}, broker.FetchRequest{}, broker.FetchResponse{},
+		broker.InitProducerIDRequest{}, broker.InitProducerIDResponse{}, broker.ListOffsetsRequest{}, broker.ListOffsetsResponse{},
+		broker.MetadataRequest{}, broker.MetadataResponse{}, broker.GroupRequest{}, broker.GroupResponse{}}
+	var names []string
+	for _, m := range msgs {
+		names = append(names, messageKind(m))
+	}
+	assert.ElementsMatch(t, run.MessageKinds, names)
+}
+
+func TestMessageFaultSelects(t *testing.T) {
+	fetch := broker.Envelope{From: 2, To: 1, Msg: partition.FetchRequest{}}
+	answer := broker.Envelope{From: 1, To: 2, Msg: partition.FetchResponse{}}
+	toClient := broker.Envelope{From: 1, To: broker.ClientIDBase, Msg: broker.ProduceResponse{}}
+	m := &run.MessageFault{Kinds: []string{"replica-fetch-response"}, Direction: "out"}
+	assert.True(t, selects(m, 1, answer))
+	assert.False(t, selects(m, 1, fetch), "another kind, and in")
+	m = &run.MessageFault{Peer: "2"}
+	assert.True(t, selects(m, 1, fetch))
+	assert.True(t, selects(m, 1, answer))
+	assert.False(t, selects(m, 1, toClient))
+	m = &run.MessageFault{Peer: "clients"}
+	assert.True(t, selects(m, 1, toClient))
+	assert.False(t, selects(m, 1, answer))
+}
