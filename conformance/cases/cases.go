@@ -435,9 +435,9 @@ func acks1LeaderCrashes(cfg run.Spec) run.Spec {
 }
 
 // Cases is every case, in the order `watermark check` runs them: the
-// broker faults, then the baseline cases that need none, then the
-// consumer-group cases.
-var Cases = slices.Concat(brokerCases, baselineCases, groupCases)
+// broker faults, the rare states, then the baseline cases that need none,
+// then the consumer-group cases.
+var Cases = slices.Concat(brokerCases, rareCases, baselineCases, groupCases)
 
 // FromFile is the case a run file judges its run by: the file's spec for
 // any seed, its allowed anomalies and its flags.

@@ -14,7 +14,7 @@ func (l *live) inject(f run.Fault) {
 	if f.Kind == run.FaultBounceLeader || f.Repeat > 0 {
 		steps := nemesis.Unfold(&l.Spec, l, f, l.Rng)
 		if steps == nil {
-			l.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
+			l.Notef(run.NoteHarness, 0, "%s: no leader or no follower to strike now, skipped", f.Kind)
 		}
 		for _, st := range steps {
 			l.at(l.Now+st.AfterMs, func() { l.inject(st.Fault) })

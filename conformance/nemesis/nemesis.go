@@ -233,7 +233,7 @@ func bounce(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
 	// back and caught up (a session and a second later), so A leads
 	// again; the follower comes back after that.
 	first := session + 300
-	second := first + down + session + 1000
+	second := first + down + session + 2000
 	whole := second + down + session + 500
 	off := run.Fault{Kind: run.FaultIsolate, Node: cut, ForMs: whole}
 	if f.DelayMs > 0 {

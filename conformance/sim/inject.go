@@ -18,7 +18,7 @@ func (s *Sim) inject(f run.Fault) {
 	if f.Kind == run.FaultBounceLeader || f.Repeat > 0 {
 		steps := nemesis.Unfold(&s.Spec, s, f, s.Rng)
 		if steps == nil {
-			s.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
+			s.Notef(run.NoteHarness, 0, "%s: no leader or no follower to strike now, skipped", f.Kind)
 			return
 		}
 		for _, st := range steps {

@@ -21,6 +21,10 @@ type client struct {
 	tps      []kafka.TopicPartition
 	rr       int
 	leaders  map[kafka.TopicPartition]int32
+	// epochs are the leaders' epochs from the same metadata: a fetch names
+	// its leader's epoch (KIP-320), so a leader that has since lost and
+	// regained leadership fences it.
+	epochs   map[kafka.TopicPartition]int32
 	needMeta bool
 
 	corr     uint64
@@ -74,6 +78,7 @@ func (s *World) Start() {
 			tps:      tps,
 			rr:       s.Rng.IntN(len(tps)),
 			leaders:  map[kafka.TopicPartition]int32{},
+			epochs:   map[kafka.TopicPartition]int32{},
 			needMeta: true,
 			pos:      map[kafka.TopicPartition]int64{},
 		}
@@ -93,6 +98,7 @@ func (s *World) Start() {
 			id:       broker.ClientIDBase + broker.NodeID(len(s.clients)),
 			tps:      tps,
 			leaders:  map[kafka.TopicPartition]int32{},
+			epochs:   map[kafka.TopicPartition]int32{},
 			needMeta: true,
 			pos:      map[kafka.TopicPartition]int64{},
 			final:    &finalRead{target: -1},
@@ -233,9 +239,18 @@ func (c *client) fetch(tp kafka.TopicPartition, leader broker.NodeID) {
 	c.corr++
 	s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.FetchRequest{
 		Correlation: c.corr, TopicPartition: tp, Offset: pos, MaxBytes: 64 << 10,
-		MinBytes: 1, MaxWaitMs: w.FetchMaxWaitMs, CurrentLeaderEpoch: -1,
+		MinBytes: 1, MaxWaitMs: w.FetchMaxWaitMs, CurrentLeaderEpoch: c.epochOf(tp),
 	}})
 	c.inflight = &inflight{corr: c.corr, op: op, deadline: s.Now + w.FetchMaxWaitMs + 1000}
+}
+
+// epochOf is the leader epoch a fetch of tp names: the one metadata gave
+// with its leader, -1 (do not check) when metadata gave none.
+func (c *client) epochOf(tp kafka.TopicPartition) int32 {
+	if e, ok := c.epochs[tp]; ok {
+		return e
+	}
+	return -1
 }
 
 func (c *client) handle(env broker.Envelope) {
@@ -257,6 +272,7 @@ func (c *client) handle(env broker.Envelope) {
 		c.inflight = nil
 		for _, p := range m.Partitions {
 			c.leaders[p.TopicPartition] = p.Leader
+			c.epochs[p.TopicPartition] = p.LeaderEpoch
 		}
 		c.needMeta = false
 	case broker.FetchResponse:

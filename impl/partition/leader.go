@@ -245,15 +245,18 @@ func (r *Replica) Read(offset int64, maxBytes int, currentLeaderEpoch int32) Rea
 	return ReadResult{Batches: r.read(offset, r.hw, maxBytes), HW: r.hw, LEO: leo}
 }
 
-// checkLeaderEpoch fences requests made in another epoch (KIP-320).
+// checkLeaderEpoch fences requests made in another epoch (KIP-320). As in
+// Kafka, the epoch is checked first: a replica that is no longer leader
+// fences a request from an epoch it has left, and answers NOT_LEADER only
+// to one made in its own epoch.
 func (r *Replica) checkLeaderEpoch(epoch int32) error {
 	switch {
-	case r.role != RoleLeader:
-		return kafka.ErrNotLeader
 	case epoch < r.epoch:
 		return kafka.ErrFencedLeaderEpoch
 	case epoch > r.epoch:
 		return kafka.ErrUnknownLeaderEpoch
+	case r.role != RoleLeader:
+		return kafka.ErrNotLeader
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func TestReadOnlyBelowHW(t *testing.T) {
 // fenced when that epoch is older (FENCED_LEADER_EPOCH) and told to wait
 // when it is newer (UNKNOWN_LEADER_EPOCH); the same check guards consumer
 // reads, replica fetches and epoch queries. A replica that does not lead
-// answers NOT_LEADER. Reference: KIP-320.
+// answers NOT_LEADER to a request of its own epoch. Reference: KIP-320.
 func TestLeaderEpochFencing(t *testing.T) {
 	r := newReplica(t, testConfig(1), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
@@ -99,6 +99,11 @@ func TestLeaderEpochFencing(t *testing.T) {
 	assert.ErrorIs(t, f.Read(0, 1<<20, -1).Err, kafka.ErrNotLeader)
 	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
 	assert.ErrorIs(t, f.EpochEnd(EpochEndRequest{TopicPartition: testTP, ReplicaID: 3, Epoch: 1, CurrentLeaderEpoch: 3}).Err, kafka.ErrNotLeader)
+	// The epoch is checked before the role, as Kafka does: a follower
+	// fences a request from an epoch it has left.
+	assert.ErrorIs(t, f.Read(0, 1<<20, 2).Err, kafka.ErrFencedLeaderEpoch)
+	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 2}, 0).Err, kafka.ErrFencedLeaderEpoch)
+	assert.ErrorIs(t, f.Read(0, 1<<20, 4).Err, kafka.ErrUnknownLeaderEpoch)
 
 	// A fetch from a broker that holds no replica of the partition.
 	assert.ErrorIs(t, r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)

@@ -1,0 +1,169 @@
+package cases
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/linearizability"
+)
+
+// The rare-state cases drive the cluster into the states where
+// replication bugs bite and that plain crashes seldom reach: leadership
+// that leaves and comes back while a follower is cut off, brokers that
+// pause past their session and wake up as zombies, messages lost,
+// duplicated and reordered one by one, power lost everywhere at once,
+// tails that really tear, disks that come back empty, restarts in a
+// row, and group members whose requests arrive a generation late. Each
+// requires the situation it is about (run.Situation): a run that never
+// got there does not hold.
+var rareCases = []Case{
+	{
+		Name:    "leader-bounce",
+		Summary: "leadership leaves a leader and comes back to it (A -> B -> A) while a follower of A's first epoch is cut off, then speaks with its old epoch",
+		Spec: func(seed uint64) run.Spec {
+			return bounces(base(seed), 0)
+		},
+		Require: reached(run.SitLeaderReturned),
+	},
+	{
+		Name:    "leader-bounce-slow-follower",
+		Summary: "the same bounce, with the follower's messages held back 2 s instead of cut, and consumers' fetches to the first leader up to 8 s: they arrive from epochs that ended",
+		Spec: func(seed uint64) run.Spec {
+			cfg := bounces(base(seed), 2000)
+			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 1400}, Kind: run.FaultMessages, Role: run.RoleLeader, ForMs: 9000,
+				Messages: &run.MessageFault{Kinds: []string{"fetch"}, Peer: "clients", Direction: "in", DelayMs: 8000}})
+			return cfg
+		},
+		Require: reached(run.SitLeaderReturned, run.SitFencedFetch),
+	},
+	{
+		Name:    "zombie-leader",
+		Summary: "a leader pauses for three sessions, is replaced, and wakes up still believing it leads: it may answer only with refusals",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultPause}, Role: run.RoleLeader, IntervalMs: 7000,
+				FaultMs: 3 * cfg.Controller.SessionTimeoutMs, MaxFaulty: 1}
+			return cfg
+		},
+		Require: reached(run.SitZombieAnswer),
+	},
+	{
+		Name:    "broker-messages",
+		Summary: "messages between brokers and the controller lost, duplicated, reordered and held back one by one, around leader crashes",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultMessages, run.FaultCrash}, Role: run.RoleLeader,
+				IntervalMs: 1500, FaultMs: 2000, MaxFaulty: 2,
+				Messages: &run.MessageFault{Kinds: []string{"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
+					"alter-partition", "alter-partition-response", "state-update", "heartbeat"},
+					Drop: 0.2, Duplicate: 0.3, Reorder: 0.3, DelayMs: 300}}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			if r.Stats.Duplicated == 0 || r.Stats.Reordered == 0 || r.Stats.Crashes == 0 {
+				return fmt.Errorf("%d messages duplicated, %d reordered and %d crashes: want all three", r.Stats.Duplicated, r.Stats.Reordered, r.Stats.Crashes)
+			}
+			return nil
+		},
+	},
+	{
+		Name:    "cluster-power-loss",
+		Summary: "every broker loses power at once, twice; with an fsync before each acknowledgement (log.flush.interval.messages=1) nothing acknowledged is lost",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Broker.FlushEveryAppend = true
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 5000}, Kind: run.FaultPowerLossAll, ForMs: 1500},
+				{When: run.Trigger{AtMs: 12000}, Kind: run.FaultPowerLossAll, ForMs: 800},
+			}
+			return cfg
+		},
+		Require: reached(run.SitClusterPowerLoss),
+	},
+	{
+		Name:    "torn-tails",
+		Summary: "logs synced every 300 ms; one broker at a time loses power mid-write: recovery drops the torn tail and keeps every synced byte",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Broker.FlushIntervalMs = 300
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultPowerLoss}, IntervalMs: 2000, FaultMs: 1000, MaxFaulty: 1, PowerLossOnlyInSync: true}
+			return cfg
+		},
+		Require: reached(run.SitTornTail),
+	},
+	{
+		Name:    "replaced-disk",
+		Summary: "brokers come back on empty disks (replaced drives), one at a time, leaders too: none rejoins the ISR or leads before it holds what was committed",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultReplaceDisk, run.FaultCrash}, IntervalMs: 2500, FaultMs: 1500, MaxFaulty: 1}
+			return cfg
+		},
+		Require: reached(run.SitEmptyDiskReturn),
+	},
+	{
+		Name:    "restart-loop",
+		Summary: "a broker crashes again soon after it comes back, up to three times in a row, while it recovers and catches up",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultCrash, run.FaultPowerLoss}, IntervalMs: 4000, FaultMs: 700,
+				MaxFaulty: 1, Repeats: 2, PowerLossOnlyInSync: true}
+			return cfg
+		},
+		Require: reached(run.SitRestartInARow),
+	},
+	{
+		Name:    "group-zombie-member",
+		Summary: "the coordinator gets members' heartbeats and commits up to 2.5 s late and out of order, across rebalances: a request of an ended generation is refused, never applied",
+		Spec: func(seed uint64) run.Spec {
+			cfg := groupBase(seed)
+			// Fewer records: the late, reordered group requests make the
+			// history hard enough for porcupine as it is.
+			cfg.DurationMs = 12000
+			cfg.Workload.ProduceIntervalMs = 60
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultMessages, run.FaultCrashConsumer}, Role: run.RoleCoordinator,
+				IntervalMs: 2500, FaultMs: 4000, MaxFaulty: 2,
+				Messages: &run.MessageFault{Kinds: []string{"group"}, Peer: "clients", Direction: "in", Reorder: 0.5, DelayMs: 2500}}
+			return cfg
+		},
+		Allowed: []string{linearizability.AnomalyReprocessed},
+		Require: func(r *run.Result) error {
+			if err := reached(run.SitZombieCommit)(r); err != nil {
+				return err
+			}
+			return requireConsumedToEnd(r)
+		},
+	},
+}
+
+// reached requires that a run reached every one of sits.
+func reached(sits ...run.Situation) func(*run.Result) error {
+	return func(r *run.Result) error {
+		var missing []string
+		for _, s := range sits {
+			if r.Reached[s] == 0 {
+				missing = append(missing, string(s))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("the run never reached %s", strings.Join(missing, ", "))
+		}
+		return nil
+	}
+}
+
+// bounces schedules two leadership bounces, one per partition of the
+// first topic (the second if there is one), with the follower cut off or,
+// with slowMs, slowed by that much.
+func bounces(cfg run.Spec, slowMs int64) run.Spec {
+	// A bounce takes about 9 s: the second starts after the first one's
+	// elections have settled, and ends before the workload does.
+	cfg.DurationMs = 26000
+	second := cfg.Partitions()[min(1, len(cfg.Partitions())-1)]
+	cfg.Faults = []run.Fault{
+		{When: run.Trigger{AtMs: 1500}, Kind: run.FaultBounceLeader, ForMs: 1500, DelayMs: slowMs},
+		{When: run.Trigger{AtMs: 13000}, Kind: run.FaultBounceLeader, ForMs: 1500, DelayMs: slowMs, Partition: &second},
+	}
+	return cfg
+}
