@@ -96,7 +96,7 @@ func Next(s *run.Spec, c Cluster, rng *rand.Rand) (run.Fault, bool) {
 	case run.FaultMessages:
 		f.Messages = nm.Messages.Clone()
 		if f.Messages == nil {
-			f.Messages = drawMessages(rng)
+			f.Messages = DrawMessages(rng)
 		}
 	case run.FaultBounceLeader:
 		f.Role = run.RoleLeader
@@ -156,9 +156,9 @@ func Strike(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) (int, bool) {
 var brokerMessages = []string{"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
 	"alter-partition", "alter-partition-response", "state-update", "heartbeat", "produce-response", "fetch-response"}
 
-// drawMessages draws what a messages fault does: one to three kinds,
+// DrawMessages draws what a messages fault does: one to three kinds,
 // each message lost, duplicated or held back with chances drawn too.
-func drawMessages(rng *rand.Rand) *run.MessageFault {
+func DrawMessages(rng *rand.Rand) *run.MessageFault {
 	m := &run.MessageFault{
 		Drop:      float64(rng.IntN(6)) / 10,
 		Duplicate: float64(rng.IntN(4)) / 10,

@@ -32,6 +32,12 @@ type ScheduleOptions struct {
 	// with short downtimes, so leadership changes hands several times in
 	// quick succession: the schedules epoch-truncation bugs need.
 	FastFailover bool
+	// AllKinds also draws every other fault kind (messages faults,
+	// leadership bounces, restarts in a row, a replaced disk, power loss
+	// of the whole cluster over fsynced logs) and more cluster shapes (up
+	// to three partitions, lossy networks): the standing random check.
+	// The schedule drawn without it is a prefix of the one drawn with it.
+	AllKinds bool
 }
 
 // The generator's limits.
@@ -69,9 +75,9 @@ const (
 //     also why run.Nemesis has PowerLossOnlyInSync.
 //   - Every fault ends before the workload does, so the final read can
 //     judge every acknowledged write.
-func RandomSchedule(seed uint64, opts ScheduleOptions) run.Spec {
+func RandomSchedule(seed uint64, opts ScheduleOptions) (cfg run.Spec) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	cfg := run.DefaultSpec(seed)
+	cfg = run.DefaultSpec(seed)
 	cfg.ContinueAfterViolation = true
 	cfg.Controller.SessionTimeoutMs = searchSessionMs
 	cfg.DurationMs = searchDuration
@@ -163,6 +169,11 @@ func RandomSchedule(seed uint64, opts ScheduleOptions) run.Spec {
 		cfg.Faults = append(cfg.Faults, f)
 	}
 
+	if opts.AllKinds {
+		// Drawn last, so that the draws above stay those of the schedule
+		// without AllKinds.
+		defer func() { moreKinds(&cfg, rng, pinned, powerLosses, latest) }()
+	}
 	if opts.NoFailpoints {
 		return cfg
 	}

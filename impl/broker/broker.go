@@ -75,6 +75,9 @@ type Broker struct {
 	lastRegister   int64
 	lastHeartbeat  int64
 	lastCheckpoint int64
+	// metaVersion is the last StateUpdate version applied with none
+	// missing before it (Heartbeat.MetadataVersion).
+	metaVersion uint64
 	lastFlush      int64
 
 	parts     map[kafka.TopicPartition]*hosted
@@ -270,7 +273,7 @@ func (b *Broker) tick(now int64) error {
 	}
 	if b.registered && b.now-b.lastHeartbeat >= b.cfg.HeartbeatIntervalMs {
 		b.lastHeartbeat = b.now
-		b.send(ControllerID, Heartbeat{Incarnation: b.incarnation})
+		b.send(ControllerID, Heartbeat{Incarnation: b.incarnation, MetadataVersion: b.metaVersion})
 	}
 	for _, tp := range b.order {
 		h := b.parts[tp]
@@ -312,10 +315,14 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 		return nil // addressed to a previous life of this broker
 	}
 	b.rolesChanged = true
-	if m.Full {
+	switch {
+	case m.Full:
 		b.registered = true
 		b.lastHeartbeat = b.now
-	}
+		b.metaVersion = m.Version
+	case m.Version == b.metaVersion+1:
+		b.metaVersion = m.Version
+	} // a gap: applied all the same, and the next heartbeat says so
 	if m.LiveBrokers != nil {
 		b.live = slices.Clone(m.LiveBrokers)
 	}

@@ -29,6 +29,12 @@ type ControllerNode struct {
 	toldLive  []int32
 	addrGen   int // counts changes of the address book
 	toldAddrs int // addrGen when brokers were last sent it
+	// version counts the updates sent (StateUpdate.Version); heard is the
+	// version as of each broker's previous heartbeat. A broker whose
+	// heartbeat reports less than that has lost an update sent a whole
+	// heartbeat interval ago, not merely one still on its way.
+	version uint64
+	heard   map[int32]uint64
 }
 
 // NewControllerNode starts a controller with cfg.
@@ -37,7 +43,7 @@ func NewControllerNode(cfg controller.Config) (*ControllerNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ControllerNode{c: c, addresses: map[int32]string{}, resync: map[int32]bool{}}, nil
+	return &ControllerNode{c: c, addresses: map[int32]string{}, resync: map[int32]bool{}, heard: map[int32]uint64{}}, nil
 }
 
 // RestoreControllerNode starts a controller from a snapshot its previous
@@ -49,7 +55,7 @@ func RestoreControllerNode(cfg controller.Config, snap ControllerSnapshot, now i
 	if err != nil {
 		return nil, err
 	}
-	n := &ControllerNode{c: c, addresses: maps.Clone(snap.Addresses), resync: map[int32]bool{}}
+	n := &ControllerNode{c: c, addresses: maps.Clone(snap.Addresses), resync: map[int32]bool{}, heard: map[int32]uint64{}}
 	if n.addresses == nil {
 		n.addresses = map[int32]string{}
 	}
@@ -107,15 +113,22 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		}
 		delete(n.resync, int32(env.From))
 		n.flush()
+		n.heard[int32(env.From)] = n.version
 		n.sendFull(env.From, m.Incarnation)
 		return
 	case Heartbeat:
-		if n.c.Heartbeat(int32(env.From), m.Incarnation, now) == nil && n.resync[int32(env.From)] {
-			delete(n.resync, int32(env.From))
+		id := int32(env.From)
+		if n.c.Heartbeat(id, m.Incarnation, now) != nil {
+			break // refused: the broker re-registers
+		}
+		behind := m.MetadataVersion < n.heard[id]
+		n.heard[id] = n.version
+		if n.resync[id] || behind {
+			delete(n.resync, id)
 			n.flush()
 			n.sendFull(env.From, m.Incarnation)
 			return
-		} // refused: the broker re-registers
+		}
 	case kafka.AlterPartition:
 		m.LeaderID = int32(env.From) // the sender is who the network says
 		answer := n.c.AlterPartition(m, now)
@@ -136,6 +149,7 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 func (n *ControllerNode) sendFull(to NodeID, incarnation int64) {
 	n.send(to, StateUpdate{
 		Incarnation: incarnation,
+		Version:     n.version,
 		Full:        true,
 		States:      n.c.Metadata(),
 		LiveBrokers: n.c.LiveBrokers(),
@@ -185,8 +199,9 @@ func (n *ControllerNode) flush() {
 		return
 	}
 	slices.SortFunc(states, func(a, b kafka.PartitionState) int { return a.Compare(b.TopicPartition) })
+	n.version++
 	for _, id := range live {
 		inc, _ := n.c.Incarnation(id)
-		n.send(NodeID(id), StateUpdate{Incarnation: inc, States: states, LiveBrokers: live, Addresses: n.addressBook()})
+		n.send(NodeID(id), StateUpdate{Incarnation: inc, Version: n.version, States: states, LiveBrokers: live, Addresses: n.addressBook()})
 	}
 }

@@ -32,9 +32,13 @@ type RegisterBroker struct {
 	Address string
 }
 
-// Heartbeat keeps a broker's session alive.
+// Heartbeat keeps a broker's session alive. MetadataVersion is the last
+// StateUpdate version the broker applied with none missing before it: the
+// controller sends the whole state again to a broker that has fallen
+// behind, so a lost update costs a heartbeat interval, not the partition.
 type Heartbeat struct {
-	Incarnation int64
+	Incarnation     int64
+	MetadataVersion uint64
 }
 
 // StateUpdate carries partition states from the controller. Incarnation is
@@ -43,7 +47,11 @@ type Heartbeat struct {
 // leadership the controller granted before it knew of the restart.
 type StateUpdate struct {
 	Incarnation int64
-	Full        bool // the broker's registration was accepted; this is everything
+	// Version numbers the controller's updates, 1, 2, ... (a full state
+	// carries the version it is current to): a broker that sees a gap
+	// knows an update was lost.
+	Version uint64
+	Full    bool // the broker's registration was accepted; this is everything
 	States      []kafka.PartitionState
 	LiveBrokers []int32
 	// Addresses maps broker ids to their advertised addresses, as

@@ -80,6 +80,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	healCmd := fs.String("heal-cmd", "", "with --target kafka: shell command that ends every isolation")
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
+	random := fs.Int("random", 0, "instead of the cases, run N random schedules of every fault kind and cluster shape on the safe settings, coverage-guided (--seed sets the first seed); a failed run leaves a run file that replays it")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, "check", err)
@@ -173,6 +174,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opts.Target = kt
 	default:
 		return usageError(stderr, "check", fmt.Errorf("--target %q: want sim, cluster or kafka", *target))
+	}
+	if *random != 0 {
+		return checkRandom(ctx, fs, *random, *seed, *workers, *checkTimeout, *reportDir, *asJSON, *junit, show, stdout, stderr)
 	}
 	seedList := make([]uint64, 0, *seeds)
 	if fs.Changed("seed") {

@@ -1,0 +1,78 @@
+package search
+
+import (
+	"math/rand/v2"
+	"slices"
+
+	"github.com/watermarkhq/watermark/conformance/nemesis"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
+
+// moreKinds adds to a RandomSchedule what ScheduleOptions.AllKinds asks
+// for, within the same limits: a replaced disk loses everything its broker
+// held, so it counts as the run's one power loss (only where pinned says
+// which two brokers the faults may touch); losing power everywhere at once
+// is safe only over logs synced before each acknowledgement. A run with a
+// power loss or a replaced disk loses no single message: the third
+// replica, never struck, must stay in the ISR, and lost fetches or
+// answers can push it out (then the struck two are the whole ISR, and the
+// controller elects the one that lost its log: random search found that).
+func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, latest int64) {
+	cfg.Topics[0].Partitions = int32(1 + rng.IntN(3))
+	if rng.IntN(4) == 0 {
+		cfg.Network.DropRate = 0.01
+	}
+	synced := rng.IntN(4) == 0
+	if synced {
+		cfg.Broker.FlushEveryAppend = true
+	}
+	node := func() int {
+		if pinned != nil {
+			return pick(rng, pinned)
+		}
+		return 1 + rng.IntN(cfg.Brokers)
+	}
+	at := func(lo, hi int64) run.Trigger { return run.Trigger{AtMs: lo + rng.Int64N(max(hi-lo, 1))} }
+	for range 1 + rng.IntN(3) {
+		var f run.Fault
+		switch rng.IntN(5) {
+		case 0, 1:
+			f = run.Fault{When: at(1000, latest), Kind: run.FaultMessages, ForMs: 500 + rng.Int64N(4000), Messages: nemesis.DrawMessages(rng)}
+			if pinned != nil || rng.IntN(2) == 0 {
+				f.Node = node()
+			} else {
+				f.Role = pick(rng, []run.Role{run.RoleLeader, run.RoleFollower})
+			}
+		case 2:
+			// A bounce takes 7 s and two downtimes: it starts early.
+			if pinned != nil || cfg.Brokers < 3 || cfg.Topics[0].ReplicationFactor < 3 {
+				continue
+			}
+			f = run.Fault{When: at(1000, 2500), Kind: run.FaultBounceLeader, ForMs: 400 + rng.Int64N(600)}
+			if rng.IntN(2) == 0 {
+				f.DelayMs = 1000 + rng.Int64N(1500)
+			}
+			p := kafka.TopicPartition{Topic: cfg.Topics[0].Name, Partition: rng.Int32N(cfg.Topics[0].Partitions)}
+			f.Partition = &p
+		case 3:
+			f = run.Fault{When: at(1000, latest-2000), Kind: run.FaultCrash, Node: node(), ForMs: 300 + rng.Int64N(900),
+				Repeat: 1 + rng.IntN(2), GapMs: 100 + rng.Int64N(500)}
+		case 4:
+			switch {
+			case synced && pinned == nil && rng.IntN(2) == 0:
+				f = run.Fault{When: at(2000, latest), Kind: run.FaultPowerLossAll, ForMs: 500 + rng.Int64N(2000)}
+			case pinned != nil && powerLosses == 0:
+				powerLosses++
+				f = run.Fault{When: at(1000, latest), Kind: run.FaultReplaceDisk, Node: node(), ForMs: 500 + rng.Int64N(2500)}
+			default:
+				continue
+			}
+		}
+		cfg.Faults = append(cfg.Faults, f)
+	}
+	if pinned != nil && powerLosses > 0 {
+		cfg.Network.DropRate = 0
+		cfg.Faults = slices.DeleteFunc(cfg.Faults, func(f run.Fault) bool { return f.Kind == run.FaultMessages })
+	}
+}

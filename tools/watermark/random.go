@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/judge"
+	"github.com/watermarkhq/watermark/conformance/report"
+	"github.com/watermarkhq/watermark/conformance/search"
+	"github.com/watermarkhq/watermark/impl/broker"
+)
+
+// checkRandom is `watermark check --random N`: the standing random check
+// on the safe settings (search.Random). Its report is the check's, with
+// one case, "random"; a failed run's replay is its run file.
+func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, workers int, checkTimeout time.Duration,
+	reportDir string, asJSON bool, junit string, show *progress, stdout, stderr io.Writer) int {
+	for _, f := range []string{"case", "variant", "set", "target", "seeds", "validate-protocol"} {
+		if fs.Changed(f) {
+			return usageError(stderr, "check", fmt.Errorf("--random runs its own schedules on the simulator's safe settings: drop --%s (hunt a variant's bug with `watermark search --variant`)", f))
+		}
+	}
+	if runs < 1 {
+		return usageError(stderr, "check", fmt.Errorf("--random %d: want at least 1", runs))
+	}
+	if !fs.Changed("seed") {
+		seed = 1
+	}
+	rep, err := search.Random(search.RandomOptions{Runs: runs, FirstSeed: seed, Workers: workers, CheckTimeout: checkTimeout,
+		NoFailpoints: !broker.FailpointsCompiled(), Context: ctx,
+		Progress: func(done, total int, r *judge.RunResult) {
+			show.update(conformance.Progress{Phase: conformance.PhaseDone, Case: r.Case, Seed: r.Seed, Done: done, Total: total, Result: r})
+		}})
+	show.done()
+	if err != nil {
+		fmt.Fprintf(stderr, "watermark check: %v\n", err)
+		return exitViolated
+	}
+	c := search.RandomCase()
+	written := map[*conformance.RunResult]string{}
+	for _, r := range rep.Cases[0].Failed {
+		dir := report.RunDir(reportDir, r)
+		r.Replay = fmt.Sprintf("%s repro %s", program(), filepath.Join(dir, "run.yaml"))
+		if _, err := report.WriteRun(reportDir, r, c); err != nil {
+			fmt.Fprintf(stderr, "watermark check: %v\n", err)
+		}
+		written[r] = dir
+	}
+	index, err := report.WriteIndex(reportDir, rep, written)
+	if err != nil {
+		fmt.Fprintf(stderr, "watermark check: %v\n", err)
+	}
+	if junit != "" {
+		if err := writeJUnitFile(junit, rep, "sim"); err != nil {
+			fmt.Fprintf(stderr, "watermark check: --junit %s: %v\n", junit, err)
+			return exitViolated
+		}
+	}
+	if asJSON {
+		if err := writeJSONReport(stdout, rep, written, false); err != nil {
+			fmt.Fprintf(stderr, "watermark check: %v\n", err)
+			return exitViolated
+		}
+	} else {
+		printTable(stdout, rep, written)
+		printCoverage(stdout, rep)
+		if index != "" {
+			fmt.Fprintf(stdout, "summary: %s\n", index)
+		}
+	}
+	switch {
+	case rep.Interrupted:
+		fmt.Fprintf(stderr, "watermark check: interrupted after %d of %d runs; what ran is reported above.\n", rep.Runs, rep.Planned)
+		return exitInterrupted
+	case rep.Verdict != conformance.Holds:
+		return exitViolated
+	}
+	return exitOK
+}
