@@ -78,7 +78,7 @@ type Broker struct {
 	// metaVersion is the last StateUpdate version applied with none
 	// missing before it (Heartbeat.MetadataVersion).
 	metaVersion uint64
-	lastFlush      int64
+	lastFlush   int64
 
 	parts     map[kafka.TopicPartition]*hosted
 	order     []kafka.TopicPartition // sorted keys of parts: iteration never depends on map order

@@ -50,8 +50,8 @@ type StateUpdate struct {
 	// Version numbers the controller's updates, 1, 2, ... (a full state
 	// carries the version it is current to): a broker that sees a gap
 	// knows an update was lost.
-	Version uint64
-	Full    bool // the broker's registration was accepted; this is everything
+	Version     uint64
+	Full        bool // the broker's registration was accepted; this is everything
 	States      []kafka.PartitionState
 	LiveBrokers []int32
 	// Addresses maps broker ids to their advertised addresses, as
