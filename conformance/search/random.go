@@ -27,6 +27,9 @@ type RandomOptions struct {
 	CheckTimeout time.Duration
 	NoFailpoints bool
 	Context      context.Context
+	// Variant, when its Name is set, runs every schedule on it instead of
+	// the safe settings (with its era): to show the check finds its bug.
+	Variant variant.Variant
 	// Progress, when set, hears of each run as it is judged, from one
 	// goroutine at a time.
 	Progress func(done, total int, r *judge.RunResult)
@@ -77,11 +80,19 @@ func Random(opts RandomOptions) (*judge.Report, error) {
 		var specs []run.Spec
 		for len(specs) < round && next+len(specs) < opts.Runs {
 			seed := opts.FirstSeed + uint64(next+len(specs))
+			var s run.Spec
 			if len(corpus) > 0 && rng.IntN(2) == 0 {
-				specs = append(specs, Mutate(corpus[rng.IntN(len(corpus))], seed))
+				s = Mutate(corpus[rng.IntN(len(corpus))], seed)
 			} else {
-				specs = append(specs, RandomSchedule(seed, schedOpts))
+				s = RandomSchedule(seed, schedOpts)
+				if v := opts.Variant; v.Name != "" {
+					v.Apply(&s)
+					if v.Hunt.Era != nil {
+						v.Hunt.Era(&s)
+					}
+				}
 			}
+			specs = append(specs, s)
 		}
 		results, err := runAll(specs, c, opts)
 		if err != nil {

@@ -94,6 +94,13 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageError(stderr, "check", fmt.Errorf("unexpected argument %q (cases are chosen with --case)", fs.Arg(0)))
 	}
+	if fs.Changed("random") {
+		if *workers < 1 {
+			return usageError(stderr, "check", fmt.Errorf("--workers %d: want at least 1", *workers))
+		}
+		return checkRandom(ctx, fs, *random, *seed, *workers, *checkTimeout, *reportDir, *asJSON, *junit,
+			newProgress(stderr, *quiet || *asJSON), stdout, stderr)
+	}
 	list, err := cases.Lookup(*caseNames)
 	if err != nil {
 		return usageError(stderr, "check", err)
@@ -174,9 +181,6 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opts.Target = kt
 	default:
 		return usageError(stderr, "check", fmt.Errorf("--target %q: want sim, cluster or kafka", *target))
-	}
-	if *random != 0 {
-		return checkRandom(ctx, fs, *random, *seed, *workers, *checkTimeout, *reportDir, *asJSON, *junit, show, stdout, stderr)
 	}
 	seedList := make([]uint64, 0, *seeds)
 	if fs.Changed("seed") {

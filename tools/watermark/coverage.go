@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance"
+	"github.com/watermarkhq/watermark/conformance/judge"
 )
 
 // printCoverage prints which protocol situations the check's runs
@@ -23,9 +24,15 @@ func printCoverage(w io.Writer, rep *conformance.Report) {
 		}
 	}
 	fmt.Fprintf(w, "\ncoverage: %d of %d protocol situations reached\n", reached, len(cov))
-	if reached == 0 {
-		return
+	if reached > 0 {
+		printReached(w, cov)
 	}
+	if len(never) > 0 {
+		fmt.Fprintln(w, strings.Join(wrap("never reached: "+strings.Join(never, ", "), width), "\n  "))
+	}
+}
+
+func printReached(w io.Writer, cov []judge.Coverage) {
 	name := len("SITUATION")
 	for _, c := range cov {
 		name = max(name, len(c.Situation))
@@ -39,9 +46,6 @@ func printCoverage(w io.Writer, rep *conformance.Report) {
 		}
 	}
 	t.flush()
-	if len(never) > 0 {
-		fmt.Fprintln(w, strings.Join(wrap("never reached: "+strings.Join(never, ", "), width), "\n  "))
-	}
 }
 
 // listIn joins names into at most n columns, "+K more" for the rest.
