@@ -40,6 +40,8 @@ type Capabilities struct {
 	Pause   bool // stop a broker and let it go on (SIGSTOP/SIGCONT)
 	Isolate bool // cut a broker off from the other brokers and the clients, and heal
 	Slow    bool // add latency to a broker's links
+	// ReplaceDisk: kill a broker, empty its data directory, and restart it.
+	ReplaceDisk bool
 	// Failpoints: switch the reference broker's failpoints at exact
 	// protocol steps, across brokers. Only the simulator can: it runs
 	// every broker in one process and steps them one message at a time.
@@ -47,7 +49,7 @@ type Capabilities struct {
 }
 
 // AllCapabilities is every capability: what the simulator offers.
-var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, Failpoints: true}
+var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true, Failpoints: true}
 
 // missing names the capabilities cfg's faults need and have does not
 // offer, with how to get each where that helps; "" when none is missing.
@@ -62,6 +64,8 @@ func missing(cfg run.Spec, have Capabilities) string {
 		switch k {
 		case run.FaultCrash:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
+		case run.FaultReplaceDisk:
+			add(have.ReplaceDisk, "replacing a broker's disk (a Cluster with ReplaceDisk: --target cluster or the simulator)")
 		case run.FaultBounceLeader:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
 			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
@@ -145,7 +149,7 @@ func (t *ClusterTarget) Parallel() bool { return false }
 // What else real processes cannot do (power loss, dropping single
 // messages) Run reports as a *SkipError.
 func (t *ClusterTarget) Capabilities() Capabilities {
-	return Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true}
+	return Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true}
 }
 
 // Run implements Target.
@@ -220,11 +224,12 @@ type liveCluster struct {
 	ctx context.Context
 }
 
-func (l liveCluster) Brokers() int         { return len(l.c.Bootstrap()) }
-func (l liveCluster) Kill(id int) error    { return l.c.Kill(id) }
-func (l liveCluster) Pause(id int) error   { return l.c.Pause(id) }
-func (l liveCluster) Resume(id int) error  { return l.c.Resume(id) }
-func (l liveCluster) Isolate(id int) error { return l.c.Isolate(id) }
+func (l liveCluster) Brokers() int             { return len(l.c.Bootstrap()) }
+func (l liveCluster) Kill(id int) error        { return l.c.Kill(id) }
+func (l liveCluster) ReplaceDisk(id int) error { return l.c.ReplaceDisk(id) }
+func (l liveCluster) Pause(id int) error       { return l.c.Pause(id) }
+func (l liveCluster) Resume(id int) error      { return l.c.Resume(id) }
+func (l liveCluster) Isolate(id int) error     { return l.c.Isolate(id) }
 func (l liveCluster) Heal() error {
 	if err := l.c.Heal(); err != nil && !errors.Is(err, cluster.ErrNoProxies) {
 		return err

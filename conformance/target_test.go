@@ -115,6 +115,20 @@ func TestClusterTargetRunsAGroupCase(t *testing.T) {
 	require.Positive(t, r.Run.Stats.Commits)
 }
 
+// The replaced-disk case on real processes: a broker is killed, its data
+// directory emptied, and it restarts on nothing; it catches up before it
+// rejoins the ISR, and nothing acknowledged is lost.
+func TestClusterTargetReplacesADisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes; run without -short")
+	}
+	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 8000, SettleMs: 6000, Logf: t.Logf}
+	r, err := conformance.RunOne(caseNamed(t, "replaced-disk"), 1, conformance.Options{Target: ct, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, conformance.Holds, r.Verdict, "%v", r.Reasons)
+	require.Positive(t, r.Run.Stats.DiskReplacements)
+}
+
 // allFaults declares every capability, failpoints included, as a Go
 // implementation's Faults value might.
 type allFaults struct{}

@@ -52,6 +52,25 @@ func (l *live) inject(f run.Fault) {
 		l.Stats.Crashes++
 		l.fault(run.FaultCrash, id, "crash broker %d (%s)", id, l.opts.Cluster.How(run.FaultCrash))
 		l.at(l.Now+dur, func() { l.restart(id) })
+	case run.FaultReplaceDisk:
+		r, ok := cl.(DiskReplacer)
+		if !ok || l.down[id] {
+			return // refused before the run (Capabilities) if !ok
+		}
+		if l.paused[id] {
+			l.paused[id] = false
+			l.faulted[id]--
+		}
+		if fail(r.ReplaceDisk(id)) {
+			return
+		}
+		l.down[id] = true
+		l.faulted[id]++
+		l.Stats.Faults++
+		l.Stats.DiskReplacements++
+		l.Reached(run.SitEmptyDiskReturn)
+		l.fault(run.FaultReplaceDisk, id, "broker %d's machine dies; it comes back on an empty disk", id)
+		l.at(l.Now+dur, func() { l.restart(id) })
 	case run.FaultPause:
 		if l.down[id] || l.paused[id] || fail(cl.Pause(id)) {
 			return

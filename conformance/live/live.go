@@ -39,6 +39,12 @@ type Cluster interface {
 	How(kind run.FaultKind) string
 }
 
+// DiskReplacer is a Cluster that can kill a broker and empty its data
+// directory (replace-disk); Restart then starts it on nothing.
+type DiskReplacer interface {
+	ReplaceDisk(id int) error
+}
+
 // Exchanger carries the clients' requests to a real cluster over the
 // Kafka protocol: it takes the broker's own client-plane messages
 // (broker.ProduceRequest, FetchRequest, ListOffsetsRequest,
@@ -74,9 +80,6 @@ func Unsupported(cfg run.Spec) string {
 	kinds := cfg.Kinds()
 	if slices.Contains(kinds, run.FaultPowerLoss) || slices.Contains(kinds, run.FaultPowerLossAll) {
 		why = append(why, "it cuts power, which a process on a running machine cannot (the simulator's disks can)")
-	}
-	if slices.Contains(kinds, run.FaultReplaceDisk) {
-		why = append(why, "it gives a broker an empty disk, which only the simulator does today")
 	}
 	if slices.Contains(kinds, run.FaultMessages) {
 		why = append(why, "it drops, duplicates or holds back single messages of one kind, which a TCP proxy cannot do without breaking the connection")
@@ -208,7 +211,7 @@ func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
 	l.wg.Wait()
 	l.Close()
 	l.Stats.EndMs = l.Now
-	return &run.Result{Spec: cfg, History: l.History, Notes: l.Notes, Stats: l.Stats, Live: true}, err
+	return &run.Result{Spec: cfg, History: l.History, Notes: l.Notes, Stats: l.Stats, Live: true, Reached: l.Situations}, err
 }
 
 // awaitLeaders waits until every partition of the run has a leader.
@@ -263,6 +266,7 @@ func (l *live) learnLeaders(m broker.MetadataResponse) {
 		}
 		if !seen {
 			l.leaders[tp] = p.Clone()
+			l.Elected(tp, p.Leader)
 			continue
 		}
 		if p.LeaderEpoch < old.LeaderEpoch {
@@ -279,6 +283,7 @@ func (l *live) learnLeaders(m broker.MetadataResponse) {
 				l.Stats.UncleanElections++
 			}
 			l.Note(run.ElectionNote(tp, p.Leader, p.LeaderEpoch, unclean))
+			l.Elected(tp, p.Leader)
 		}
 		if started && !slices.Equal(sorted(old.ISR), sorted(p.ISR)) {
 			if len(p.ISR) < len(old.ISR) {

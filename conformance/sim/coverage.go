@@ -15,7 +15,6 @@ import (
 // (run.Situations) from what the simulator sees: the controller's
 // decisions, messages on the network, replicas' logs and the disks.
 type coverage struct {
-	leaders map[kafka.TopicPartition][]int32 // every leader in turn
 	logEnd  map[replicaKey]logPos
 	written map[writeKey]bool // idempotent batches acknowledged
 	upAt    map[broker.NodeID]int64
@@ -40,13 +39,11 @@ type writeKey struct {
 }
 
 // newCoverage starts from the partitions' first leaders.
-func newCoverage(start []kafka.PartitionState) coverage {
-	leaders := map[kafka.TopicPartition][]int32{}
+func newCoverage(s *Sim, start []kafka.PartitionState) coverage {
 	for _, p := range start {
-		leaders[p.TopicPartition] = []int32{p.Leader}
+		s.Elected(p.TopicPartition, p.Leader)
 	}
 	return coverage{
-		leaders: leaders,
 		logEnd:  map[replicaKey]logPos{},
 		written: map[writeKey]bool{},
 		upAt:    map[broker.NodeID]int64{},
@@ -61,13 +58,7 @@ func (c *coverage) election(s *Sim, p kafka.PartitionState) {
 			break
 		}
 	}
-	past := c.leaders[p.TopicPartition]
-	if n := len(past); n > 0 && past[n-1] != p.Leader && slices.Contains(past[:n-1], p.Leader) {
-		s.Reached(run.SitLeaderReturned)
-	}
-	if n := len(past); n == 0 || past[n-1] != p.Leader {
-		c.leaders[p.TopicPartition] = append(past, p.Leader)
-	}
+	s.Elected(p.TopicPartition, p.Leader)
 }
 
 // truncation sees a replica's log end: one that went down with a
@@ -85,10 +76,11 @@ func (c *coverage) truncation(s *Sim, tp kafka.TopicPartition, v replicaView) {
 // message sees one message enter the network.
 func (c *coverage) message(s *Sim, env broker.Envelope) {
 	switch m := env.Msg.(type) {
-	case broker.FetchResponse:
-		fetchAnswer(s, m.Err)
 	case partition.FetchResponse:
-		fetchAnswer(s, m.Err)
+		// Consumers' fenced fetches are seen by the clients (traffic).
+		if errors.Is(m.Err, kafka.ErrFencedLeaderEpoch) || errors.Is(m.Err, kafka.ErrUnknownLeaderEpoch) {
+			s.Reached(run.SitFencedFetch)
+		}
 	case kafka.AlterPartitionAnswer:
 		if m.Err != nil {
 			s.Reached(run.SitISRChangeRefused)
@@ -119,12 +111,6 @@ func (c *coverage) message(s *Sim, env broker.Envelope) {
 	}
 	if env.From > broker.ControllerID && env.From < broker.ClientIDBase && env.To >= broker.ClientIDBase {
 		c.zombie(s, env)
-	}
-}
-
-func fetchAnswer(s *Sim, err error) {
-	if errors.Is(err, kafka.ErrFencedLeaderEpoch) || errors.Is(err, kafka.ErrUnknownLeaderEpoch) {
-		s.Reached(run.SitFencedFetch)
 	}
 }
 

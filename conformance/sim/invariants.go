@@ -72,7 +72,7 @@ func newInvariants(s *Sim) *invariants {
 		fetchEpochs: map[reqKey]int32{},
 		synced:      map[broker.NodeID]map[string]int64{},
 		left:        map[broker.NodeID]map[string]int64{},
-		cov:         newCoverage(s.ctrl.Controller().Metadata()),
+		cov:         newCoverage(s, s.ctrl.Controller().Metadata()),
 	}
 }
 

@@ -254,6 +254,10 @@ func (c *client) epochOf(tp kafka.TopicPartition) int32 {
 }
 
 func (c *client) handle(env broker.Envelope) {
+	if m, ok := env.Msg.(broker.FetchResponse); ok &&
+		(errors.Is(m.Err, kafka.ErrFencedLeaderEpoch) || errors.Is(m.Err, kafka.ErrUnknownLeaderEpoch)) {
+		c.s.Reached(run.SitFencedFetch) // late answers too: they show the fence
+	}
 	if c.prod != nil {
 		c.prod.Handle(env.From, env.Msg, c.s.Now)
 		c.flushProducer()

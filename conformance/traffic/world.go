@@ -9,10 +9,12 @@ package traffic
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -35,6 +37,7 @@ type World struct {
 	Host       Host
 
 	clients []*client
+	leaders map[kafka.TopicPartition][]int32 // every leader of each partition in turn (Elected)
 }
 
 // Host is the runner behind a World.
@@ -122,6 +125,24 @@ func (w *World) Strike(f run.Fault, c nemesis.Cluster, heal func()) (int, bool) 
 		w.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
 	}
 	return id, ok
+}
+
+// Elected records that leader leads tp now (the first call for tp gives
+// its first leader): leadership back at a broker that led tp before
+// another did reaches run.SitLeaderReturned.
+func (w *World) Elected(tp kafka.TopicPartition, leader int32) {
+	if w.leaders == nil {
+		w.leaders = map[kafka.TopicPartition][]int32{}
+	}
+	past := w.leaders[tp]
+	n := len(past)
+	if n > 0 && past[n-1] == leader {
+		return
+	}
+	if n > 0 && slices.Contains(past[:n-1], leader) {
+		w.Reached(run.SitLeaderReturned)
+	}
+	w.leaders[tp] = append(past, leader)
 }
 
 // Reached records that the run reached situation sit.
