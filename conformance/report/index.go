@@ -41,11 +41,13 @@ type indexCase struct {
 }
 
 type indexPage struct {
-	Verdict string
-	Runs    int
-	Elapsed string
-	Cases   []indexCase
-	Failed  int
+	Verdict  string
+	Runs     int
+	Elapsed  string
+	Cases    []indexCase
+	Failed   int
+	Coverage []judge.Coverage
+	Reached  int
 }
 
 // WriteIndex writes dir/index.html: every case of rep with its verdict,
@@ -70,6 +72,12 @@ func WriteIndex(dir string, rep *judge.Report, written map[*judge.RunResult]stri
 			page.Failed++
 		}
 		page.Cases = append(page.Cases, ic)
+	}
+	page.Coverage = rep.Coverage()
+	for _, c := range page.Coverage {
+		if c.Runs > 0 {
+			page.Reached++
+		}
 	}
 	path := filepath.Join(dir, "index.html")
 	f, err := os.Create(path)
@@ -110,6 +118,7 @@ func indexLinks(dir, runDir string) (string, []indexLink) {
 var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{
 	"lower": strings.ToLower,
 	"upper": strings.ToUpper,
+	"join":  strings.Join,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -143,6 +152,13 @@ code { background: #f6f6f6; padding: 0.1em 0.3em; }
 <td class="{{lower .Verdict}}">{{upper .Verdict}}</td>
 <td>{{.Found}}</td><td>{{.Allowed}}</td>
 </tr>
+{{- end}}
+</table>
+<h2>Coverage: {{.Reached}} of {{len .Coverage}} protocol situations reached</h2>
+<table>
+<tr><th>situation</th><th>runs</th><th>cases</th></tr>
+{{- range .Coverage}}
+<tr><td>{{.Situation}}</td><td class="num">{{.Runs}}</td><td>{{if .Cases}}{{join .Cases ", "}}{{else}}<span class="unknown">never reached</span>{{end}}</td></tr>
 {{- end}}
 </table>
 {{- if .Failed}}

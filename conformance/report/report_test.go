@@ -144,7 +144,8 @@ func TestWriteIndexLinksFailedRunsAndEscapes(t *testing.T) {
 func TestWriteIndexWhenEveryCaseHolds(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "not-yet")
 	rep := &judge.Report{Verdict: judge.Holds, Runs: 1, Cases: []*judge.CaseResult{
-		{Name: "follower-restart", Seeds: 1, Ops: 10, Verdict: judge.Holds, Found: map[string]int{}, Allowed: map[string]int{}},
+		{Name: "follower-restart", Seeds: 1, Ops: 10, Verdict: judge.Holds, Found: map[string]int{}, Allowed: map[string]int{},
+			Reached: map[run.Situation]int{run.SitEpochTruncation: 1}},
 	}}
 	path, err := report.WriteIndex(root, rep, nil)
 	require.NoError(t, err)
@@ -152,6 +153,10 @@ func TestWriteIndexWhenEveryCaseHolds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "follower-restart")
 	assert.Contains(t, string(b), "Every case holds")
+	// The page shows what the runs reached and what they never did.
+	assert.Contains(t, string(b), fmt.Sprintf("Coverage: 1 of %d protocol situations reached", len(run.Situations)))
+	assert.Regexp(t, `<td>truncation-by-epoch</td><td class="num">1</td><td>follower-restart</td>`, string(b))
+	assert.Regexp(t, `<td>torn-tail-recovery</td><td class="num">0</td><td><span class="unknown">never reached</span>`, string(b))
 	assert.NotRegexp(t, `href="[^#]`, string(b))
 }
 
