@@ -2,6 +2,7 @@ package cases
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/run"
@@ -80,6 +81,34 @@ var rareCases = []Case{
 			return cfg
 		},
 		Require: reached(run.SitClusterPowerLoss),
+	},
+	{
+		Name:    "last-isr-power-loss",
+		Summary: "both followers cut off until the ISR is the leader alone; then it loses power; with an fsync before each acknowledgement it comes back whole and leads again",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			cfg.Broker.FlushEveryAppend = true
+			// Partition 0's replicas are [1 2 3], led by broker 1.
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultIsolate, Node: 2, ForMs: 7000},
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultIsolate, Node: 3, ForMs: 7000},
+				{When: run.Trigger{AtMs: 7500}, Kind: run.FaultPowerLoss, Node: 1, ForMs: 1000},
+			}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			alone := false
+			for _, n := range r.Notes {
+				if n.Kind == run.NoteISR && n.AtMs < 7500 {
+					alone = slices.Equal(n.ISR, []int32{1})
+				}
+			}
+			if !alone || r.Stats.PowerLosses == 0 {
+				return fmt.Errorf("broker 1 did not lose power as the only ISR member (ISR alone: %v, power losses: %d)", alone, r.Stats.PowerLosses)
+			}
+			return nil
+		},
 	},
 	{
 		Name:    "torn-tails",
