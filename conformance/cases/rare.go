@@ -83,6 +83,35 @@ var rareCases = []Case{
 		Require: reached(run.SitClusterPowerLoss),
 	},
 	{
+		Name:    "isr-rejoin-in-hw-gap",
+		Summary: "a follower catching up batch by batch when its leader dies: the new leader's HW lags the committed one, and the follower must not rejoin the ISR in that gap",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			// One batch per fetch: the follower's log end climbs through
+			// every offset, so it crosses the new leader's HW before the
+			// committed one. Forty writes a second keep a follower's HW a
+			// batch behind its leader's and let a follower that fell
+			// behind catch up (tuned on 200 seeds: all reach the gap).
+			cfg.Broker.ReplicaFetchMaxBytes = 1
+			cfg.Workload.Producers = 2
+			cfg.Workload.ProduceIntervalMs = 50
+			// Partition 0's replicas are [1 2 3], led by broker 1. Three
+			// times a follower falls out of the ISR, comes back far behind,
+			// and the leader dies while it catches up: 1 leads, then 2,
+			// then 3, then 1 again.
+			cfg.DurationMs = 29000
+			for i, r := range [][2]int{{3, 1}, {1, 2}, {2, 3}} {
+				at := 2000 + int64(i)*9000
+				cfg.Faults = append(cfg.Faults,
+					run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultIsolate, Node: r[0], ForMs: 2500},
+					run.Fault{When: run.Trigger{AtMs: at + 3000}, Kind: run.FaultCrash, Node: r[1], ForMs: 3000})
+			}
+			return cfg
+		},
+		Require: reached(run.SitNewLeaderHWBehind, run.SitExpandWhileHWBehind),
+	},
+	{
 		Name:    "last-isr-power-loss",
 		Summary: "both followers cut off until the ISR is the leader alone; then it loses power; with an fsync before each acknowledgement it comes back whole and leads again",
 		Spec: func(seed uint64) run.Spec {
