@@ -80,6 +80,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	healCmd := fs.String("heal-cmd", "", "with --target kafka: shell command that ends every isolation")
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
+	failFast := fs.Bool("fail-fast", false, "stop at the first run that does not hold (the runs in flight finish); exit 1 with what ran")
 	random := fs.Int("random", 0, "instead of the cases, run N random schedules of every fault kind and cluster shape on the safe settings, coverage-guided (--seed sets the first seed); a failed run leaves a run file that replays it")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -191,7 +192,17 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	opts.Progress = show.update
+	runs, stopRuns := context.WithCancel(ctx)
+	defer stopRuns()
+	stopped := false
+	opts.Context = runs
+	opts.Progress = func(p conformance.Progress) {
+		show.update(p)
+		if *failFast && p.Phase == conformance.PhaseDone && p.Result.Verdict != conformance.Holds && p.Result.Verdict != conformance.Skipped {
+			stopped = true
+			stopRuns()
+		}
+	}
 	rep, err := conformance.Check(list, seedList, opts)
 	show.done()
 	if err != nil {
@@ -235,6 +246,10 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if index != "" {
 			fmt.Fprintf(stdout, "summary: %s\n", index)
 		}
+	}
+	if stopped && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "watermark check: stopped at the first run that did not hold (--fail-fast), after %d of %d runs.\n", rep.Runs, rep.Planned)
+		return exitViolated
 	}
 	if rep.Interrupted {
 		fmt.Fprintf(stderr, "watermark check: interrupted after %d of %d runs; what ran is reported above.\n", rep.Runs, rep.Planned)

@@ -40,3 +40,16 @@ func TestCheckPrintsSituationsNeverReached(t *testing.T) {
 	require.Equal(t, exitOK, code, out+errOut)
 	assert.Contains(t, out, "never reached: election-with-stale-replica-alive")
 }
+
+// --fail-fast stops at the first run that does not hold, exits 1 and says
+// so; without a failure it runs everything.
+func TestCheckFailFast(t *testing.T) {
+	code, out, errOut := runCLI("check", "--fail-fast", "--quiet", "--case", "min-isr-refuses", "--case", "no-faults",
+		"--seeds", "4", "--workers", "1", "--set", "broker.min_insync_replicas=1", "--report-dir", t.TempDir())
+	require.Equal(t, exitViolated, code, out+errOut)
+	assert.Regexp(t, `stopped at the first run that did not hold \(--fail-fast\), after [12] of 8 runs`, errOut)
+
+	code, out, errOut = runCLI("check", "--fail-fast", "--quiet", "--case", "no-faults", "--seeds", "2", "--report-dir", t.TempDir())
+	require.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "2 runs in")
+}
