@@ -136,14 +136,17 @@ const (
 	// InvSyncedSurvives: recovery after a power loss keeps every byte of
 	// the log that was synced before it.
 	InvSyncedSurvives = "SyncedSurvivesPowerLoss"
-	// InvStaleEpochFenced: a fetch that names a leader epoch older than
-	// the leader's is refused, never served.
+	// InvStaleEpochFenced: a fetch that names a leader epoch other than
+	// the replica's is refused, never served.
 	InvStaleEpochFenced = "StaleEpochFenced"
+	// InvHWOnMinISR: a leader's HW advances only while its ISR has at
+	// least min.insync.replicas members (KIP-966).
+	InvHWOnMinISR = "HwOnMinIsr"
 )
 
 // Invariants lists every invariant the simulator checks.
 var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease,
-	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced}
+	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced, InvHWOnMinISR}
 
 // ProtocolReport is trace validation's verdict on a run: how many of its
 // replication steps were checked against spec/protocol's model and the

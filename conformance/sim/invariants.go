@@ -57,6 +57,7 @@ type invariants struct {
 
 	produces    map[reqKey]sentProduce // produces in flight
 	fetchEpochs map[reqKey]int32       // fetches in flight: the leader epoch each named
+	leaderHW    map[leaderKey]int64 // the HW each leadership was last seen at
 	synced      map[broker.NodeID]map[string]int64
 	left        map[broker.NodeID]map[string]int64
 	cov         coverage
@@ -70,6 +71,7 @@ func newInvariants(s *Sim) *invariants {
 		verified:    map[pairKey]int64{},
 		produces:    map[reqKey]sentProduce{},
 		fetchEpochs: map[reqKey]int32{},
+		leaderHW:    map[leaderKey]int64{},
 		synced:      map[broker.NodeID]map[string]int64{},
 		left:        map[broker.NodeID]map[string]int64{},
 		cov:         newCoverage(s, s.ctrl.Controller().Metadata()),
@@ -174,6 +176,7 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 			tp, b.base, b.epoch, b.first, l.id, p.LeaderEpoch))
 		return
 	}
+	inv.checkHWOnMinISR(tp, l)
 	if hw := l.r.HW(); hw > c.hw {
 		for i := len(c.batches); i < len(log) && log[i].NextOffset() <= hw; i++ {
 			c.batches = append(c.batches, idOf(&log[i]))
@@ -203,6 +206,39 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 			return
 		}
 	}
+}
+
+// leaderKey names one leadership: a leader process in one leader epoch.
+type leaderKey struct {
+	tp    kafka.TopicPartition
+	id    broker.NodeID
+	inc   int64
+	epoch int32
+}
+
+// checkHWOnMinISR: an acting leader's HW moves up only while its ISR has
+// min.insync.replicas members (of the partition's replicas, if fewer).
+func (inv *invariants) checkHWOnMinISR(tp kafka.TopicPartition, l replicaView) {
+	key := leaderKey{tp: tp, id: l.id, inc: l.inc, epoch: l.r.LeaderEpoch()}
+	last, seen := inv.leaderHW[key]
+	hw := l.r.HW()
+	inv.leaderHW[key] = hw
+	if !seen || hw <= last {
+		return
+	}
+	p, _ := inv.s.ctrl.Controller().Partition(tp)
+	if why := hwBelowMinISR(last, hw, l.r.ISR(), min(inv.s.Spec.Broker.MinInsyncReplicas, len(p.Replicas))); why != "" {
+		inv.fail(run.InvHWOnMinISR, fmt.Sprintf("%s: leader %d's %s", tp, l.id, why))
+	}
+}
+
+// hwBelowMinISR says why moving the HW from last to hw with ISR isr is
+// wrong under min.insync.replicas minISR; "" when it is not.
+func hwBelowMinISR(last, hw int64, isr []int32, minISR int) string {
+	if len(isr) < minISR {
+		return fmt.Sprintf("HW went from %d to %d with ISR %v, below min.insync.replicas %d", last, hw, isr, minISR)
+	}
+	return ""
 }
 
 // behindCommitted says why an electable ISR member whose log is m lacks

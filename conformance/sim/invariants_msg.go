@@ -132,7 +132,7 @@ func ackProblem(l replicaState, base int64, n int, members map[int32]replicaStat
 	return ""
 }
 
-// checkServed: a fetch that named a leader epoch older than the
+// checkServed: a fetch that named a leader epoch other than the
 // responder's is never served records.
 func (inv *invariants) checkServed(from broker.NodeID, k reqKey, served bool, tp kafka.TopicPartition) {
 	asked, ok := inv.fetchEpochs[k]
@@ -154,8 +154,12 @@ func (inv *invariants) checkServed(from broker.NodeID, k reqKey, served bool, tp
 // asked is wrong on a replica in leader epoch epoch; "" when it is not.
 // A fetch naming no epoch (-1, before KIP-320) is not checked.
 func staleServe(asked, epoch int32) string {
-	if asked >= 0 && asked < epoch {
+	switch {
+	case asked < 0:
+	case asked < epoch:
 		return fmt.Sprintf("it named leader epoch %d, older than the broker's %d (KIP-320: FENCED_LEADER_EPOCH)", asked, epoch)
+	case asked > epoch:
+		return fmt.Sprintf("it named leader epoch %d, newer than the broker's %d: a deposed leader served it (KIP-320: UNKNOWN_LEADER_EPOCH)", asked, epoch)
 	}
 	return ""
 }

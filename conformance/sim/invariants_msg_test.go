@@ -60,6 +60,7 @@ func TestStaleEpochFenced(t *testing.T) {
 	assert.Empty(t, staleServe(3, 3), "quiet: the leader's own epoch")
 	assert.Empty(t, staleServe(-1, 3), "quiet: a fetch that names no epoch")
 	assert.Contains(t, staleServe(2, 3), "older than the broker's 3", "fires: an older epoch served")
+	assert.Contains(t, staleServe(4, 3), "newer than the broker's 3", "fires: a deposed leader serves a newer epoch")
 }
 
 func TestHWWithinLog(t *testing.T) {
@@ -80,4 +81,10 @@ func TestStrongISRJudgedByTheCommittedHW(t *testing.T) {
 	assert.Empty(t, behindCommitted(3, member), "quiet: the member holds what was committed")
 	assert.Contains(t, behindCommitted(4, member), "ends at 3, below the committed HW 4",
 		"fires: a member that joined the ISR in the gap between the new leader's HW and the committed HW")
+}
+
+func TestHWOnMinISR(t *testing.T) {
+	assert.Empty(t, hwBelowMinISR(3, 5, []int32{1, 2}, 2), "quiet: an ISR of min.insync.replicas")
+	assert.Contains(t, hwBelowMinISR(3, 5, []int32{1}, 2), "HW went from 3 to 5 with ISR [1], below min.insync.replicas 2",
+		"fires: the last replica standing moves the HW on (KIP-966)")
 }
