@@ -57,7 +57,7 @@ type invariants struct {
 
 	produces    map[reqKey]sentProduce // produces in flight
 	fetchEpochs map[reqKey]int32       // fetches in flight: the leader epoch each named
-	leaderHW    map[leaderKey]int64 // the HW each leadership was last seen at
+	leaderHW    map[leaderKey]int64    // the HW each leadership was last seen at
 	synced      map[broker.NodeID]map[string]int64
 	left        map[broker.NodeID]map[string]int64
 	cov         coverage
