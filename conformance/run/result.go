@@ -127,7 +127,9 @@ const (
 	InvLogMatching        = protocol.LogMatching
 	InvTrueHWMonotonic    = protocol.TrueHWNeverDecreases
 	InvLeaderInISR        = protocol.LeaderInISR
-	InvEpochsIncrease     = "EpochsIncrease"
+	// InvEpochsIncrease: a partition's published leader epoch never goes
+	// down, and no replica process goes back to an older partition state.
+	InvEpochsIncrease = "EpochsIncrease"
 	// InvAckedIsCommitted: an acks=all success leaves a leader only for a
 	// batch below its HW that every live ISR member holds.
 	InvAckedIsCommitted = "AckedIsCommitted"

@@ -55,9 +55,10 @@ type invariants struct {
 	violations []*run.Violation // the first failure of each invariant, in order
 	failed     bool             // something failed in this step's check
 
-	produces    map[reqKey]sentProduce // produces in flight
-	fetchEpochs map[reqKey]int32       // fetches in flight: the leader epoch each named
-	leaderHW    map[leaderKey]int64    // the HW each leadership was last seen at
+	produces    map[reqKey]sentProduce  // produces in flight
+	fetchEpochs map[reqKey]int32        // fetches in flight: the leader epoch each named
+	leaderHW    map[leaderKey]int64     // the HW each leadership was last seen at
+	epochs      map[replicaKey][2]int32 // the leader and partition epochs each replica process acts in
 	synced      map[broker.NodeID]map[string]int64
 	left        map[broker.NodeID]map[string]int64
 	cov         coverage
@@ -72,6 +73,7 @@ func newInvariants(s *Sim) *invariants {
 		produces:    map[reqKey]sentProduce{},
 		fetchEpochs: map[reqKey]int32{},
 		leaderHW:    map[leaderKey]int64{},
+		epochs:      map[replicaKey][2]int32{},
 		synced:      map[broker.NodeID]map[string]int64{},
 		left:        map[broker.NodeID]map[string]int64{},
 		cov:         newCoverage(s, s.ctrl.Controller().Metadata()),
@@ -119,6 +121,7 @@ func (inv *invariants) check() {
 		}
 		for _, v := range live {
 			inv.checkHW(v)
+			inv.checkReplicaEpochs(tp, v)
 			inv.cov.truncation(inv.s, tp, v)
 		}
 		leader := inv.actingLeader(ctrl, p, live)
@@ -206,6 +209,30 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 			return
 		}
 	}
+}
+
+// checkReplicaEpochs: a replica process never goes back to an older
+// partition state (a lower leader epoch, or a lower partition epoch in
+// the same leader epoch): states can be delayed, duplicated and
+// reordered, and a stale one is ignored.
+func (inv *invariants) checkReplicaEpochs(tp kafka.TopicPartition, v replicaView) {
+	k := replicaKey{v.id, v.inc, tp}
+	now := [2]int32{v.r.LeaderEpoch(), v.r.PartitionEpoch()}
+	if was, ok := inv.epochs[k]; ok {
+		if why := epochsBack(was, now); why != "" {
+			inv.fail(run.InvEpochsIncrease, fmt.Sprintf("%s: replica on broker %d %s", tp, v.id, why))
+		}
+	}
+	inv.epochs[k] = now
+}
+
+// epochsBack says why going from (leader epoch, partition epoch) was to
+// now is going back; "" when it is not.
+func epochsBack(was, now [2]int32) string {
+	if now[0] < was[0] || now[0] == was[0] && now[1] < was[1] {
+		return fmt.Sprintf("went back from leader epoch %d, partition epoch %d to leader epoch %d, partition epoch %d", was[0], was[1], now[0], now[1])
+	}
+	return ""
 }
 
 // leaderKey names one leadership: a leader process in one leader epoch.

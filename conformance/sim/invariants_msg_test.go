@@ -88,3 +88,11 @@ func TestHWOnMinISR(t *testing.T) {
 	assert.Contains(t, hwBelowMinISR(3, 5, []int32{1}, 2), "HW went from 3 to 5 with ISR [1], below min.insync.replicas 2",
 		"fires: the last replica standing moves the HW on (KIP-966)")
 }
+
+func TestReplicaEpochsNeverGoBack(t *testing.T) {
+	assert.Empty(t, epochsBack([2]int32{2, 5}, [2]int32{2, 6}), "quiet: a newer partition epoch")
+	assert.Empty(t, epochsBack([2]int32{2, 5}, [2]int32{3, 1}), "quiet: a newer leader epoch")
+	assert.Contains(t, epochsBack([2]int32{2, 5}, [2]int32{2, 4}), "went back from leader epoch 2, partition epoch 5",
+		"fires: a stale state applied")
+	assert.Contains(t, epochsBack([2]int32{3, 1}, [2]int32{2, 9}), "went back")
+}

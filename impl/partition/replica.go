@@ -263,6 +263,9 @@ func (r *Replica) Role() Role { return r.role }
 // LeaderEpoch is the epoch the replica currently acts in.
 func (r *Replica) LeaderEpoch() int32 { return r.epoch }
 
+// PartitionEpoch is the partition epoch of the state the replica acts on.
+func (r *Replica) PartitionEpoch() int32 { return r.partitionEpoch }
+
 // Leader is the broker this replica believes leads, or -1.
 func (r *Replica) Leader() int32 { return r.leaderID }
 
