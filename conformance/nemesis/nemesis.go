@@ -214,34 +214,46 @@ func Unfold(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
 }
 
 func bounce(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
-	lf := f
-	lf.Role = run.RoleLeader
-	a, ok := Strike(s, c, lf, rng)
-	if !ok {
+	tp := kafka.TopicPartition{Topic: s.Topics[0].Name}
+	if f.Partition != nil {
+		tp = *f.Partition
+	}
+	p, ok := c.Partition(tp)
+	if !ok || p.Leader <= 0 {
 		return nil
 	}
-	ff := f
-	ff.Role = run.RoleFollower
-	cut, ok := Strike(s, c, ff, rng)
-	if !ok || cut == a {
+	// B is the replica the controller elects when A dies (the first alive
+	// ISR member in assignment order), C the one after it.
+	var others []int
+	for _, id := range p.Replicas {
+		if id != p.Leader && slices.Contains(p.ISR, id) && !c.Faulted(int(id)) {
+			others = append(others, int(id))
+		}
+	}
+	if len(others) < 2 {
 		return nil
 	}
+	a, b, cut := int(p.Leader), others[0], others[1]
 	down := s.Duration(run.Fault{Kind: run.FaultCrash, ForMs: f.ForMs})
 	session := s.Controller.SessionTimeoutMs
-	// A crashes once the cut-off follower is out of the running (its
-	// session over), so another ISR member B leads; B crashes once A is
-	// back and caught up (a session and a second later), so A leads
-	// again; the follower comes back after that.
-	first := session + 300
+	// B is cut off briefly (it stays in the ISR), so C copies A's last
+	// records and B does not: none is committed. As B comes back, A
+	// crashes and C is cut off, still following A in A's first epoch: B
+	// leads and writes where C holds A's last records. B crashes once A
+	// is back and caught up (a session and two seconds later), so A leads
+	// again; C comes back after that, to follow the same leader in a
+	// newer epoch (KAFKA-7164's schedule).
+	first := min(int64(800), session/2)
 	second := first + down + session + 2000
-	whole := second + down + session + 500
+	whole := second - first + down + session + 500
 	off := run.Fault{Kind: run.FaultIsolate, Node: cut, ForMs: whole}
 	if f.DelayMs > 0 {
 		off = run.Fault{Kind: run.FaultSlow, Node: cut, ForMs: whole, DelayMs: f.DelayMs}
 	}
 	return []Step{
-		{AfterMs: 0, Fault: off},
 		{AfterMs: first, Fault: run.Fault{Kind: run.FaultCrash, Node: a, ForMs: down}},
-		{AfterMs: second, Fault: run.Fault{Kind: run.FaultCrash, Role: run.RoleLeader, Partition: f.Partition, ForMs: down}},
+		{AfterMs: first, Fault: off},
+		{AfterMs: 0, Fault: run.Fault{Kind: run.FaultIsolate, Node: b, ForMs: first}},
+		{AfterMs: second, Fault: run.Fault{Kind: run.FaultCrash, Role: run.RoleLeader, Partition: &tp, ForMs: down}},
 	}
 }

@@ -42,10 +42,11 @@ const (
 	// Messages selects are dropped, duplicated or delayed one by one.
 	FaultMessages FaultKind = "messages"
 	// FaultBounceLeader: leadership of Partition leaves its leader A and
-	// comes back to it (A crashes, another replica leads, that one
-	// crashes), while a follower of A's epoch is cut off (isolated, or
-	// slowed by DelayMs when set) across both elections and then speaks
-	// with its old epoch. ForMs is how long each leader stays down.
+	// comes back to it (A crashes, another replica B leads, B crashes),
+	// while a follower C of A's epoch, holding A's last records that B
+	// lacks, is cut off (isolated, or slowed by DelayMs when set) across
+	// both elections and then follows A again in a newer epoch
+	// (KAFKA-7164's schedule). ForMs is how long each leader stays down.
 	FaultBounceLeader FaultKind = "bounce-leader"
 )
 
