@@ -112,6 +112,29 @@ var rareCases = []Case{
 		Require: reached(run.SitNewLeaderHWBehind, run.SitExpandWhileHWBehind),
 	},
 	{
+		Name:    "slow-follower",
+		Summary: "a follower keeps fetching but falls behind (its links 300 ms slow, one batch per fetch): it must leave the ISR within replica.lag.time.max.ms, or it holds the HW and every acks=all produce",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			cfg.Broker.ReplicaFetchMaxBytes = 1
+			// Partition 0's replicas are [1 2 3], led by broker 1.
+			cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: slowFrom}, Kind: run.FaultSlow, Node: 3, ForMs: 8000, DelayMs: 300}}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			limit := slowFrom + r.Spec.Broker.ReplicaLagTimeMaxMs + 1500
+			for _, n := range r.Notes {
+				if n.Kind == run.NoteISR && n.AtMs >= slowFrom && n.AtMs <= limit &&
+					slices.Contains(n.OldISR, 3) && !slices.Contains(n.ISR, 3) {
+					return nil
+				}
+			}
+			return Broken("broker 3 fell behind from %d ms, fetching all the while, and was still in the ISR at %d ms (replica.lag.time.max.ms %d)",
+				slowFrom, limit, r.Spec.Broker.ReplicaLagTimeMaxMs)
+		},
+	},
+	{
 		Name:    "last-isr-power-loss",
 		Summary: "both followers cut off until the ISR is the leader alone; then it loses power; with an fsync before each acknowledgement it comes back whole and leads again",
 		Spec: func(seed uint64) run.Spec {
@@ -225,3 +248,6 @@ func bounces(cfg run.Spec, slowMs int64) run.Spec {
 	}
 	return cfg
 }
+
+// slowFrom is when slow-follower's follower starts falling behind.
+const slowFrom = 3000
