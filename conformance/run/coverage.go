@@ -34,6 +34,11 @@ const (
 	// SitDedupHit: an idempotent retry of a batch already written was
 	// answered with the first write's offset.
 	SitDedupHit Situation = "dedup-hit"
+	// SitRefusedAfterAppend: a broker answered a produce with an error
+	// although it had appended the batch (it stepped down with the produce
+	// parked, say): the write may yet commit, so the error must not say
+	// it failed.
+	SitRefusedAfterAppend Situation = "produce-error-after-append"
 	// SitISRChangeRefused: the controller refused a leader's ISR change.
 	SitISRChangeRefused Situation = "isr-change-refused"
 	// SitTornTail: recovery after a power loss dropped a torn tail.
@@ -61,7 +66,7 @@ const (
 // Situations lists every situation, in the order reports show them.
 var Situations = []Situation{
 	SitStaleReplicaElection, SitLeaderReturned, SitNewLeaderHWBehind, SitExpandWhileHWBehind,
-	SitEpochTruncation, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitISRChangeRefused,
+	SitEpochTruncation, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
 	SitTornTail, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
 	SitZombieCommit, SitMemberDownPastSession,
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 
@@ -160,3 +161,23 @@ func (c *coverage) down(s *Sim, n *node) {
 
 // up sees broker n come back.
 func (c *coverage) up(s *Sim, n *node) { c.upAt[n.id] = s.Now }
+
+// refused sees broker from answer a produce with an error: if its log
+// holds the batch, the error came after the append.
+func (c *coverage) refused(s *Sim, from broker.NodeID, tp kafka.TopicPartition, p sentProduce) {
+	n := s.nodes[from]
+	if n.b == nil || p.first == nil {
+		return
+	}
+	r, ok := n.b.Replica(tp)
+	if !ok {
+		return
+	}
+	log := r.Log()
+	for i := len(log) - 1; i >= 0 && i >= len(log)-64; i-- {
+		if len(log[i].Records) > 0 && bytes.Equal(log[i].Records[0].Value, p.first) {
+			s.Reached(run.SitRefusedAfterAppend)
+			return
+		}
+	}
+}

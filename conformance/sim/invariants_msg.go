@@ -31,6 +31,7 @@ type reqKey struct {
 type sentProduce struct {
 	acks    partition.Acks
 	records int
+	first   []byte // the first record's value
 	pid     int64
 	epoch   int16
 	seq     int32
@@ -50,7 +51,11 @@ func (inv *invariants) onSend(env broker.Envelope) {
 	inv.cov.message(inv.s, env)
 	switch m := env.Msg.(type) {
 	case broker.ProduceRequest:
-		inv.produces[reqKey{env.From, m.TopicPartition, m.Correlation}] = sentProduce{acks: m.Acks, records: len(m.Batch.Records),
+		var first []byte
+		if len(m.Batch.Records) > 0 {
+			first = m.Batch.Records[0].Value
+		}
+		inv.produces[reqKey{env.From, m.TopicPartition, m.Correlation}] = sentProduce{acks: m.Acks, records: len(m.Batch.Records), first: first,
 			pid: m.Batch.ProducerID, epoch: m.Batch.ProducerEpoch, seq: m.Batch.BaseSequence}
 	case broker.FetchRequest:
 		inv.fetchEpochs[reqKey{env.From, m.TopicPartition, m.Correlation}] = m.CurrentLeaderEpoch
@@ -60,6 +65,9 @@ func (inv *invariants) onSend(env broker.Envelope) {
 		k := reqKey{env.To, m.TopicPartition, m.Correlation}
 		p, ok := inv.produces[k]
 		delete(inv.produces, k)
+		if ok && m.Err != nil {
+			inv.cov.refused(inv.s, env.From, m.TopicPartition, p)
+		}
 		if ok && m.Err == nil {
 			inv.cov.acknowledged(inv.s, m.TopicPartition, p)
 			if p.acks == partition.AcksAll {
