@@ -50,6 +50,29 @@ var rareCases = []Case{
 		Require: reached(run.SitZombieAnswer),
 	},
 	{
+		Name:    "leader-moves-no-retries",
+		Summary: "the preferred leader crashes and, back in the ISR, takes its leadership back (auto.leader.rebalance), with producers that send once: a live leader that steps down must not call failed a write it appended and a reader then sees",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			cfg.Controller.AutoLeaderRebalance = true
+			cfg.Network.MaxDelayMs = 40
+			cfg.Workload.Idempotent, cfg.Workload.Retries = false, false
+			// Broker 1 leads partition 0 and is its preferred leader: down
+			// long enough for the producers to move to the broker that
+			// takes over, and back in the ISR, it takes its leadership
+			// back from that live broker, whose parked produces end.
+			// A short request timeout moves the producers on from the
+			// dead leader quickly.
+			cfg.Workload.RequestTimeoutMs = 800
+			for at := int64(3000); at < 18000; at += 5000 {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultCrash, Node: 1, ForMs: 3500})
+			}
+			return cfg
+		},
+		Require: reached(run.SitRefusedAfterAppend),
+	},
+	{
 		Name:    "broker-messages",
 		Summary: "messages between brokers and the controller lost, duplicated, reordered and held back one by one, around leader crashes",
 		Spec: func(seed uint64) run.Spec {
