@@ -80,13 +80,13 @@ var LossAnomalies = []string{
 var brokerCases = []Case{
 	{
 		Name:    "acks-all-leader-crash",
-		Summary: "RF 3, min ISR 2, acks=all; partition leaders crash and come back",
+		Summary: "RF 3, min ISR 2, acks=all; partition leaders crash and come back; each is replaced within its session timeout",
 		Spec: func(seed uint64) run.Spec {
 			cfg := base(seed)
 			cfg.Nemesis = crashes(run.RoleLeader, 3000, 2000)
 			return cfg
 		},
-		Require: requireFaults,
+		Require: requireFailover,
 	},
 	{
 		Name:    "follower-restart",
@@ -332,6 +332,30 @@ func uncleanElection(on bool) Case {
 		}
 	}
 	return c
+}
+
+// requireFailover: every crashed leader is replaced within the
+// controller's session timeout (broker.session.timeout.ms) and 300 ms:
+// the controller must notice a silent broker on time, not when it comes
+// back and registers again.
+func requireFailover(r *run.Result) error {
+	if err := requireFaults(r); err != nil {
+		return err
+	}
+	limit := r.Spec.Controller.SessionTimeoutMs + 300
+	for _, n := range r.Notes {
+		if n.Kind != run.NoteFault || n.Fault != run.FaultCrash || n.AtMs+limit > r.Spec.DurationMs {
+			continue
+		}
+		replaced := slices.ContainsFunc(r.Notes, func(e run.Note) bool {
+			return e.Kind == run.NoteElection && e.AtMs > n.AtMs && e.AtMs <= n.AtMs+limit && e.Leader != int32(n.Node)
+		})
+		if !replaced {
+			return Broken("broker %d crashed at %d ms leading a partition, and no other broker was elected within %d ms (session timeout %d ms)",
+				n.Node, n.AtMs, limit, r.Spec.Controller.SessionTimeoutMs)
+		}
+	}
+	return nil
 }
 
 func requireFaults(r *run.Result) error {

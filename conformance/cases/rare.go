@@ -92,6 +92,45 @@ var rareCases = []Case{
 		},
 	},
 	{
+		Name:    "isr-churn-messages",
+		Summary: "followers stop fetching (still alive) and come back, so leaders shrink and grow their ISRs, while state updates and ISR requests and answers are duplicated, reordered and held back",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			churn := &run.MessageFault{Kinds: []string{"state-update", "alter-partition", "alter-partition-response"},
+				Duplicate: 0.4, Reorder: 0.5, DelayMs: 1500}
+			cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 1000}, Kind: run.FaultMessages, Role: run.RoleLeader, ForMs: 18000, Messages: churn}}
+			for at := int64(2000); at < 16000; at += 6000 {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 4000,
+					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}})
+			}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			if r.Stats.ISRShrinks == 0 || r.Stats.ISRExpands == 0 || r.Stats.Duplicated == 0 || r.Stats.Reordered == 0 {
+				return fmt.Errorf("ISR shrank %d and grew %d times, %d messages duplicated and %d reordered: want all four",
+					r.Stats.ISRShrinks, r.Stats.ISRExpands, r.Stats.Duplicated, r.Stats.Reordered)
+			}
+			return nil
+		},
+	},
+	{
+		Name:    "producer-messages",
+		Summary: "idempotent produce requests reach leaders duplicated, reordered and held back (resent on new connections), while leaders crash: the broker keeps each producer's order and writes each batch once",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultMessages, run.FaultCrash}, Role: run.RoleLeader,
+				IntervalMs: 1500, FaultMs: 2500, MaxFaulty: 2,
+				Messages: &run.MessageFault{Kinds: []string{"produce"}, Peer: "clients", Direction: "in", Duplicate: 0.2, Reorder: 0.3, DelayMs: 60}}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			if r.Stats.Duplicated == 0 || r.Stats.Reordered == 0 {
+				return fmt.Errorf("%d produce requests duplicated and %d reordered: want both", r.Stats.Duplicated, r.Stats.Reordered)
+			}
+			return nil
+		},
+	},
+	{
 		Name:    "cluster-power-loss",
 		Summary: "every broker loses power at once, twice; with an fsync before each acknowledgement (log.flush.interval.messages=1) nothing acknowledged is lost",
 		Spec: func(seed uint64) run.Spec {
