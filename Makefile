@@ -18,7 +18,7 @@ STATICCHECK_VER := v0.8.2
 # Tests that need failpoints fail, instead of skipping, when this is set.
 export WATERMARK_REQUIRE_FAILPOINTS := 1
 
-.PHONY: all build test check mutate lint bench fuzz tools clean
+.PHONY: all build test check random mutate lint bench fuzz tools clean
 
 all: lint test
 
@@ -48,12 +48,19 @@ test: build
 check: build
 	./bin/watermark check $(ARGS)
 
+## random: the standing random check, a long budget: 2000 random schedules
+## of every fault kind on the safe settings (make test runs 24)
+random: build
+	./bin/watermark check --random 2000 $(ARGS)
+
 ## mutate: the planted-bug suite (tools/mutate/bugs.yaml): each bug applied
 ## to a scratch copy of the tree, built with failpoints and run through
 ## `watermark check`; prints how many the cases catch. Not part of test.
-## ARGS go to the runner, e.g. ARGS="--bug ID --seeds 1 --jobs 2"
+## ARGS go to the runner, e.g. ARGS="--bug ID --seeds 1 --jobs 2"; each
+## check stops at its first failed run (--fail-fast), so a caught bug names
+## the first case that caught it (ARGS='--check-args ""' runs them all)
 mutate: build
-	$(GO) run ./tools/mutate $(ARGS)
+	$(GO) run ./tools/mutate --check-args "--fail-fast" $(ARGS)
 
 ## lint: gofmt, go vet, staticcheck
 lint: $(STATICCHECK)
