@@ -37,6 +37,11 @@ type Bug struct {
 	// mutant: "fails" (they catch it) or "passes" (they miss it, and Why
 	// argues that it is a real bug all the same). `--unit` checks it.
 	Unit string `yaml:"unit"`
+	// Check holds more arguments for watermark check that this bug needs,
+	// after the runner's own: a bug below the simulator (the Kafka wire
+	// codec, the node process) runs its catcher on real processes,
+	// "--target cluster --case NAME".
+	Check string `yaml:"check,omitempty"`
 }
 
 // The values of Bug.Unit.

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -242,7 +243,7 @@ func (r *runner) one(ctx context.Context, b Bug) (o outcome) {
 		o.err = err
 		return o
 	}
-	res, err := r.tc.check(ctx, dir, bin, r.opts.seeds, r.extra)
+	res, err := r.tc.check(ctx, dir, bin, r.opts.seeds, append(slices.Clone(r.extra), strings.Fields(b.Check)...))
 	if err != nil {
 		o.err = err
 		return o
