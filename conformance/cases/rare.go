@@ -73,6 +73,20 @@ var rareCases = []Case{
 		Require: reached(run.SitRefusedAfterAppend),
 	},
 	{
+		Name:    "slow-replication-no-retries",
+		Summary: "followers slowed by 600 ms stay in the ISR, so produces wait past their timeout at the leader, with producers that send once: a produce that timed out after its append must end unknown, not failed",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Workload.Idempotent, cfg.Workload.Retries = false, false
+			cfg.Workload.RequestTimeoutMs = 500
+			for _, id := range []int{2, 3} {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 3000}, Kind: run.FaultSlow, Node: id, ForMs: 9000, DelayMs: 600})
+			}
+			return cfg
+		},
+		Require: reached(run.SitRefusedAfterAppend),
+	},
+	{
 		Name:    "broker-messages",
 		Summary: "messages between brokers and the controller lost, duplicated, reordered and held back one by one, around leader crashes",
 		Spec: func(seed uint64) run.Spec {
