@@ -113,6 +113,9 @@ var rareCases = []Case{
 			churn := &run.MessageFault{Kinds: []string{"state-update", "alter-partition", "alter-partition-response"},
 				Duplicate: 0.4, Reorder: 0.5, DelayMs: 1500}
 			cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 1000}, Kind: run.FaultMessages, Role: run.RoleLeader, ForMs: 18000, Messages: churn}}
+			// Followers also die just after they caught up, while the
+			// leader's request to add them back is held back.
+			cfg.Nemesis = crashes(run.RoleFollower, 4000, 2500)
 			for at := int64(2000); at < 16000; at += 6000 {
 				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 4000,
 					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}})

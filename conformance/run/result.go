@@ -144,11 +144,15 @@ const (
 	// InvHWOnMinISR: a leader's HW advances only while its ISR has at
 	// least min.insync.replicas members (KIP-966).
 	InvHWOnMinISR = "HwOnMinIsr"
+	// InvISRAlive: an ISR of more than one member holds only brokers the
+	// controller holds alive (KIP-841: a fenced broker leaves every ISR
+	// it is not the last member of, and none may join).
+	InvISRAlive = "IsrMembersAlive"
 )
 
 // Invariants lists every invariant the simulator checks.
 var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease,
-	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced, InvHWOnMinISR}
+	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced, InvHWOnMinISR, InvISRAlive}
 
 // ProtocolReport is trace validation's verdict on a run: how many of its
 // replication steps were checked against spec/protocol's model and the

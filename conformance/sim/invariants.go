@@ -136,6 +136,9 @@ func (inv *invariants) checkController(tp kafka.TopicPartition, p kafka.Partitio
 	if p.Leader >= 0 && !slices.Contains(p.ISR, p.Leader) {
 		inv.fail(run.InvLeaderInISR, fmt.Sprintf("%s: leader %d not in ISR %v", tp, p.Leader, p.ISR))
 	}
+	if why := deadInISR(p.ISR, inv.s.ctrl.Controller().IsAlive); why != "" {
+		inv.fail(run.InvISRAlive, fmt.Sprintf("%s: %s", tp, why))
+	}
 	if last, ok := inv.leaderEp[tp]; ok && p.LeaderEpoch < last {
 		inv.fail(run.InvEpochsIncrease, fmt.Sprintf("%s: leader epoch went from %d to %d", tp, last, p.LeaderEpoch))
 	}
@@ -209,6 +212,20 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 			return
 		}
 	}
+}
+
+// deadInISR says why isr breaks IsrMembersAlive: a broker the controller
+// holds dead is in an ISR of more than one member ("" when none is).
+func deadInISR(isr []int32, alive func(int32) bool) string {
+	if len(isr) < 2 {
+		return ""
+	}
+	for _, id := range isr {
+		if !alive(id) {
+			return fmt.Sprintf("broker %d, dead to the controller, is in the ISR %v", id, isr)
+		}
+	}
+	return ""
 }
 
 // checkReplicaEpochs: a replica process never goes back to an older

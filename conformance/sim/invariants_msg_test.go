@@ -96,3 +96,11 @@ func TestReplicaEpochsNeverGoBack(t *testing.T) {
 		"fires: a stale state applied")
 	assert.Contains(t, epochsBack([2]int32{3, 1}, [2]int32{2, 9}), "went back")
 }
+
+func TestISRMembersAlive(t *testing.T) {
+	alive := func(id int32) bool { return id != 3 }
+	assert.Empty(t, deadInISR([]int32{1, 2}, alive), "quiet: every member alive")
+	assert.Empty(t, deadInISR([]int32{3}, alive), "quiet: a dead last member is kept")
+	assert.Contains(t, deadInISR([]int32{1, 3}, alive), "broker 3, dead to the controller, is in the ISR [1 3]",
+		"fires: a dead broker kept in, or added to, a larger ISR")
+}
