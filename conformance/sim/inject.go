@@ -134,6 +134,10 @@ func (s *Sim) kill(n *node, fate diskFate, downMs int64, why string) {
 	}
 	if s.proto != nil {
 		s.proto.onKill(n)
+		if fate == replaceDisk {
+			// The model has no broker that comes back on an empty disk.
+			s.proto.stopped = "steps after a replaced disk (the model has no restart on an empty disk)"
+		}
 	}
 	s.inv.cov.down(s, n)
 	if n.paused {

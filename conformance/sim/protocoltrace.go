@@ -49,7 +49,10 @@ type protoTracker struct {
 	s      *Sim
 	model  protocol.Model
 	report run.ProtocolReport
-	tps    []kafka.TopicPartition
+	// stopped, once set, says why no later step can be judged: the run
+	// left what the model describes (a broker back on an empty disk).
+	stopped string
+	tps     []kafka.TopicPartition
 	// values names each batch (by leader epoch, base offset and first
 	// value) with the model's record value.
 	values map[batchKey]int32
@@ -167,7 +170,7 @@ func (t *protoTracker) concerns(e event) ([]kafka.TopicPartition, string) {
 		switch e.fault.Kind {
 		case run.FaultCrash:
 			return t.tps, ""
-		case run.FaultPowerLoss:
+		case run.FaultPowerLoss, run.FaultPowerLossAll:
 			return nil, "power loss"
 		}
 	case evResume:
@@ -189,6 +192,10 @@ func (t *protoTracker) beforeStep(e event) {
 	t.sent = t.sent[:0]
 	t.killed = t.killed[:0]
 	if t.report.Failure != "" {
+		return
+	}
+	if t.stopped != "" {
+		t.skip(t.stopped)
 		return
 	}
 	tps, skip := t.concerns(e)
