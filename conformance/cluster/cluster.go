@@ -255,6 +255,18 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.WaitReady(wctx); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	// A node counts as listening once its address answers, and another
+	// process may have taken that address before the node could bind it:
+	// then the node has exited, and the cluster starts again.
+	nodes := []*process{c.controller}
+	for id := 1; id <= n; id++ {
+		nodes = append(nodes, c.brokers[id])
+	}
+	for _, p := range nodes {
+		if !p.running() {
+			return fmt.Errorf("cluster: %s exited as the cluster started: %s", p.name, p.tail())
+		}
+	}
 	return nil
 }
 
