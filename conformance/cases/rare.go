@@ -53,8 +53,7 @@ var rareCases = []Case{
 		Name:    "leader-moves-no-retries",
 		Summary: "the preferred leader crashes and, back in the ISR, takes its leadership back (auto.leader.rebalance), with producers that send once: a live leader that steps down must not call failed a write it appended and a reader then sees",
 		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			cfg := onePartition(seed)
 			cfg.Controller.AutoLeaderRebalance = true
 			cfg.Network.MaxDelayMs = 40
 			cfg.Workload.Idempotent, cfg.Workload.Retries = false, false
@@ -165,8 +164,7 @@ var rareCases = []Case{
 		Name:    "isr-rejoin-in-hw-gap",
 		Summary: "a follower catching up batch by batch when its leader dies: the new leader's HW lags the committed one, and the follower must not rejoin the ISR in that gap",
 		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			cfg := onePartition(seed)
 			// One batch per fetch: the follower's log end climbs through
 			// every offset, so it crosses the new leader's HW before the
 			// committed one. Forty writes a second keep a follower's HW a
@@ -194,8 +192,7 @@ var rareCases = []Case{
 		Name:    "slow-follower",
 		Summary: "a follower keeps fetching but falls behind (its links 300 ms slow, one batch per fetch): it must leave the ISR within replica.lag.time.max.ms, or it holds the HW and every acks=all produce",
 		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			cfg := onePartition(seed)
 			cfg.Broker.ReplicaFetchMaxBytes = 1
 			// Partition 0's replicas are [1 2 3], led by broker 1.
 			cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: slowFrom}, Kind: run.FaultSlow, Node: 3, ForMs: 8000, DelayMs: 300}}
@@ -222,8 +219,7 @@ var rareCases = []Case{
 		Name:    "last-isr-power-loss",
 		Summary: "both followers cut off until the ISR is the leader alone; then it loses power; with an fsync before each acknowledgement it comes back whole and leads again",
 		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+			cfg := onePartition(seed)
 			cfg.Broker.FlushEveryAppend = true
 			// Partition 0's replicas are [1 2 3], led by broker 1.
 			cfg.Faults = []run.Fault{
@@ -335,3 +331,12 @@ func bounces(cfg run.Spec, slowMs int64) run.Spec {
 
 // slowFrom is when slow-follower's follower starts falling behind.
 const slowFrom = 3000
+
+// onePartition is the strong recipe on a single partition, t-0, whose
+// replicas are [1 2 3] in that order, led by broker 1 at the start: the
+// cases that strike named brokers.
+func onePartition(seed uint64) run.Spec {
+	cfg := base(seed)
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+	return cfg
+}
