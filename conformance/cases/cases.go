@@ -338,11 +338,20 @@ func uncleanElection(on bool) Case {
 // controller's session timeout (broker.session.timeout.ms) and 300 ms:
 // the controller must notice a silent broker on time, not when it comes
 // back and registers again.
-func requireFailover(r *run.Result) error {
+func requireFailover(r *run.Result) error { return failover(300)(r) }
+
+// failover wants every crashed leader replaced within its session timeout
+// and slackMs: the controller's tick, the election reaching the brokers,
+// and the harness seeing it.
+func failover(slackMs int64) func(*run.Result) error {
+	return func(r *run.Result) error { return requireReplaced(r, slackMs) }
+}
+
+func requireReplaced(r *run.Result, slackMs int64) error {
 	if err := requireFaults(r); err != nil {
 		return err
 	}
-	limit := r.Spec.Controller.SessionTimeoutMs + 300
+	limit := r.Spec.Controller.SessionTimeoutMs + slackMs
 	for _, n := range r.Notes {
 		if n.Kind != run.NoteFault || n.Fault != run.FaultCrash || n.AtMs+limit > r.Spec.DurationMs {
 			continue

@@ -130,6 +130,60 @@ var rareCases = []Case{
 		},
 	},
 	{
+		Name:    "isr-late-copies",
+		Summary: "followers stop fetching and come back, or die and come back on empty disks, so leaders shrink and grow their ISRs, while every ISR request and answer is held up to 3 s and arrives a second time up to 6 s later, after the partition has moved on",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 6, ReplicationFactor: 3}}
+			cfg.DurationMs = 30000
+			// Every ISR request and answer arrives twice, out of order with
+			// the other messages of its link (so heartbeats are not held
+			// behind it).
+			for n := 1; n <= 3; n++ {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: 29000,
+					Messages: &run.MessageFault{Kinds: []string{"alter-partition", "alter-partition-response"}, Duplicate: 1, Reorder: 1, DelayMs: 3000, CopyLateMs: 6000}})
+			}
+			// Followers fall out of the ISR within a second, so ISRs
+			// change often: one stops fetching for 1.5 s every 2.5 s, and
+			// one loses its disk every 5 s.
+			cfg.Broker.ReplicaLagTimeMaxMs = 1000
+			for i, at := 0, int64(2000); at < 28000; i, at = i+1, at+2500 {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 1500,
+					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}})
+				if i%2 == 1 {
+					cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 1200}, Kind: run.FaultReplaceDisk, Role: run.RoleFollower, ForMs: 800})
+				}
+			}
+			return cfg
+		},
+		Require: requireISRChurn(run.SitDuplicateMessage, run.SitISRChangeRefused),
+	},
+	{
+		Name:    "isr-rejoin-new-disk",
+		Summary: "a follower leaves the ISR, then loses its disk again and again, each time soon after it caught up and its leader asked (held up to 1.5 s) to add the process that is now gone back to the ISR",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 6, ReplicationFactor: 3}}
+			cfg.DurationMs = 30000
+			cfg.Broker.ReplicaLagTimeMaxMs = 1000
+			for n := 1; n <= 3; n++ {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: 29000,
+					Messages: &run.MessageFault{Kinds: []string{"alter-partition", "alter-partition-response"}, Reorder: 1, DelayMs: 1500}})
+			}
+			// Broker 3 stops fetching for 1.5 s (it leaves the ISRs it
+			// was in), fetches again, and loses its disk 100 ms later, and
+			// again 400 ms after each return, three times; every 4 s.
+			for at := int64(2000); at < 27000; at += 4000 {
+				cfg.Faults = append(cfg.Faults,
+					run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Node: 3, ForMs: 1500,
+						Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}},
+					run.Fault{When: run.Trigger{AtMs: at + 1600}, Kind: run.FaultReplaceDisk, Node: 3, ForMs: 300, Repeat: 2, GapMs: 400})
+			}
+			return cfg
+		},
+		Require: requireISRChurn(),
+	},
+	{
 		Name:    "producer-messages",
 		Summary: "idempotent produce requests reach leaders duplicated, reordered and held back (resent on new connections), while leaders crash: the broker keeps each producer's order and writes each batch once",
 		Spec: func(seed uint64) run.Spec {
@@ -187,6 +241,23 @@ var rareCases = []Case{
 			return cfg
 		},
 		Require: reached(run.SitNewLeaderHWBehind, run.SitExpandWhileHWBehind),
+	},
+	{
+		Name:    "leader-crash-followers-behind",
+		Summary: "acks=all: both followers' links are 150 ms slow, so the leader's log runs ahead of theirs, and then the leader crashes: whatever it acknowledged must already be on a follower",
+		Spec: func(seed uint64) run.Spec {
+			cfg := onePartition(seed)
+			// Partition 0's replicas are [1 2 3], led by broker 1.
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultSlow, Node: 2, ForMs: 6000, DelayMs: 150},
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultSlow, Node: 3, ForMs: 6000, DelayMs: 150},
+				{When: run.Trigger{AtMs: 6000}, Kind: run.FaultCrash, Node: 1, ForMs: 4000},
+			}
+			return cfg
+		},
+		// The slow links delay the heartbeats, the election and the
+		// harness's view of it by a few hundred ms more.
+		Require: failover(1000),
 	},
 	{
 		Name:    "slow-follower",
@@ -311,6 +382,17 @@ func reached(sits ...run.Situation) func(*run.Result) error {
 			return fmt.Errorf("the run never reached %s", strings.Join(missing, ", "))
 		}
 		return nil
+	}
+}
+
+// requireISRChurn wants ISRs that shrank and grew, a follower back on an
+// empty disk, and sits.
+func requireISRChurn(sits ...run.Situation) func(*run.Result) error {
+	return func(r *run.Result) error {
+		if r.Stats.ISRShrinks == 0 || r.Stats.ISRExpands == 0 {
+			return fmt.Errorf("ISR shrank %d and grew %d times: want both", r.Stats.ISRShrinks, r.Stats.ISRExpands)
+		}
+		return reached(append(sits, run.SitEmptyDiskReturn)...)(r)
 	}
 }
 

@@ -165,6 +165,9 @@ func DrawMessages(rng *rand.Rand) *run.MessageFault {
 		Reorder:   float64(rng.IntN(4)) / 10,
 		DelayMs:   rng.Int64N(5) * 100,
 	}
+	if m.Duplicate > 0 && rng.IntN(2) == 0 {
+		m.CopyLateMs = 1000 * (1 + rng.Int64N(8))
+	}
 	for range 1 + rng.IntN(3) {
 		if k := brokerMessages[rng.IntN(len(brokerMessages))]; !slices.Contains(m.Kinds, k) {
 			m.Kinds = append(m.Kinds, k)

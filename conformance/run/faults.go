@@ -70,7 +70,11 @@ func (k FaultKind) Down() bool {
 // probability Duplicate it is delivered twice, and it waits up to DelayMs
 // longer (uniform; the link keeps its order, so later messages wait
 // too); with probability Reorder it leaves the link's order and may
-// overtake or be overtaken (a request resent on a new connection).
+// overtake or be overtaken (a request resent on a new connection). A
+// duplicate's second copy comes right after the first, or, with
+// CopyLateMs, up to that much later and out of the link's order: a resend
+// that crossed the original, arriving after the state it was about has
+// moved on.
 type MessageFault struct {
 	// Kinds are the message kinds it strikes (MessageKinds); empty: all.
 	Kinds []string `yaml:"kinds"`
@@ -83,6 +87,9 @@ type MessageFault struct {
 	Duplicate float64 `yaml:"duplicate"`
 	Reorder   float64 `yaml:"reorder"`
 	DelayMs   int64   `yaml:"delay_ms"`
+	// CopyLateMs: a duplicate's second copy waits up to this much longer
+	// than the first (uniform); 0: right after it.
+	CopyLateMs int64 `yaml:"copy_late_ms"`
 }
 
 // MessageKinds names the messages a MessageFault can select: requests
@@ -123,8 +130,11 @@ func (m *MessageFault) validate(brokers int) error {
 	if m.Drop < 0 || m.Drop > 1 || m.Duplicate < 0 || m.Duplicate > 1 || m.Reorder < 0 || m.Reorder > 1 {
 		return fmt.Errorf("drop, duplicate and reorder are probabilities: want 0..1")
 	}
-	if m.DelayMs < 0 {
-		return fmt.Errorf("negative delay_ms")
+	if m.DelayMs < 0 || m.CopyLateMs < 0 {
+		return fmt.Errorf("negative delay_ms or copy_late_ms")
+	}
+	if m.CopyLateMs > 0 && m.Duplicate == 0 {
+		return fmt.Errorf("copy_late_ms without duplicate: it delays the second copy of a duplicated message; set duplicate > 0")
 	}
 	if m.Drop == 0 && m.Duplicate == 0 && m.Reorder == 0 && m.DelayMs == 0 {
 		return fmt.Errorf("a messages fault that does nothing: set drop, duplicate, reorder or delay_ms")

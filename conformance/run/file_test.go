@@ -88,6 +88,7 @@ func TestRunFileErrorsNameFileLineAndField(t *testing.T) {
 		{"expect: holds\nworkload:\n  acks: 2\n", []string{"bad.yaml:3:", "workload.acks", "all, 1, 0"}},
 		{"expect: holds\nworkload:\n  commit_mode: sometimes\n", []string{"bad.yaml:3:", "workload.commit_mode", "before-process"}},
 		{"expect: holds\nworkload:\n  assignor: sticky\n", []string{"bad.yaml:3:", "workload.assignor", `"sticky"`, "want one of range, roundrobin (or empty, the default)"}},
+		{"expect: holds\nfaults:\n  - kind: messages\n    node: 1\n    for_ms: 100\n    messages:\n      copy_late_ms: 500\n", []string{"bad.yaml", "copy_late_ms without duplicate", "set duplicate"}},
 		{"expect: holds\nexpect: holds\n", []string{"bad.yaml:2:", "given twice"}},
 		{"expect: holds\ncluster:\n  brokers: 0\n", []string{"bad.yaml", "brokers = 0"}},
 		{"expect: holds\nallowed: [lost-write, StrongIsr, oops]\n", []string{"bad.yaml:2:", "allowed[2]", "LogMatching"}},

@@ -77,6 +77,7 @@ const (
 	NoteISR       NoteKind = "isr"       // Partition's ISR went from OldISR to ISR (partition epoch Epoch)
 	NoteInvariant NoteKind = "invariant" // a protocol invariant failed
 	NoteHarness   NoteKind = "harness"   // the harness itself: the final read, a fault it skipped
+	NoteBroker    NoteKind = "broker"    // the controller registered broker Node, declared it dead, or revived it
 )
 
 // Note is an event of a run at a point in time, for reports: its Text for

@@ -72,6 +72,13 @@ func TestMessageFaults(t *testing.T) {
 		res := holds(t, cfg)
 		assert.Positive(t, res.Stats.Duplicated, "seed %d", seed)
 		assert.Positive(t, res.Reached[run.SitDuplicateMessage], "seed %d", seed)
+		assert.Zero(t, res.Stats.Reordered, "seed %d: reorder 0 and no copy_late_ms: every link keeps its order", seed)
+
+		// Late copies leave their link's order.
+		cfg.Faults[0].Messages.CopyLateMs = 2000
+		res = holds(t, cfg)
+		assert.Positive(t, res.Stats.Duplicated, "seed %d", seed)
+		assert.Equal(t, res.Stats.Duplicated, res.Stats.Reordered, "seed %d: each late copy is out of its link's order", seed)
 	}
 }
 

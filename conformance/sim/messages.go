@@ -103,6 +103,7 @@ func selects(m *run.MessageFault, self broker.NodeID, env broker.Envelope) bool 
 type fate struct {
 	drop, twice, reorder bool
 	extra                int64 // delay on top of the network's
+	copyLate             int64 // a duplicate's second copy: this much later, out of order
 }
 
 // messageFate draws what the messages faults in force do to env.
@@ -121,6 +122,9 @@ func (s *Sim) messageFate(env broker.Envelope) (f fate) {
 			}
 			if m.Duplicate > 0 && s.Rng.Float64() < m.Duplicate {
 				f.twice = true
+				if m.CopyLateMs > 0 {
+					f.copyLate = max(f.copyLate, s.Rng.Int64N(m.CopyLateMs+1))
+				}
 			}
 			if m.Reorder > 0 && s.Rng.Float64() < m.Reorder {
 				f.reorder = true

@@ -410,6 +410,9 @@ func (s *Sim) Send(env broker.Envelope) {
 	if f.twice {
 		s.Stats.Duplicated++
 		s.Reached(run.SitDuplicateMessage)
+		if f.copyLate > 0 {
+			f.reorder, f.extra = true, f.extra+f.copyLate
+		}
 		s.deliverAt(env, f)
 	}
 }
@@ -530,6 +533,12 @@ func (s *Sim) flushController() {
 			s.Stats.Elections++
 			s.Stats.UncleanElections++
 			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, true))
+		case controller.BrokerDead:
+			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) is dead: its session expired, or it registered again after a restart", e.Broker, e.Incarnation)
+		case controller.BrokerRegistered:
+			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d registered (incarnation %d)", e.Broker, e.Incarnation)
+		case controller.BrokerRevived:
+			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d is alive again (incarnation %d): it heartbeats", e.Broker, e.Incarnation)
 		}
 	}
 	for _, env := range s.ctrl.TakeOutbox() {
