@@ -2,6 +2,7 @@ package cases
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,19 @@ func TestLongPollCatchesBusyPolling(t *testing.T) {
 	require.NoError(t, err)
 	res.Spec.Workload.FetchMaxWaitMs = spec(c, 1).Workload.FetchMaxWaitMs
 	require.ErrorContains(t, requireLongPoll(res), "busy polling")
+
+	// Fetches answered a broker tick late (as by a broker that answers held
+	// fetches on a timer, not when the HW moves) fail it on the simulator.
+	res, err = sim.Run(spec(c, 1))
+	require.NoError(t, err)
+	late := *res
+	late.History = slices.Clone(res.History)
+	for i := range late.History {
+		if op := &late.History[i]; op.Kind == linearizability.KindFetch && !op.Final {
+			op.Return += 15
+		}
+	}
+	require.ErrorContains(t, requireLongPoll(&late), "not answered when the HW moves")
 }
 
 // withoutOps returns a copy of r whose history lacks the ops drop matches.
