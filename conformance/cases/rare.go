@@ -243,6 +243,51 @@ var rareCases = []Case{
 		Require: reached(run.SitNewLeaderHWBehind, run.SitExpandWhileHWBehind),
 	},
 	{
+		Name:    "epoch-unknown-to-leader",
+		Summary: "broker 2 falls behind, leads briefly while broker 3 copies nothing from it, and dies; broker 3, which holds more of the epoch before, leads: 2 comes back with an epoch its leader never had and must truncate where the logs diverge (KIP-279, KAFKA-6361), from a log it reloaded",
+		Spec: func(seed uint64) run.Spec {
+			cfg := onePartition(seed)
+			// Partition 0's replicas are [1 2 3], led by broker 1. Broker 2
+			// stops fetching for 800 ms (broker 3 copies what it misses),
+			// then broker 1 dies: 2, first in the ISR, leads epoch 1 and
+			// writes records, while broker 3's fetches are lost for 4 s;
+			// then 2 dies too, 3 leads epoch 2, and 2 comes back to it.
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultMessages, Node: 2, ForMs: 800,
+					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}},
+				{When: run.Trigger{AtMs: 3800}, Kind: run.FaultCrash, Node: 1, ForMs: 8000},
+				{When: run.Trigger{AtMs: 3800}, Kind: run.FaultMessages, Node: 3, ForMs: 4000,
+					Messages: &run.MessageFault{Kinds: []string{"replica-fetch", "epoch-end"}, Direction: "out", Drop: 1}},
+				// 2 leads from about 5300 ms; producers reach it within a
+				// second or so; it dies before it would drop 3 from the ISR
+				// (replica.lag.time.max.ms after its election).
+				{When: run.Trigger{AtMs: 7600}, Kind: run.FaultCrash, Node: 2, ForMs: 2500},
+			}
+			// Producers give up on the dead leader's answers within 2.5 s,
+			// so their retries reach broker 2 while it leads.
+			cfg.Workload.RequestTimeoutMs = 1500
+			return cfg
+		},
+		Require: reached(run.SitEpochUnknownToLeader),
+	},
+	{
+		Name:    "first-epoch-unknown-to-leader",
+		Summary: "the first leader's followers copy none of its records; it dies, and comes back to a leader whose log holds only later epochs: it must drop every record of its own (KIP-279)",
+		Spec: func(seed uint64) run.Spec {
+			cfg := onePartition(seed)
+			// Partition 0's replicas are [1 2 3], led by broker 1 in epoch
+			// 0, whose answers to its followers' fetches are lost until it
+			// dies.
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 1}, Kind: run.FaultMessages, Node: 1, ForMs: 1500,
+					Messages: &run.MessageFault{Kinds: []string{"replica-fetch-response"}, Direction: "out", Drop: 1}},
+				{When: run.Trigger{AtMs: 1500}, Kind: run.FaultCrash, Node: 1, ForMs: 3000},
+			}
+			return cfg
+		},
+		Require: reached(run.SitEpochUnknownToLeader),
+	},
+	{
 		Name:    "leader-crash-followers-behind",
 		Summary: "acks=all: both followers' links are 150 ms slow, so the leader's log runs ahead of theirs, and then the leader crashes: whatever it acknowledged must already be on a follower",
 		Spec: func(seed uint64) run.Spec {

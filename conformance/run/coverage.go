@@ -25,6 +25,10 @@ const (
 	// SitEpochTruncation: a follower truncated records off its log end
 	// to where the leader said its epoch ended.
 	SitEpochTruncation Situation = "truncation-by-epoch"
+	// SitEpochUnknownToLeader: a follower asked where an epoch ended that
+	// its leader's log never held (it led in that epoch itself, and what
+	// it wrote then is in nobody else's log).
+	SitEpochUnknownToLeader Situation = "epoch-unknown-to-leader"
 	// SitFencedFetch: a leader refused a fetch for its leader epoch
 	// (FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH).
 	SitFencedFetch Situation = "fetch-epoch-fenced"
@@ -66,7 +70,7 @@ const (
 // Situations lists every situation, in the order reports show them.
 var Situations = []Situation{
 	SitStaleReplicaElection, SitLeaderReturned, SitNewLeaderHWBehind, SitExpandWhileHWBehind,
-	SitEpochTruncation, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
+	SitEpochTruncation, SitEpochUnknownToLeader, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
 	SitTornTail, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
 	SitZombieCommit, SitMemberDownPastSession,
 }

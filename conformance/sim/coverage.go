@@ -10,6 +10,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // coverage recognises the protocol situations a run reaches
@@ -82,6 +83,12 @@ func (c *coverage) message(s *Sim, env broker.Envelope) {
 		if errors.Is(m.Err, kafka.ErrFencedLeaderEpoch) || errors.Is(m.Err, kafka.ErrUnknownLeaderEpoch) {
 			s.Reached(run.SitFencedFetch)
 		}
+	case partition.EpochEndRequest:
+		if n := s.nodes[env.To]; n.b != nil {
+			if r, ok := n.b.Replica(m.TopicPartition); ok && r.Role() == partition.RoleLeader && unknownEpoch(r.EpochCache(), m.Epoch) {
+				s.Reached(run.SitEpochUnknownToLeader)
+			}
+		}
 	case kafka.AlterPartitionAnswer:
 		if m.Err != nil {
 			s.Reached(run.SitISRChangeRefused)
@@ -113,6 +120,17 @@ func (c *coverage) message(s *Sim, env broker.Envelope) {
 	if env.From > broker.ControllerID && env.From < broker.ClientIDBase && env.To >= broker.ClientIDBase {
 		c.zombie(s, env)
 	}
+}
+
+// unknownEpoch reports whether a leader whose epoch cache is c never held
+// epoch, though it holds a later one: a follower asking about it wrote
+// records in an epoch the leader never had.
+func unknownEpoch(c storage.EpochCache, epoch int32) bool {
+	latest, ok := c.Latest()
+	if !ok || latest <= epoch {
+		return false
+	}
+	return !slices.ContainsFunc(c.Entries(), func(e storage.EpochEntry) bool { return e.Epoch == epoch })
 }
 
 // zombie sees a broker answer a client about a partition it believes it
