@@ -159,6 +159,34 @@ var rareCases = []Case{
 		Require: requireISRChurn(run.SitDuplicateMessage, run.SitISRChangeRefused),
 	},
 	{
+		Name:    "isr-stale-state-updates",
+		Summary: "followers stop fetching and come back, or die and come back on empty disks, so the controller and the leaders change ISRs, while the controller's state updates are held up to 2 s, out of order: a leader learns newer ISRs from its answers first and must ignore the older states that arrive after",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 6, ReplicationFactor: 3}}
+			cfg.DurationMs = 30000
+			// Every state update is held, out of order with the other
+			// messages of its link (so heartbeats are not held behind it).
+			for n := 1; n <= 3; n++ {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: 29000,
+					Messages: &run.MessageFault{Kinds: []string{"state-update"}, Direction: "in", Reorder: 1, DelayMs: 2000}})
+			}
+			// Followers fall out of the ISR within a second, so ISRs
+			// change often: one stops fetching for 1.5 s every 2.5 s, and
+			// one loses its disk every 5 s.
+			cfg.Broker.ReplicaLagTimeMaxMs = 1000
+			for i, at := 0, int64(2000); at < 28000; i, at = i+1, at+2500 {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 1500,
+					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}})
+				if i%2 == 1 {
+					cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 1200}, Kind: run.FaultReplaceDisk, Role: run.RoleFollower, ForMs: 800})
+				}
+			}
+			return cfg
+		},
+		Require: requireISRChurn(run.SitISRChangeRefused),
+	},
+	{
 		Name:    "isr-rejoin-new-disk",
 		Summary: "a follower leaves the ISR, then loses its disk again and again, each time soon after it caught up and its leader asked (held up to 1.5 s) to add the process that is now gone back to the ISR",
 		Spec: func(seed uint64) run.Spec {
