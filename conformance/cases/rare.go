@@ -419,6 +419,28 @@ var rareCases = []Case{
 		Require: reached(run.SitRestartInARow),
 	},
 	{
+		Name:    "group-late-commits",
+		Summary: "members' commits reach the coordinator up to 3 s late and out of order, while members die and come back and the group rebalances: a commit of an ended generation is refused, never applied",
+		Spec: func(seed uint64) run.Spec {
+			cfg := groupBase(seed)
+			cfg.DurationMs = 12000
+			cfg.Workload.ProduceIntervalMs = 60
+			for n := 1; n <= 3; n++ {
+				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: 11000,
+					Messages: &run.MessageFault{Kinds: []string{"offset-commit"}, Peer: "clients", Direction: "in", Reorder: 1, DelayMs: 3000}})
+			}
+			cfg.Nemesis = consumerCrashes(2000, 1000)
+			return cfg
+		},
+		Allowed: []string{linearizability.AnomalyReprocessed},
+		Require: func(r *run.Result) error {
+			if err := reached(run.SitZombieCommit)(r); err != nil {
+				return err
+			}
+			return requireConsumedToEnd(r)
+		},
+	},
+	{
 		Name:    "group-zombie-member",
 		Summary: "the coordinator gets members' heartbeats and commits up to 2.5 s late and out of order, across rebalances: a request of an ended generation is refused, never applied",
 		Spec: func(seed uint64) run.Spec {

@@ -99,6 +99,7 @@ var MessageKinds = []string{
 	"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
 	"produce", "produce-response", "fetch", "fetch-response", "init-producer-id", "init-producer-id-response",
 	"list-offsets", "list-offsets-response", "metadata", "metadata-response", "group", "group-response",
+	"offset-commit", // a group request that commits offsets; "group" selects these too
 }
 
 // Clone returns a copy that shares nothing with m (nil for nil).

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
@@ -108,12 +109,20 @@ func TestMessageKindsNameEveryMessage(t *testing.T) {
 		partition.FetchRequest{}, partition.FetchResponse{}, partition.EpochEndRequest{}, partition.EpochEndResponse{},
 		broker.ProduceRequest{}, broker.ProduceResponse{}, broker.FetchRequest{}, broker.FetchResponse{},
 		broker.InitProducerIDRequest{}, broker.InitProducerIDResponse{}, broker.ListOffsetsRequest{}, broker.ListOffsetsResponse{},
-		broker.MetadataRequest{}, broker.MetadataResponse{}, broker.GroupRequest{}, broker.GroupResponse{}}
+		broker.MetadataRequest{}, broker.MetadataResponse{}, broker.GroupRequest{}, broker.GroupResponse{},
+		broker.GroupRequest{Req: group.CommitRequest{}}}
 	var names []string
 	for _, m := range msgs {
 		names = append(names, messageKind(m))
 	}
 	assert.ElementsMatch(t, run.MessageKinds, names)
+
+	// "group" selects commits too; "offset-commit" selects only them.
+	commit := broker.Envelope{From: broker.ClientIDBase, To: 1, Msg: broker.GroupRequest{Req: group.CommitRequest{}}}
+	join := broker.Envelope{From: broker.ClientIDBase, To: 1, Msg: broker.GroupRequest{Req: group.JoinRequest{}}}
+	assert.True(t, selects(&run.MessageFault{Kinds: []string{"group"}}, 1, commit))
+	assert.True(t, selects(&run.MessageFault{Kinds: []string{"offset-commit"}}, 1, commit))
+	assert.False(t, selects(&run.MessageFault{Kinds: []string{"offset-commit"}}, 1, join))
 }
 
 func TestMessageFaultSelects(t *testing.T) {

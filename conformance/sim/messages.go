@@ -6,6 +6,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
@@ -13,7 +14,7 @@ import (
 // messageKind names a message as run.MessageKinds does; "" for one a
 // messages fault cannot select (the bootstrap's topic creation).
 func messageKind(msg any) string {
-	switch msg.(type) {
+	switch m := msg.(type) {
 	case broker.RegisterBroker:
 		return "register"
 	case broker.Heartbeat:
@@ -52,7 +53,12 @@ func messageKind(msg any) string {
 		return "metadata"
 	case broker.MetadataResponse:
 		return "metadata-response"
-	case broker.GroupRequest, broker.FindCoordinatorRequest:
+	case broker.GroupRequest:
+		if _, ok := m.Req.(group.CommitRequest); ok {
+			return "offset-commit"
+		}
+		return "group"
+	case broker.FindCoordinatorRequest:
 		return "group"
 	case broker.GroupResponse, broker.FindCoordinatorResponse:
 		return "group-response"
@@ -96,7 +102,9 @@ func selects(m *run.MessageFault, self broker.NodeID, env broker.Envelope) bool 
 			return false
 		}
 	}
-	return len(m.Kinds) == 0 || slices.Contains(m.Kinds, messageKind(env.Msg))
+	kind := messageKind(env.Msg)
+	// "group" names every group request, commits too.
+	return len(m.Kinds) == 0 || slices.Contains(m.Kinds, kind) || (kind == "offset-commit" && slices.Contains(m.Kinds, "group"))
 }
 
 // fate is what the network does to one message.
