@@ -42,6 +42,13 @@ type Bug struct {
 	// codec, the node process) runs its catcher on real processes,
 	// "--target cluster --case NAME".
 	Check string `yaml:"check,omitempty"`
+	// Equivalent, when set, argues that no run can tell the mutant from
+	// the reference: the change sits behind another rule that keeps the
+	// state it guards from ever arising (an equivalent mutant, in
+	// mutation testing's terms). Such a bug is still run, so the claim is
+	// tested: a miss is EQUIVALENT and left out of the score; a catch
+	// counts and says the claim was wrong.
+	Equivalent string `yaml:"equivalent,omitempty"`
 }
 
 // The values of Bug.Unit.

@@ -47,6 +47,7 @@ type options struct {
 const (
 	caught = "CAUGHT" // a case was violated
 	missed = "MISSED" // every case held or was unknown
+	equiv  = "EQUIV"  // missed, and argued equivalent: not in the score
 	failed = "ERROR"  // not measured
 	// With --unit: what the package's unit tests did.
 	unitFail = "FAILS"
@@ -250,8 +251,11 @@ func (r *runner) one(ctx context.Context, b Bug) (o outcome) {
 	}
 	o.cases, o.unknown = res.violated, res.unknown
 	o.status = missed
-	if len(o.cases) > 0 {
+	switch {
+	case len(o.cases) > 0:
 		o.status = caught
+	case b.Equivalent != "":
+		o.status = equiv
 	}
 	return o
 }
@@ -262,6 +266,11 @@ func (r *runner) report(o outcome) {
 	switch o.status {
 	case caught:
 		detail = "by " + strings.Join(o.cases, ", ")
+		if o.bug.Equivalent != "" {
+			detail += " (bugs.yaml argues it equivalent: the argument is wrong)"
+		}
+	case equiv:
+		detail = "argued equivalent, not counted"
 	case missed:
 		if len(o.unknown) > 0 {
 			detail = "unknown: " + strings.Join(o.unknown, ", ")
@@ -282,7 +291,7 @@ func (r *runner) report(o outcome) {
 
 // summary prints the score and the misses, and returns the exit status.
 func (r *runner) summary(done []outcome, planned int, wall time.Duration) int {
-	var misses, errs, mismatches []outcome
+	var misses, errs, mismatches, equivs []outcome
 	n := 0
 	for _, o := range done {
 		switch {
@@ -296,6 +305,8 @@ func (r *runner) summary(done []outcome, planned int, wall time.Duration) int {
 			n++
 		case missed:
 			misses = append(misses, o)
+		case equiv:
+			equivs = append(equivs, o)
 		}
 	}
 	r.printf("\n")
@@ -305,7 +316,10 @@ func (r *runner) summary(done []outcome, planned int, wall time.Duration) int {
 			r.printf("  %s: bugs.yaml says unit: %s, the tests say %s\n", o.bug.ID, o.bug.Unit, strings.ToLower(o.status))
 		}
 	} else {
-		r.printf("planted bugs caught: %d of %d\n", n, len(done))
+		r.printf("planted bugs caught: %d of %d\n", n, len(done)-len(equivs))
+		if len(equivs) > 0 {
+			r.printf("argued equivalent and missed, not counted: %s\n", ids(equivs))
+		}
 		if len(misses) > 0 {
 			r.printf("\nmissed:\n")
 		}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,4 +117,23 @@ func TestCheckReportParsing(t *testing.T) {
 	assert.Equal(t, "TestFoo", firstFailure("=== RUN TestFoo\n--- FAIL: TestFoo (0.00s)\nFAIL\n"))
 	assert.Equal(t, "a test failed", firstFailure("panic: boom\nFAIL\n"))
 	assert.Equal(t, "      why: one two\n      three\n", wrap("why: one two three", "      ", 20))
+}
+
+// A bug argued equivalent that is missed is left out of the score; one
+// that is caught counts, and the line says the argument is wrong.
+func TestEquivalentBugsAreNotScored(t *testing.T) {
+	var out bytes.Buffer
+	r := &runner{out: &out}
+	done := []outcome{
+		{bug: Bug{ID: "a"}, status: caught, cases: []string{"x"}},
+		{bug: Bug{ID: "b", Why: "w", Catcher: "c"}, status: missed},
+		{bug: Bug{ID: "c", Equivalent: "because"}, status: equiv},
+	}
+	r.summary(done, len(done), time.Second)
+	assert.Contains(t, out.String(), "planted bugs caught: 1 of 2\n")
+	assert.Contains(t, out.String(), "argued equivalent and missed, not counted: c\n")
+
+	out.Reset()
+	r.report(outcome{bug: Bug{ID: "d", Equivalent: "because"}, status: caught, cases: []string{"x"}})
+	assert.Contains(t, out.String(), "the argument is wrong")
 }
