@@ -76,6 +76,7 @@ bench: $(TOOLEXEC)
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzRecover -fuzztime=30s ./impl/storage
 	$(GO) test -run='^$$' -fuzz=FuzzParseRequest -fuzztime=30s ./impl/kafkawire
+	$(GO) test -run='^$$' -fuzz=FuzzParseFile -fuzztime=30s ./conformance/run
 
 clean:
 	rm -rf bin

@@ -21,6 +21,24 @@ var enums = map[string]func() []string{
 	"expect":    ExpectNames,
 }
 
+// The checks plain string fields take, by the name their one_of tag gives,
+// for values too open to list.
+var checks = map[string]func(string) error{
+	"failpoint-term": checkTerm,
+}
+
+// checkTerm checks a failpoint term, a leading "P%" and all.
+func checkTerm(term string) error {
+	_, rest, err := SplitPercent(term)
+	if err != nil {
+		return err
+	}
+	if err := broker.CheckFailpointTerm(rest); err != nil {
+		return fmt.Errorf("%q is not a failpoint term (%v): want e.g. 1*return(\"crash\"), 50%%return(\"pause:2\") or off (failpoints/RUNFILE.md)", term, err)
+	}
+	return nil
+}
+
 // ExpectNames are the names a run file's expect and allowed take: the
 // anomalies the checkers name and the simulator's invariants.
 func ExpectNames() []string {
@@ -69,8 +87,8 @@ func kindName(n *yaml.Node) string {
 	return fmt.Sprintf("%q", n.Value)
 }
 
-// decode fills v from n; oneOf names the values v's strings must be one of
-// ("" for any).
+// decode fills v from n; oneOf names the values v's strings must be one of,
+// or the check they must pass (checks), or is "" for any.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path, oneOf string) {
 	if n.Kind == yaml.AliasNode {
 		d.errorf(n, path, "aliases are not supported: write the value out")
@@ -154,6 +172,12 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path, oneOf string
 	}
 	if err := (Field{Value: v}).Set(n.Value); err != nil {
 		d.errorf(n, path, "%v", err)
+		return
+	}
+	if check := checks[oneOf]; check != nil {
+		if err := check(n.Value); err != nil {
+			d.errorf(n, path, "%v", err)
+		}
 		return
 	}
 	if oneOf != "" && v.Kind() == reflect.String {

@@ -287,7 +287,7 @@ type Failpoint struct {
 	// `return("crash:2")`. A leading "P%" is taken out of the term and drawn
 	// from the run's seed, not from a global random source, so the run stays
 	// reproducible.
-	Term string `yaml:"term"`
+	Term string `yaml:"term" one_of:"failpoint-term"`
 	// Node is the broker it applies to; 0 for every broker.
 	Node int     `yaml:"node"`
 	When Trigger `yaml:",inline"`
@@ -306,7 +306,7 @@ func (fp Failpoint) validate(brokers int) error {
 	if fp.Node < 0 || fp.Node > brokers {
 		return fmt.Errorf("failpoint %s on broker %d: brokers are 1..%d (0 = all)", fp.Name, fp.Node, brokers)
 	}
-	if _, _, err := SplitPercent(fp.Term); err != nil {
+	if err := checkTerm(fp.Term); err != nil {
 		return fmt.Errorf("failpoint %s: %v", fp.Name, err)
 	}
 	return nil

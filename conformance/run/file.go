@@ -106,6 +106,11 @@ func ParseFile(name string, data []byte) (*File, error) {
 		what := "empty run file"
 		if len(bytes.TrimSpace(data)) > 0 {
 			what = "no run in it, only comments (is the file cut short?)"
+			if !bytes.HasSuffix(data, []byte("\n")) {
+				line := bytes.Count(data, []byte("\n")) + 1
+				col := len(data) - bytes.LastIndexByte(data, '\n') - 1
+				what = fmt.Sprintf("no run in it, only comments, and it stops in the middle of line %d, after column %d: the file looks cut short there", line, col)
+			}
 		}
 		return nil, fmt.Errorf("%s: %s: want a mapping with at least `expect` (see failpoints/RUNFILE.md)", name, what)
 	}

@@ -93,7 +93,8 @@ func TestRunFileErrorsNameFileLineAndField(t *testing.T) {
 		{"expect: holds\ncluster:\n  brokers: 0\n", []string{"bad.yaml", "brokers = 0"}},
 		{"expect: holds\nallowed: [lost-write, StrongIsr, oops]\n", []string{"bad.yaml:2:", "allowed[2]", "LogMatching"}},
 		{"expect: holds\nseed: [1\n", []string{"bad.yaml", "line"}},
-		{"# watermark run file: the format is failpoin", []string{"bad.yaml", "only comments", "cut short"}},
+		{"# watermark run file: the format is failpoin", []string{"bad.yaml", "only comments", "cut short", "line 1, after column 44"}},
+		{"expect: holds\nfailpoints:\n  - name: hwCheckpointWrite\n    term: 1*retrn(\"crash\")\n", []string{"bad.yaml:4:", "failpoints[0].term", "not a failpoint term", "1*return"}},
 		{"", []string{"bad.yaml", "empty run file"}},
 	} {
 		_, err := run.ParseFile("bad.yaml", []byte(tc.text))

@@ -233,15 +233,20 @@ func (s *Sim) healAll() {
 		n.faulted -= len(n.msgFaults)
 		n.msgFaults = nil
 	}
+	s.disableFailpoints()
+	s.waiting = nil
+	s.Notef(run.NoteHeal, 0, "heal all faults")
+	// Crashed brokers restart on their own schedule (RestartAfterMs).
+}
+
+// disableFailpoints switches off the failpoints this run switched on.
+func (s *Sim) disableFailpoints() {
 	for i, fp := range s.Spec.Failpoints {
 		if s.fpActive[i] {
 			s.fpActive[i] = false
 			_ = failpoint.Disable(broker.FailpointPath(fp.Name))
 		}
 	}
-	s.waiting = nil
-	s.Notef(run.NoteHeal, 0, "heal all faults")
-	// Crashed brokers restart on their own schedule (RestartAfterMs).
 }
 
 // enableFailpoint switches failpoint i on with its term; its percentage,

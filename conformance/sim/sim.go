@@ -144,16 +144,12 @@ func Run(cfg run.Spec) (*run.Result, error) {
 		}
 		failpointMu.Lock()
 		defer failpointMu.Unlock()
-		defer func() {
-			for _, fp := range cfg.Failpoints {
-				_ = failpoint.Disable(broker.FailpointPath(fp.Name))
-			}
-		}()
 	}
 	s, err := newSim(cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer s.disableFailpoints()
 	s.loop()
 	return s.result(), nil
 }

@@ -54,6 +54,13 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "watermark verify: %s: %v\n", path, err)
 		return exitUsage
 	}
+	if len(h) == 0 {
+		// Nothing to judge is not a pass: a run that recorded nothing (a
+		// harness that never connected, a file truncated to nothing) must
+		// not read as one.
+		fmt.Fprintf(stderr, "watermark verify: %s: no operations in it: an empty history proves nothing (linearizability/FORMAT.md has the format)\n", path)
+		return exitUsage
+	}
 
 	var found, allowed []linearizability.Anomaly
 	for _, a := range linearizability.CheckAnomalies(h) {

@@ -68,4 +68,10 @@ func TestVerifyBadInput(t *testing.T) {
 	code, _, errOut = runCLI("verify", "--allow", "nonsense", broken)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "not an anomaly name")
+
+	// An empty history is an error, never "holds".
+	code, out, errOut := runCLI("verify", writeHistory(t, ""))
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "no operations in it")
+	assert.NotContains(t, out, "holds")
 }
