@@ -6,6 +6,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // parkedProduce is an acks=all produce waiting for HW; the replica holds
@@ -41,6 +42,12 @@ func (b *Broker) handleProduce(from NodeID, m ProduceRequest) error {
 	h, ok := b.parts[m.TopicPartition]
 	if !ok {
 		b.answerProduce(from, m, -1, b.unknownOrNotLeader(m.TopicPartition))
+		return nil
+	}
+	if err := storage.BatchFits(&m.Batch); err != nil {
+		// Refused before the log sees it: a log that cannot take a batch
+		// fails its broker, and no client may be able to do that.
+		b.answerProduce(from, m, -1, kafka.With(kafka.ErrMessageTooLarge, "%v", err))
 		return nil
 	}
 	b.nextProduce++

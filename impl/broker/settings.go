@@ -26,6 +26,10 @@ type Settings struct {
 	FlushEveryAppend bool `yaml:"flush_every_append" doc:"fsync the log after every append (log.flush.interval.messages=1)"`
 	// FlushIntervalMs syncs every log this often; 0 never syncs on a timer.
 	FlushIntervalMs int64 `yaml:"flush_interval_ms" doc:"fsync every log this often; 0 leaves it to the OS (log.flush.interval.ms)"`
+	// MessageMaxBytes bounds a produced record batch as it comes on the
+	// wire (compressed as the producer sent it), as Kafka's
+	// message.max.bytes does; a bigger one is MESSAGE_TOO_LARGE.
+	MessageMaxBytes int `yaml:"message_max_bytes" doc:"the largest record batch a broker accepts, as produced, compressed or not; bigger is MESSAGE_TOO_LARGE (message.max.bytes)"`
 	GroupSettings   `yaml:",inline"`
 }
 
@@ -43,6 +47,10 @@ type GroupSettings struct {
 	group.Config           `yaml:",inline"`
 }
 
+// DefaultMessageMaxBytes is Kafka's default message.max.bytes: 1 MiB and a
+// v2 batch's log overhead.
+const DefaultMessageMaxBytes = 1048588
+
 // DefaultSettings are Kafka's defaults, but for
 // group.initial.rebalance.delay.ms, which is 0 (impl/group.DefaultConfig).
 func DefaultSettings() Settings {
@@ -50,6 +58,7 @@ func DefaultSettings() Settings {
 		Settings:               partition.DefaultSettings(),
 		HeartbeatIntervalMs:    2000,
 		HWCheckpointIntervalMs: 5000,
+		MessageMaxBytes:        DefaultMessageMaxBytes,
 		GroupSettings: GroupSettings{
 			OffsetsTopicPartitions:        50,
 			OffsetsTopicReplicationFactor: 3,
@@ -71,6 +80,9 @@ func (s Settings) Validate() error {
 	}
 	if s.FlushIntervalMs < 0 {
 		bad("flush_interval_ms must be >= 0, got %d", s.FlushIntervalMs)
+	}
+	if s.MessageMaxBytes <= 0 {
+		bad("message_max_bytes must be > 0, got %d (Kafka's default is %d)", s.MessageMaxBytes, DefaultMessageMaxBytes)
 	}
 	if s.HWCheckpointIntervalMs < 0 {
 		bad("hw_checkpoint_interval_ms must be >= 0, got %d", s.HWCheckpointIntervalMs)

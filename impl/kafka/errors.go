@@ -33,6 +33,7 @@ var (
 	ErrUnknownServer                = sentinel(kerr.UnknownServerError, "unknown server error")
 	ErrOffsetOutOfRange             = sentinel(kerr.OffsetOutOfRange, "offset out of range")
 	ErrCorruptMessage               = sentinel(kerr.CorruptMessage, "corrupt record batch")
+	ErrMessageTooLarge              = sentinel(kerr.MessageTooLarge, "record batch too large")
 	ErrUnknownTopicOrPartition      = sentinel(kerr.UnknownTopicOrPartition, "unknown topic or partition")
 	ErrNotLeader                    = sentinel(kerr.NotLeaderForPartition, "not leader or follower")
 	ErrRequestTimedOut              = sentinel(kerr.RequestTimedOut, "request timed out")

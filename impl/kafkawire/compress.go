@@ -3,6 +3,7 @@ package kafkawire
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -32,6 +33,9 @@ type decompressor struct {
 	zstd     *zstd.Decoder // safe for concurrent DecodeAll
 	zstdErr  error
 }
+
+// errTooBig: a batch decompressed past the bound.
+var errTooBig = errors.New("decompressed batch over the bound")
 
 // bound is the most a batch may decompress to.
 func (d *decompressor) bound() int {
@@ -71,7 +75,10 @@ func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: codec %d", kafka.ErrUnsupportedCompression, codec)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errTooBig) || errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, kafka.With(kafka.ErrMessageTooLarge, "the batch decompresses to more than %d bytes", d.bound())
+	case err != nil:
 		return nil, fmt.Errorf("%w: decompress (codec %d): %v", kafka.ErrCorruptMessage, codec, err)
 	}
 	return out, nil
@@ -85,7 +92,7 @@ func (d *decompressor) readAll(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	if len(out) > limit {
-		return nil, fmt.Errorf("decompressed batch over %d bytes", limit)
+		return nil, errTooBig
 	}
 	return out, nil
 }
@@ -129,7 +136,7 @@ func (d *decompressor) snappyBlock(out, block []byte) ([]byte, error) {
 		return nil, err
 	}
 	if n < 0 || n > d.bound()-len(out) {
-		return nil, fmt.Errorf("decompressed batch over %d bytes", d.bound())
+		return nil, errTooBig
 	}
 	dec, err := snappy.Decode(make([]byte, n), block)
 	if err != nil {

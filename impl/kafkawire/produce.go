@@ -51,6 +51,9 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 				continue
 			}
 			pb, err := decodeProduce(p.Records, h.s.decomp)
+			if limit := h.s.messageMaxBytes(); len(p.Records) > limit {
+				err = kafka.With(kafka.ErrMessageTooLarge, "a %d-byte batch, over message.max.bytes %d", len(p.Records), limit)
+			}
 			if err != nil {
 				rp := &rt.Partitions[len(rt.Partitions)-1]
 				rp.ErrorCode, rp.ErrorMessage = kafka.CodeOf(err), errorMessage(err)

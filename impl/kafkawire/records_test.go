@@ -8,6 +8,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -141,8 +142,19 @@ func TestDecodeProduceRejects(t *testing.T) {
 	garbage := recompress(t, raw, codecGzip, func(b []byte) []byte { return b })
 	require.Equal(t, int16(2), code(garbage), "gzip codec over plain bytes")
 	small := &decompressor{limit: 100}
-	_, err := decodeProduce(recompress(t, raw, codecZstd, kgoCompress(t, kgo.ZstdCompression())), small)
-	require.Equal(t, int16(2), kafka.CodeOf(err), "over the decompression limit")
-	_, err = decodeProduce(recompress(t, raw, codecSnappy, xerial), small)
-	require.Equal(t, int16(2), kafka.CodeOf(err), "xerial over the decompression limit")
+	// Past the decompression bound: MESSAGE_TOO_LARGE, with every codec.
+	for _, c := range []struct {
+		name  string
+		codec int
+		f     func([]byte) []byte
+	}{
+		{"zstd", codecZstd, kgoCompress(t, kgo.ZstdCompression())},
+		{"gzip", codecGzip, kgoCompress(t, kgo.GzipCompression())},
+		{"lz4", codecLz4, kgoCompress(t, kgo.Lz4Compression())},
+		{"snappy", codecSnappy, kgoCompress(t, kgo.SnappyCompression())},
+		{"xerial snappy", codecSnappy, xerial},
+	} {
+		_, err := decodeProduce(recompress(t, raw, c.codec, c.f), small)
+		require.Equal(t, kerr.MessageTooLarge.Code, kafka.CodeOf(err), "%s over the decompression limit: %v", c.name, err)
+	}
 }

@@ -29,6 +29,9 @@ type Server struct {
 	// MaxBatchBytes bounds a produced batch after decompression; 0 means
 	// DefaultMaxBatchBytes.
 	MaxBatchBytes int
+	// MessageMaxBytes bounds a produced batch as it comes, compressed
+	// (message.max.bytes); 0 means broker.DefaultMessageMaxBytes.
+	MessageMaxBytes int
 	// Logf logs connection-level failures; nil logs nothing.
 	Logf func(string, ...any)
 
@@ -40,6 +43,13 @@ func (s *Server) logf(format string, args ...any) {
 	if s.Logf != nil {
 		s.Logf(format, args...)
 	}
+}
+
+func (s *Server) messageMaxBytes() int {
+	if s.MessageMaxBytes <= 0 {
+		return broker.DefaultMessageMaxBytes
+	}
+	return s.MessageMaxBytes
 }
 
 func (s *Server) init() {

@@ -149,7 +149,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 	for peer, addr := range cfg.Routes {
 		n.tr.setAddr(broker.NodeID(peer), addr)
 	}
-	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes, Logf: cfg.Logf}
+	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes, MessageMaxBytes: cfg.Broker.MessageMaxBytes, Logf: cfg.Logf}
 	n.route(n.b.TakeOutbox())
 	go n.accept()
 	go n.loop()

@@ -91,6 +91,16 @@ func frameSize(b *record.Batch) int {
 	return n
 }
 
+// BatchFits reports whether b fits in one frame of the log, and if not how
+// big it would be: the log holds batches decompressed, so a batch a
+// producer compressed well can be far bigger here than on the wire.
+func BatchFits(b *record.Batch) error {
+	if n := frameSize(b) - frameHeaderSize; n > maxFrameSize {
+		return fmt.Errorf("%d records take %d bytes uncompressed, and the log keeps a batch in at most %d", len(b.Records), n, maxFrameSize)
+	}
+	return nil
+}
+
 // appendFrame appends the frame of b to dst.
 func appendFrame(dst []byte, b *record.Batch) ([]byte, error) {
 	start := len(dst)
