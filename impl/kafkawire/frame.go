@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,25 +47,60 @@ type Request struct {
 // 4-byte size, in a fresh buffer (records produced to the broker alias it).
 // maxBytes <= 0 means DefaultMaxRequestBytes.
 func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	n, err := readFrameSize(r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return readFrameBody(r, n)
+}
+
+// readFrameSize reads a frame's size prefix and checks it against
+// maxBytes (<= 0: DefaultMaxRequestBytes).
+func readFrameSize(r io.Reader, maxBytes int32) (int, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxRequestBytes
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || n > maxBytes {
-		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, maxBytes)
+		return 0, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, maxBytes)
 	}
-	frame := make([]byte, n)
-	if _, err := io.ReadFull(r, frame); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
+	return int(n), nil
+}
+
+// readFrameBody reads the n bytes of a frame whose size was read.
+func readFrameBody(r io.Reader, n int) ([]byte, error) {
+	frame, err := ReadBounded(r, n)
+	if err != nil {
 		return nil, fmt.Errorf("read %d-byte frame: %w", n, err)
 	}
 	return frame, nil
+}
+
+// firstChunk is what ReadBounded allocates before any of the bytes came.
+const firstChunk = 64 << 10
+
+// ReadBounded reads exactly n bytes from r into a fresh buffer that grows
+// with the bytes that arrive, at most doubling: a length a peer declared
+// but never sent costs what it sent, not what it declared.
+func ReadBounded(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, firstChunk))
+	for len(buf) < n {
+		chunk := min(n-len(buf), max(len(buf), firstChunk))
+		buf = slices.Grow(buf, chunk)
+		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // ParseRequest decodes a frame (the bytes after the size prefix): the request

@@ -3,8 +3,13 @@ package kafkawire
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
+	"net"
+	"runtime"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -61,4 +66,65 @@ func TestBatchOverMessageMaxBytesIsRefused(t *testing.T) {
 	err = cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 2<<20)}).FirstErr()
 	require.True(t, errors.Is(err, kerr.MessageTooLarge), "want MESSAGE_TOO_LARGE, got %v", err)
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 512<<10)}).FirstErr(), "under the limit")
+}
+
+// A declared frame costs what arrived of it, not what it declared: 20
+// frames of 100 MiB declared, 10 bytes each sent, allocate a few MB in
+// all (they used to allocate 2 GB).
+func TestDeclaredFrameIsNotAllocatedUpFront(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 20 {
+		var b bytes.Buffer
+		_ = binary.Write(&b, binary.BigEndian, int32(100<<20))
+		b.WriteString("0123456789")
+		_, err := ReadFrame(&b, 0)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	}
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20), "allocated for bytes that never came")
+
+	// What does come is read whole, across many reads.
+	want := bytes.Repeat([]byte("x"), 3*firstChunk+17)
+	got, err := ReadBounded(iotest.OneByteReader(bytes.NewReader(want)), len(want))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+// A connection that declares a request and sends no more of it is closed
+// after the request read timeout, one that starts no request after the
+// idle timeout; the server answers the next connection all the same.
+func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
+	c := startTestCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	serveForTest(t, ln, &Server{Backend: c, Logf: t.Logf, IdleTimeout: 300 * time.Millisecond, RequestReadTimeout: 200 * time.Millisecond})
+
+	closedWithin := func(conn net.Conn, d time.Duration) {
+		t.Helper()
+		_ = conn.SetReadDeadline(time.Now().Add(d))
+		_, err := conn.Read(make([]byte, 1))
+		var ne net.Error
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection open past %s", d)
+		require.Error(t, err)
+	}
+	slow, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer slow.Close()
+	_, err = slow.Write([]byte{0x06, 0x40, 0x00, 0x00, 'x'}) // 100 MiB declared, one byte sent
+	require.NoError(t, err)
+	closedWithin(slow, 5*time.Second)
+
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer idle.Close()
+	closedWithin(idle, 5*time.Second)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, cl.Ping(ctx))
 }

@@ -17,6 +17,14 @@ import (
 // batch when Server.MaxBatchBytes is 0.
 const DefaultMaxBatchBytes = 128 << 20
 
+// DefaultIdleTimeout is Kafka's connections.max.idle.ms, 10 minutes.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// DefaultRequestReadTimeout bounds how long a started request may take to
+// arrive (Kafka's request.timeout.ms default): a peer that declares a
+// frame and trickles it, or sends nothing more, is closed.
+const DefaultRequestReadTimeout = 30 * time.Second
+
 // backendTimeout bounds the wait for answers that have no client-given
 // timeout (metadata, producer ids, list offsets).
 const backendTimeout = 10 * time.Second
@@ -32,6 +40,13 @@ type Server struct {
 	// MessageMaxBytes bounds a produced batch as it comes, compressed
 	// (message.max.bytes); 0 means broker.DefaultMessageMaxBytes.
 	MessageMaxBytes int
+	// IdleTimeout closes a connection on which no request starts for this
+	// long (connections.max.idle.ms); 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// RequestReadTimeout closes a connection whose request started (its
+	// size arrived) but whose bytes did not all come within it; 0 means
+	// DefaultRequestReadTimeout.
+	RequestReadTimeout time.Duration
 	// Logf logs connection-level failures; nil logs nothing.
 	Logf func(string, ...any)
 
@@ -43,6 +58,13 @@ func (s *Server) logf(format string, args ...any) {
 	if s.Logf != nil {
 		s.Logf(format, args...)
 	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 func (s *Server) messageMaxBytes() int {
@@ -87,9 +109,21 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn, r io.Reader) (err
 	}()
 	h := &handler{s: s, sess: sess}
 	var out []byte
+	idle, started := orDefault(s.IdleTimeout, DefaultIdleTimeout), orDefault(s.RequestReadTimeout, DefaultRequestReadTimeout)
 	for {
-		frame, err := ReadFrame(r, s.MaxRequestBytes)
+		_ = conn.SetReadDeadline(time.Now().Add(idle))
+		n, err := readFrameSize(r, s.MaxRequestBytes)
+		var frame []byte
+		if err == nil {
+			_ = conn.SetReadDeadline(time.Now().Add(started))
+			frame, err = readFrameBody(r, n)
+		}
 		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				s.logf("kafkawire: %s: closed: %v (idle %s, or a request not all sent within %s)", conn.RemoteAddr(), err, idle, started)
+				return err
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -54,6 +54,10 @@ type BrokerConfig struct {
 	TickMs int64
 	// MaxRequestBytes bounds a Kafka request (default 100 MiB).
 	MaxRequestBytes int32
+	// MaxConnections bounds the connections the broker holds open at once,
+	// clients and peers (Kafka's max.connections; default
+	// DefaultMaxConnections): past it a new connection is closed at once.
+	MaxConnections int
 	// Failpoints lets failpoints fire in this broker (when the binary was
 	// built with them, see failpoints/README.md). Off by default, so that
 	// brokers sharing a test process do not all fire one failpoint.
@@ -61,6 +65,12 @@ type BrokerConfig struct {
 	// Logf receives the broker's log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
+
+// DefaultMaxConnections bounds a broker's open connections when
+// BrokerConfig.MaxConnections is 0. Kafka's max.connections is unbounded;
+// a reference broker under test needs far fewer than this, and a bound
+// keeps a flood of connections from exhausting its memory.
+const DefaultMaxConnections = 4096
 
 // maxBrokerID: incarnations keep the broker id in their low bits.
 const maxBrokerID = 1<<incarnationIDBits - 1

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -223,3 +225,37 @@ func TestControllerSurvivesItsOwnRestart(t *testing.T) {
 }
 
 var _ kafkawire.Backend = (*Broker)(nil)
+
+// Past MaxConnections a new connection is closed at once; one that ends
+// makes room again.
+func TestMaxConnections(t *testing.T) {
+	tc := startCluster(t, 1)
+	b := tc.brokers[1]
+	b.mu.Lock()
+	b.cfg.MaxConnections = len(b.conns) + 1
+	b.mu.Unlock()
+	first, err := net.Dial("tcp", b.Addr())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.conns) == b.cfg.MaxConnections
+	}, 5*time.Second, 5*time.Millisecond)
+	closedSoon := func() bool {
+		c, err := net.Dial("tcp", b.Addr())
+		require.NoError(t, err)
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	require.True(t, closedSoon(), "a connection past the limit was kept")
+	require.NoError(t, first.Close())
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.conns) < b.cfg.MaxConnections
+	}, 5*time.Second, 5*time.Millisecond)
+	require.False(t, closedSoon(), "room was made, and the connection was closed all the same")
+}

@@ -112,24 +112,46 @@ func (n *Broker) accept() {
 		if err != nil {
 			return
 		}
-		if !n.track(c) {
+		switch n.track(c) {
+		case trackStopped:
 			_ = c.Close()
 			return
+		case trackFull:
+			n.cfg.Logf("broker %d: %s: refused: %d connections open (max connections)", n.ID(), c.RemoteAddr(), n.maxConns())
+			_ = c.Close()
+			continue
 		}
 		go n.serve(c)
 	}
 }
 
-func (n *Broker) track(c net.Conn) bool {
+// What track did with a connection.
+const (
+	tracked = iota
+	trackStopped
+	trackFull
+)
+
+func (n *Broker) maxConns() int {
+	if n.cfg.MaxConnections > 0 {
+		return n.cfg.MaxConnections
+	}
+	return DefaultMaxConnections
+}
+
+func (n *Broker) track(c net.Conn) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	select {
 	case <-n.stop:
-		return false
+		return trackStopped
 	default:
 	}
+	if len(n.conns) >= n.maxConns() {
+		return trackFull
+	}
 	n.conns[c] = true
-	return true
+	return tracked
 }
 
 func (n *Broker) serve(c net.Conn) {

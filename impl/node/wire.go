@@ -7,6 +7,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -72,8 +73,8 @@ func readFrame(dec *gob.Decoder, r io.Reader) (frame, error) {
 		return f, fmt.Errorf("frame from %d: %d bytes of batches: want 0..%d", f.From, f.BatchesLen, maxFrameBatches)
 	}
 	if f.BatchesLen > 0 {
-		f.batches = make([]byte, f.BatchesLen)
-		if _, err := io.ReadFull(r, f.batches); err != nil {
+		var err error
+		if f.batches, err = kafkawire.ReadBounded(r, f.BatchesLen); err != nil {
 			return f, fmt.Errorf("frame from %d: batches: %w", f.From, err)
 		}
 	}
