@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -55,11 +56,20 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered", Detail: rec.String()})
 	}
 	hw, err := storage.ReadHW(b.disk, dir)
+	if errors.Is(err, storage.ErrCorruptCheckpoint) {
+		return nil, fmt.Errorf("open %s: %w: a high watermark is not derived from the log, so it is not rebuilt; restore the file, or move the partition's directory %s away so that the broker starts empty and copies the partition from its leader", tp, err, dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
 	epochs, err := storage.ReadEpochCache(b.disk, dir)
-	if err != nil {
+	switch {
+	case errors.Is(err, storage.ErrCorruptCheckpoint):
+		// Derived from the log, so rebuilt from it below: a damaged copy
+		// must not keep the broker from starting.
+		b.warn(tp, "%v: rebuilding the leader-epoch cache from the log", err)
+		epochs = storage.EpochCache{}
+	case err != nil:
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
 	batches := log.Batches()
@@ -81,12 +91,23 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	}
 	epochs = rebuilt
 	var snap *partition.ProducerSnapshot
-	if lines, ok, err := storage.ReadProducerSnapshot(b.disk, dir); err != nil {
-		return nil, fmt.Errorf("open %s: %w", tp, err)
-	} else if ok {
-		if snap, err = partition.ParseProducerSnapshot(lines); err != nil {
+	lines, ok, err := storage.ReadProducerSnapshot(b.disk, dir)
+	if err == nil && ok {
+		snap, err = partition.ParseProducerSnapshot(lines)
+	}
+	switch {
+	case errors.Is(err, storage.ErrCorruptCheckpoint) || errors.Is(err, partition.ErrCorruptSnapshot):
+		// A snapshot only saves replaying the log; without it the producer
+		// state is rebuilt from every batch.
+		b.warn(tp, "%v: rebuilding producer state from the whole log", err)
+		if err := storage.RemoveProducerSnapshot(b.disk, dir); err != nil {
 			return nil, fmt.Errorf("open %s: %w", tp, err)
 		}
+		snap = nil
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	}
+	if snap != nil {
 		if snap.Offset > log.LEO() {
 			// It describes batches the log lost (a power loss, or a crash
 			// between a truncation and the snapshot's removal): useless now,
@@ -304,6 +325,12 @@ type Event struct {
 	TP     kafka.TopicPartition
 	Kind   string
 	Detail string
+}
+
+// warn records a damaged file the broker worked around: an event of kind
+// "warning", which node logs as such.
+func (b *Broker) warn(tp kafka.TopicPartition, format string, args ...any) {
+	b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "warning", Detail: fmt.Sprintf(format, args...)})
 }
 
 // String renders the event on one line.

@@ -159,3 +159,41 @@ func TestStaleFetchDoesNotReturnAnEmptyReplicaToTheISR(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "c"}, got[:min(3, len(got))],
 		"committed records lost after broker %d was elected", newLeader)
 }
+
+// The leader-epoch checkpoint and the producer snapshot are derived from
+// the log: damaged, they are rebuilt from it with a warning, and the
+// broker starts. A damaged HW checkpoint is not derived, and the error
+// names the file.
+func TestDamagedDerivedFilesAreRebuilt(t *testing.T) {
+	c, leader := newTopic(t, opts{})
+	for _, v := range []string{"a", "b", "c"} {
+		c.produceOK(leader, tp0, v)
+	}
+	c.tick(2 * fetchWaitMs)
+	c.crash(2)
+	n := c.nodes[2]
+	for _, f := range []string{storage.EpochFile, storage.ProducerSnapshotFile} {
+		require.NoError(t, n.disk.WriteFileAtomic(tp0Dir+"/"+f, []byte("\x00garbage\n")))
+	}
+	b, err := broker.Open(n.cfg, n.disk, 99, c.now, nil)
+	require.NoError(t, err, "a damaged derived file must not stop the broker")
+	var warnings []string
+	for _, e := range b.TakeEvents() {
+		if e.Kind == "warning" {
+			warnings = append(warnings, e.Detail)
+		}
+	}
+	require.Len(t, warnings, 2, "one warning per damaged file")
+	assert.Contains(t, warnings[0], storage.EpochFile)
+	assert.Contains(t, warnings[1], "producer state")
+	r, ok := b.Replica(tp0)
+	require.True(t, ok)
+	require.Equal(t, []string{"a", "b", "c"}, values(r.Log()))
+	cache := r.EpochCache()
+	require.NotEmpty(t, cache.Entries(), "the cache was rebuilt from the log")
+
+	require.NoError(t, n.disk.WriteFileAtomic(tp0Dir+"/"+storage.HWFile, []byte("\x00garbage\n")))
+	_, err = broker.Open(n.cfg, n.disk, 100, c.now, nil)
+	require.ErrorContains(t, err, storage.HWFile)
+	require.ErrorContains(t, err, "move the partition's directory", "the error says how to fix it")
+}

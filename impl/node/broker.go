@@ -28,6 +28,7 @@ import (
 	"github.com/pingcap/failpoint"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
@@ -160,6 +161,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		n.tr.setAddr(broker.NodeID(peer), addr)
 	}
 	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes, MessageMaxBytes: cfg.Broker.MessageMaxBytes, Logf: cfg.Logf}
+	n.logEvents(n.b.TakeEvents())
 	n.route(n.b.TakeOutbox())
 	go n.accept()
 	go n.loop()
@@ -244,10 +246,26 @@ func (n *Broker) loop() {
 		for _, f := range n.b.TakeFaults() {
 			n.cfg.Logf("failpoint %s fired here for broker %d: %s; a process acts only on itself, so it is ignored (the harness crashes other processes)", f.Name, f.Target, f.Action)
 		}
+		n.logEvents(n.b.TakeEvents())
 		if err != nil && !n.failed(err) {
 			return
 		}
 		n.route(n.b.TakeOutbox())
+	}
+}
+
+// logEvents logs what the broker did worth an operator's eye: roles taken,
+// truncations, ISR changes, fencing, recoveries, group changes; a damaged
+// file worked around is a WARNING. HW moves are too many to log.
+func (n *Broker) logEvents(events []broker.Event) {
+	for _, e := range events {
+		switch e.Kind {
+		case partition.EventHWAdvanced.String():
+		case "warning":
+			n.cfg.Logf("WARNING: %s", e)
+		default:
+			n.cfg.Logf("%s", e)
+		}
 	}
 }
 

@@ -146,7 +146,11 @@ func (c *Controller) loop() {
 		for _, env := range c.node.TakeOutbox() {
 			c.tr.send(env)
 		}
-		c.node.TakeEvents()
+		for _, e := range c.node.TakeEvents() {
+			// Elections, ISR changes, registrations and session expiries:
+			// what an operator reads first after a failure.
+			c.cfg.Logf("controller: %s", e)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -256,9 +257,18 @@ func (s ProducerSnapshot) Lines() []string {
 	return lines
 }
 
+// ErrCorruptSnapshot: a producer snapshot that is not in Lines' format.
+var ErrCorruptSnapshot = errors.New("corrupt producer snapshot")
+
 // ParseProducerSnapshot decodes Lines' output, strictly: a snapshot is
-// trusted to dedup writes, so anything but exactly that format is an error.
-func ParseProducerSnapshot(lines []string) (*ProducerSnapshot, error) {
+// trusted to dedup writes, so anything but exactly that format is an error
+// (ErrCorruptSnapshot).
+func ParseProducerSnapshot(lines []string) (snap *ProducerSnapshot, rerr error) {
+	defer func() {
+		if rerr != nil {
+			snap, rerr = nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, rerr)
+		}
+	}()
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("producer snapshot: empty")
 	}
