@@ -14,6 +14,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -164,10 +165,15 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	secret, err := writeSecret(c.dir)
+	if err != nil {
+		return err
+	}
 	c.controller = c.newProcess("controller", 0, append([]string{
 		"--role=controller",
 		"--listen=" + ctrlAddr,
 		"--data-dir=" + filepath.Join(c.dir, "controller"),
+		"--cluster-secret-file=" + secret,
 		"--verbose",
 	}, run.Args(&c.opts.Settings.Controller)...))
 
@@ -219,6 +225,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			"--advertised=" + c.advertised[id],
 			"--data-dir=" + filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)),
 			"--controller=" + ctrlFor[id],
+			"--cluster-secret-file=" + secret,
 			"--verbose",
 		}
 		args = append(args, routes[id]...)
@@ -566,4 +573,24 @@ func (c *Cluster) Describe(w io.Writer) {
 		}
 		fmt.Fprintf(w, ", log %s\n", c.brokers[id].logPath)
 	}
+}
+
+// SecretFile is where a cluster keeps the secret its nodes share, in its
+// directory; only the owner may read it.
+const SecretFile = "cluster-secret"
+
+// writeSecret draws the cluster's secret into dir and returns its path.
+func writeSecret(dir string) (string, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return "", fmt.Errorf("cluster: secret: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	path := filepath.Join(dir, SecretFile)
+	if err := os.WriteFile(path, secret, 0o600); err != nil {
+		return "", fmt.Errorf("cluster: secret: %w", err)
+	}
+	return path, nil
 }

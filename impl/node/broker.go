@@ -55,6 +55,10 @@ type BrokerConfig struct {
 	TickMs int64
 	// MaxRequestBytes bounds a Kafka request (default 100 MiB).
 	MaxRequestBytes int32
+	// Secret is the cluster's shared secret (at least MinSecretBytes): the
+	// controller and other brokers prove they hold it before a byte of
+	// theirs is decoded (auth.go).
+	Secret []byte
 	// MaxConnections bounds the connections the broker holds open at once,
 	// clients and peers (Kafka's max.connections; default
 	// DefaultMaxConnections): past it a new connection is closed at once.
@@ -102,6 +106,9 @@ var ErrClosed = errors.New("broker closed")
 // StartBroker opens the broker's data, listens, registers with the
 // controller and serves until Close or a failpoint stops it.
 func StartBroker(cfg BrokerConfig) (*Broker, error) {
+	if err := checkSecret(cfg.Secret); err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.Broker.ID, err)
+	}
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
@@ -155,7 +162,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	n.tr = newTransport(id, inc, n.fromNetwork, cfg.Logf)
+	n.tr = newTransport(id, inc, cfg.Secret, n.fromNetwork, cfg.Logf)
 	n.tr.setAddr(broker.ControllerID, cfg.Controller)
 	for peer, addr := range cfg.Routes {
 		n.tr.setAddr(broker.NodeID(peer), addr)

@@ -24,6 +24,10 @@ type ControllerConfig struct {
 	Listen string
 	// TickMs is the period of the controller's timer (default 10).
 	TickMs int64
+	// Secret is the cluster's shared secret (at least MinSecretBytes):
+	// brokers prove they hold it before the controller reads a byte from
+	// them (auth.go).
+	Secret []byte
 	Logf   func(format string, args ...any)
 }
 
@@ -59,6 +63,9 @@ type Controller struct {
 
 // StartController restores the controller's snapshot, if any, and serves.
 func StartController(cfg ControllerConfig) (*Controller, error) {
+	if err := checkSecret(cfg.Secret); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
@@ -105,7 +112,7 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 	if c.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("controller: listen: %w", err)
 	}
-	c.tr = newTransport(broker.ControllerID, 0, c.fromNetwork, cfg.Logf)
+	c.tr = newTransport(broker.ControllerID, 0, cfg.Secret, c.fromNetwork, cfg.Logf)
 	go c.accept()
 	go c.loop()
 	cfg.Logf("controller listening on %s", c.ln.Addr())

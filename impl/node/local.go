@@ -47,7 +47,8 @@ func StartLocalCluster(opts LocalOptions) (*LocalCluster, error) {
 	}
 	lc := &LocalCluster{dir: opts.Dir, brokers: make([]*Broker, opts.Brokers+1), cfgs: make([]BrokerConfig, opts.Brokers+1)}
 	var err error
-	lc.ctrl, err = StartController(ControllerConfig{Controller: opts.Controller, DataDir: filepath.Join(opts.Dir, "controller"), Logf: opts.Logf})
+	secret := NewSecret() // the cluster lives in this process, and so does its secret
+	lc.ctrl, err = StartController(ControllerConfig{Controller: opts.Controller, DataDir: filepath.Join(opts.Dir, "controller"), Secret: secret, Logf: opts.Logf})
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +57,7 @@ func StartLocalCluster(opts LocalOptions) (*LocalCluster, error) {
 		bc.ID = broker.NodeID(id)
 		logf := opts.Logf
 		lc.cfgs[id] = BrokerConfig{
+			Secret:     secret,
 			Broker:     bc,
 			DataDir:    filepath.Join(opts.Dir, fmt.Sprint("broker-", id)),
 			Controller: lc.ctrl.Addr(),

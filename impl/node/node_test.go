@@ -39,10 +39,14 @@ func brokerSettings(id broker.NodeID) broker.Config {
 	return cfg
 }
 
+// testSecret is the tests' clusters' secret.
+var testSecret = []byte("watermark-test-cluster-secret")
+
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, dir: t.TempDir(), brokers: map[broker.NodeID]*Broker{}, addrs: map[broker.NodeID]string{}}
 	tc.ctrlCfg = ControllerConfig{
+		Secret:     testSecret,
 		Controller: controller.Config{SessionTimeoutMs: 500},
 		DataDir:    filepath.Join(tc.dir, "controller"),
 		Logf:       t.Logf,
@@ -70,6 +74,7 @@ func startCluster(t *testing.T, n int) *testCluster {
 func (tc *testCluster) startBroker(id broker.NodeID) *Broker {
 	listen := tc.addrs[id]
 	b, err := StartBroker(BrokerConfig{
+		Secret:     testSecret,
 		Broker:     brokerSettings(id),
 		DataDir:    filepath.Join(tc.dir, fmt.Sprint("broker-", id)),
 		Listen:     listen,

@@ -29,6 +29,7 @@ type transport struct {
 	incarnation int64
 	deliver     func(broker.Envelope)
 	logf        func(string, ...any)
+	secret      []byte // the cluster's (auth.go)
 
 	mu     sync.Mutex
 	closed bool
@@ -67,9 +68,9 @@ const (
 	writeTimeout = 5 * time.Second
 )
 
-func newTransport(self broker.NodeID, incarnation int64, deliver func(broker.Envelope), logf func(string, ...any)) *transport {
+func newTransport(self broker.NodeID, incarnation int64, secret []byte, deliver func(broker.Envelope), logf func(string, ...any)) *transport {
 	return &transport{
-		self: self, incarnation: incarnation, deliver: deliver, logf: logf,
+		self: self, incarnation: incarnation, secret: secret, deliver: deliver, logf: logf,
 		addrs:  map[broker.NodeID]string{},
 		dialed: map[broker.NodeID]*link{},
 		routes: map[broker.NodeID]*link{},
@@ -162,6 +163,11 @@ func (t *transport) newLink(to broker.NodeID, addr string, c net.Conn) *link {
 
 // accept takes over an internal connection whose magic has been read.
 func (t *transport) accept(c net.Conn, r *bufio.Reader) {
+	if err := acceptHandshake(c, r, t.secret); err != nil {
+		t.logf("internal connection from %s: refused: %v", c.RemoteAddr(), err)
+		_ = c.Close()
+		return
+	}
 	dec := gob.NewDecoder(r)
 	var h hello
 	_ = c.SetReadDeadline(time.Now().Add(dialTimeout))
@@ -257,6 +263,17 @@ func (l *link) dialAndWrite() {
 		l.close()
 		return
 	}
+	if err := w.Flush(); err != nil {
+		l.close()
+		return
+	}
+	r := bufio.NewReader(c)
+	if err := dialHandshake(c, r, l.t.secret); err != nil {
+		l.t.logf("internal connection %s: %v", l.describe(), err)
+		l.close()
+		return
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if err := enc.Encode(hello{From: l.t.self, Incarnation: l.t.incarnation}); err != nil {
 		l.close()
 		return
@@ -265,7 +282,6 @@ func (l *link) dialAndWrite() {
 		l.close()
 		return
 	}
-	r := bufio.NewReader(c)
 	go l.read(gob.NewDecoder(r), r)
 	l.write(enc, w, c)
 }

@@ -15,10 +15,11 @@ import (
 // Magic opens an internal (node-to-node) connection. A Kafka connection
 // starts with a request size instead, and this one, read as a size, is far
 // above any request limit, so one listener serves both. The digit is the
-// framing's version (3: batches travel raw after their frame, see
+// framing's version (4: a handshake on the cluster secret opens the
+// connection, auth.go; batches travel raw after their frame, see
 // writeFrame, and errors as *kafka.Error), so that nodes of different
 // builds refuse each other instead of misreading each other.
-const Magic = "WMK3"
+const Magic = "WMK4"
 
 // hello is the first message on an internal connection: who dialled.
 type hello struct {

@@ -68,6 +68,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "", "address to listen on (default 127.0.0.1:9092 for a broker, 127.0.0.1:9093 for the controller)")
 	advertised := fs.String("advertised", "", "broker: the address clients and other brokers dial (default: the listen address)")
 	dataDir := fs.String("data-dir", "", "directory of this node's data (required)")
+	secretFile := fs.String("cluster-secret-file", "", "file holding the cluster's shared secret, the same for every node (required): nodes prove they hold it before they talk; `watermark cluster` writes one, or: head -c 32 /dev/urandom > FILE")
 	controllerAddr := fs.String("controller", "", "broker: the controller's HOST:PORT (required for a broker)")
 	routeFlags := fs.StringArray("route", nil, "broker: ID=HOST:PORT, dial broker ID there instead of at its advertised address (repeatable; for proxies)")
 	fpHTTP := fs.String("failpoint-http", "", "broker: serve pingcap/failpoint's HTTP endpoint on ADDR to switch failpoints at run time")
@@ -97,6 +98,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *dataDir == "" {
 		return usageErr(errors.New("--data-dir is required: where this node keeps its data"))
 	}
+	// The secret is read once the other flags are known good.
+	readSecret := func() ([]byte, error) {
+		if *secretFile == "" {
+			return nil, errors.New("--cluster-secret-file is required: the file with the secret every node of the cluster shares (watermark cluster writes one; or make one with: head -c 32 /dev/urandom > FILE)")
+		}
+		return node.ReadSecretFile(*secretFile)
+	}
 	switch *role {
 	case "controller":
 		for _, name := range []string{"id", "advertised", "controller", "route", "failpoint-http"} {
@@ -107,7 +115,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *listen == "" {
 			*listen = "127.0.0.1:9093"
 		}
-		return serveController(ctx, settings, *listen, *dataDir, *verbose, stdout, stderr)
+		secret, err := readSecret()
+		if err != nil {
+			return usageErr(err)
+		}
+		return serveController(ctx, settings, *listen, *dataDir, secret, *verbose, stdout, stderr)
 	case "broker":
 	default:
 		return usageErr(fmt.Errorf("--role %q: want broker or controller", *role))
@@ -125,6 +137,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *listen == "" {
 		*listen = "127.0.0.1:9092"
 	}
+	secret, err := readSecret()
+	if err != nil {
+		return usageErr(err)
+	}
 	bcfg := settings.BrokerConfig(*id)
 	logf := nodeLogf(stderr, fmt.Sprintf("broker %d: ", *id), *verbose)
 
@@ -141,6 +157,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	b, err := node.StartBroker(node.BrokerConfig{
+		Secret:     secret,
 		Broker:     bcfg,
 		DataDir:    *dataDir,
 		Listen:     *listen,
@@ -166,9 +183,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return stopped(fmt.Sprintf("broker %d", *id), b.Err(), stderr)
 }
 
-func serveController(ctx context.Context, s run.Settings, listen, dataDir string, verbose bool, stdout, stderr io.Writer) int {
+func serveController(ctx context.Context, s run.Settings, listen, dataDir string, secret []byte, verbose bool, stdout, stderr io.Writer) int {
 	ccfg := s.Controller
 	c, err := node.StartController(node.ControllerConfig{
+		Secret:     secret,
 		Controller: ccfg,
 		DataDir:    dataDir,
 		Listen:     listen,

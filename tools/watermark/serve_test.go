@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -80,12 +81,14 @@ func waitLine(t *testing.T, out, errOut *safeBuffer, re string) []string {
 
 func TestServeRunsAControllerAndABrokerUntilCancelled(t *testing.T) {
 	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("a-secret-for-this-test"), 0o600))
 	cOut, cErr, stopController := background(t, serveFn, "--role", "controller", "--listen", "127.0.0.1:0",
-		"--data-dir", filepath.Join(dir, "controller"), "--verbose")
+		"--data-dir", filepath.Join(dir, "controller"), "--cluster-secret-file", secret, "--verbose")
 	ctrl := waitLine(t, cOut, cErr, `^controller listening on (\S+)\n`)[1]
 
 	bOut, bErr, stopBroker := background(t, serveFn, "--id", "1", "--listen", "127.0.0.1:0",
-		"--data-dir", filepath.Join(dir, "broker-1"), "--controller", ctrl, "--verbose")
+		"--data-dir", filepath.Join(dir, "broker-1"), "--controller", ctrl, "--cluster-secret-file", secret, "--verbose")
 	waitLine(t, bOut, bErr, `^broker 1 listening on 127\.0\.0\.1:\d+\n$`)
 	require.Eventually(t, func() bool { return strings.Contains(bErr.String(), "broker 1: ") }, 10*time.Second, 10*time.Millisecond,
 		"--verbose logs carry the node's prefix")
@@ -108,6 +111,9 @@ func TestServeBadUsageExitsTwoAndSaysHowToFixIt(t *testing.T) {
 		{[]string{"--data-dir", dir, "--role", "leader"}, `--role "leader": want broker or controller`},
 		{[]string{"--data-dir", dir, "--role", "controller", "--id", "1"}, "--id is a broker flag"},
 		{[]string{"--data-dir", dir, "--truncation", "sometimes"}, `unknown truncation "sometimes"`},
+		{[]string{"--data-dir", dir, "--id", "1", "--controller", "x:1"}, "--cluster-secret-file is required"},
+		{[]string{"--data-dir", dir, "--role", "controller"}, "--cluster-secret-file is required"},
+		{[]string{"--data-dir", dir, "--role", "controller", "--cluster-secret-file", filepath.Join(dir, "none")}, "no such file"},
 		{[]string{"--data-dir", dir, "--producer-state", "nope"}, `unknown producer state "nope"`},
 		{[]string{"--data-dir", dir, "--session-timeout-ms", "0"}, "session_timeout_ms 0 must be positive"},
 		{[]string{"--data-dir", dir, "--no-such-flag"}, "unknown flag: --no-such-flag"},
