@@ -77,6 +77,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzRecover -fuzztime=30s ./impl/storage
 	$(GO) test -run='^$$' -fuzz=FuzzParseRequest -fuzztime=30s ./impl/kafkawire
 	$(GO) test -run='^$$' -fuzz=FuzzParseFile -fuzztime=30s ./conformance/run
+	$(GO) test -run='^$$' -fuzz=FuzzReadFrame -fuzztime=30s ./impl/node
 
 clean:
 	rm -rf bin

@@ -2,7 +2,6 @@ package node
 
 import (
 	"bufio"
-	"encoding/gob"
 	"fmt"
 	"io"
 	"net"
@@ -168,10 +167,10 @@ func (t *transport) accept(c net.Conn, r *bufio.Reader) {
 		_ = c.Close()
 		return
 	}
-	dec := gob.NewDecoder(r)
+	dec := newDecoder(r)
 	var h hello
 	_ = c.SetReadDeadline(time.Now().Add(dialTimeout))
-	if err := dec.Decode(&h); err != nil {
+	if err := dec.decode(&h); err != nil {
 		t.logf("internal connection from %s: bad hello: %v", c.RemoteAddr(), err)
 		_ = c.Close()
 		return
@@ -187,8 +186,8 @@ func (t *transport) accept(c net.Conn, r *bufio.Reader) {
 	t.routes[h.From] = l
 	t.mu.Unlock()
 	w := bufio.NewWriter(c)
-	go l.write(gob.NewEncoder(w), w, c)
-	l.read(dec, r)
+	go l.write(newEncoder(), w, c)
+	l.read(dec)
 }
 
 func (t *transport) learn(from broker.NodeID, l *link) {
@@ -257,7 +256,7 @@ func (l *link) dialAndWrite() {
 		return
 	}
 	w := bufio.NewWriter(c)
-	enc := gob.NewEncoder(w)
+	enc := newEncoder()
 	_ = c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := io.WriteString(w, Magic); err != nil {
 		l.close()
@@ -274,7 +273,7 @@ func (l *link) dialAndWrite() {
 		return
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if err := enc.Encode(hello{From: l.t.self, Incarnation: l.t.incarnation}); err != nil {
+	if err := enc.encode(w, hello{From: l.t.self, Incarnation: l.t.incarnation}); err != nil {
 		l.close()
 		return
 	}
@@ -282,12 +281,12 @@ func (l *link) dialAndWrite() {
 		l.close()
 		return
 	}
-	go l.read(gob.NewDecoder(r), r)
+	go l.read(newDecoder(r))
 	l.write(enc, w, c)
 }
 
 // write drains the queue onto the connection, flushing whenever it empties.
-func (l *link) write(enc *gob.Encoder, w *bufio.Writer, c net.Conn) {
+func (l *link) write(enc *encoder, w *bufio.Writer, c net.Conn) {
 	defer l.close()
 	for {
 		select {
@@ -309,11 +308,11 @@ func (l *link) write(enc *gob.Encoder, w *bufio.Writer, c net.Conn) {
 	}
 }
 
-// read delivers what arrives; dec decodes from r (see readFrame).
-func (l *link) read(dec *gob.Decoder, r *bufio.Reader) {
+// read delivers what arrives.
+func (l *link) read(dec *decoder) {
 	defer l.close()
 	for {
-		f, err := readFrame(dec, r)
+		f, err := readFrame(dec)
 		if err != nil {
 			if err != io.EOF && !l.isDone() {
 				l.t.logf("internal connection %s: %v", l.describe(), err)

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"fmt"
 	"io"
@@ -15,11 +17,11 @@ import (
 // Magic opens an internal (node-to-node) connection. A Kafka connection
 // starts with a request size instead, and this one, read as a size, is far
 // above any request limit, so one listener serves both. The digit is the
-// framing's version (4: a handshake on the cluster secret opens the
-// connection, auth.go; batches travel raw after their frame, see
-// writeFrame, and errors as *kafka.Error), so that nodes of different
+// framing's version (5: a handshake on the cluster secret opens the
+// connection, auth.go; each gob message behind its bounded length, and
+// batches raw after their frame, see writeFrame; errors as *kafka.Error), so that nodes of different
 // builds refuse each other instead of misreading each other.
-const Magic = "WMK4"
+const Magic = "WMK5"
 
 // hello is the first message on an internal connection: who dialled.
 type hello struct {
@@ -48,11 +50,84 @@ type frame struct {
 // (ReplicaFetchMaxBytes, storage's frame limit).
 const maxFrameBatches = 1 << 30
 
-// writeFrame writes f to w: its gob encoding through enc (which writes to
-// w), then its batches raw.
-func writeFrame(enc *gob.Encoder, w io.Writer, f *frame) error {
+// maxGobBytes bounds the gob part of one internal message: its length
+// comes first, and is checked before a byte is allocated for it (gob's own
+// bound is 1 GiB, allocated as soon as declared).
+const maxGobBytes = 16 << 20
+
+// encoder writes gob messages one by one, each behind its length. One
+// encoder serves one connection: gob sends a type once per stream.
+type encoder struct {
+	buf bytes.Buffer
+	enc *gob.Encoder
+}
+
+func newEncoder() *encoder {
+	e := &encoder{}
+	e.enc = gob.NewEncoder(&e.buf)
+	return e
+}
+
+// encode writes v's gob encoding to w behind its 4-byte length.
+func (e *encoder) encode(w io.Writer, v any) error {
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return err
+	}
+	if e.buf.Len() > maxGobBytes {
+		return fmt.Errorf("internal message of %d bytes: the limit is %d", e.buf.Len(), maxGobBytes)
+	}
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(e.buf.Len()))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(e.buf.Bytes())
+	return err
+}
+
+// decoder reads what an encoder wrote: a length, bounded, then exactly
+// that many bytes, which gob decodes and must use up.
+type decoder struct {
+	r   io.Reader
+	cur bytes.Reader // one message; gob reads only from it
+	dec *gob.Decoder
+}
+
+func newDecoder(r io.Reader) *decoder {
+	d := &decoder{r: r}
+	d.dec = gob.NewDecoder(&d.cur)
+	return d
+}
+
+func (d *decoder) decode(v any) error {
+	var size [4]byte
+	if _, err := io.ReadFull(d.r, size[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n > maxGobBytes {
+		return fmt.Errorf("internal message of %d bytes declared: the limit is %d", n, maxGobBytes)
+	}
+	msg, err := kafkawire.ReadBounded(d.r, int(n))
+	if err != nil {
+		return fmt.Errorf("internal message: %w", err)
+	}
+	d.cur.Reset(msg)
+	if err := d.dec.Decode(v); err != nil {
+		return fmt.Errorf("internal message: %w", err)
+	}
+	if d.cur.Len() > 0 {
+		return fmt.Errorf("internal message: %d bytes after its value", d.cur.Len())
+	}
+	return nil
+}
+
+// writeFrame writes f to w: its gob encoding through enc, then its
+// batches raw.
+func writeFrame(enc *encoder, w io.Writer, f *frame) error {
 	f.BatchesLen = len(f.batches)
-	if err := enc.Encode(f); err != nil {
+	if err := enc.encode(w, f); err != nil {
 		return err
 	}
 	if len(f.batches) == 0 {
@@ -62,12 +137,11 @@ func writeFrame(enc *gob.Encoder, w io.Writer, f *frame) error {
 	return err
 }
 
-// readFrame reads what writeFrame wrote. dec must read from r without
-// buffering ahead of it: a gob.Decoder on a reader that is an
-// io.ByteReader (a *bufio.Reader) reads exactly one message per Decode.
-func readFrame(dec *gob.Decoder, r io.Reader) (frame, error) {
+// readFrame reads what writeFrame wrote, from dec's reader.
+func readFrame(dec *decoder) (frame, error) {
 	var f frame
-	if err := dec.Decode(&f); err != nil {
+	r := dec.r
+	if err := dec.decode(&f); err != nil {
 		return f, err
 	}
 	if f.BatchesLen < 0 || f.BatchesLen > maxFrameBatches {

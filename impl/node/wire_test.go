@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -22,14 +23,14 @@ func roundTrip(t *testing.T, env broker.Envelope) broker.Envelope {
 	f, err := toFrame(env, nil)
 	require.NoError(t, err)
 	// Two frames back to back: the first must not read into the second.
-	enc := gob.NewEncoder(&buf)
+	enc := newEncoder()
 	require.NoError(t, writeFrame(enc, &buf, &f))
 	require.NoError(t, writeFrame(enc, &buf, &f))
 	r := bufio.NewReader(&buf)
-	dec := gob.NewDecoder(r)
-	g, err := readFrame(dec, r)
+	dec := newDecoder(r)
+	g, err := readFrame(dec)
 	require.NoError(t, err)
-	again, err := readFrame(dec, r)
+	again, err := readFrame(dec)
 	require.NoError(t, err)
 	require.Equal(t, g, again)
 	require.Zero(t, buf.Len()+r.Buffered(), "bytes left after the frames")
@@ -94,16 +95,62 @@ func TestEveryWireMessageRoundTrips(t *testing.T) {
 func TestReadFrameRejectsBadBatchLengths(t *testing.T) {
 	for _, n := range []int{-1, maxFrameBatches + 1} {
 		var buf bytes.Buffer
-		require.NoError(t, gob.NewEncoder(&buf).Encode(frame{From: 2, Msg: broker.Heartbeat{}, BatchesLen: n}))
-		r := bufio.NewReader(&buf)
-		_, err := readFrame(gob.NewDecoder(r), r)
+		require.NoError(t, newEncoder().encode(&buf, frame{From: 2, Msg: broker.Heartbeat{}, BatchesLen: n}))
+		_, err := readFrame(newDecoder(bufio.NewReader(&buf)))
 		require.ErrorContains(t, err, "bytes of batches", "length %d", n)
 	}
 	// A frame cut inside its batches is an error, not a short message.
 	var buf bytes.Buffer
-	require.NoError(t, gob.NewEncoder(&buf).Encode(frame{From: 2, Msg: broker.Heartbeat{}, BatchesLen: 10}))
+	require.NoError(t, newEncoder().encode(&buf, frame{From: 2, Msg: broker.Heartbeat{}, BatchesLen: 10}))
 	buf.WriteString("short")
-	r := bufio.NewReader(&buf)
-	_, err := readFrame(gob.NewDecoder(r), r)
+	_, err := readFrame(newDecoder(bufio.NewReader(&buf)))
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+}
+
+// A gob message is bounded by its declared length before a byte is
+// allocated for it, and must use up exactly that length.
+func TestReadFrameBoundsItsGobMessage(t *testing.T) {
+	var buf bytes.Buffer
+	_ = binary.Write(&buf, binary.BigEndian, uint32(maxGobBytes+1))
+	_, err := readFrame(newDecoder(&buf))
+	require.ErrorContains(t, err, "limit")
+
+	buf.Reset()
+	_ = binary.Write(&buf, binary.BigEndian, uint32(1<<20)) // declared, not sent
+	_, err = readFrame(newDecoder(&buf))
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+
+	var msg bytes.Buffer
+	require.NoError(t, gob.NewEncoder(&msg).Encode(frame{From: 2, Msg: broker.Heartbeat{}}))
+	msg.WriteString("extra")
+	buf.Reset()
+	_ = binary.Write(&buf, binary.BigEndian, uint32(msg.Len()))
+	buf.Write(msg.Bytes())
+	_, err = readFrame(newDecoder(&buf))
+	require.ErrorContains(t, err, "after its value")
+}
+
+// FuzzReadFrame: whatever a peer sends after the handshake, the decoder
+// returns a frame or an error; it never panics, and never allocates more
+// than the message bound for bytes that did not come.
+func FuzzReadFrame(f *testing.F) {
+	for _, m := range wireMessages {
+		fr, err := toFrame(broker.Envelope{From: 1, To: 0, Msg: m}, nil)
+		require.NoError(f, err)
+		var buf bytes.Buffer
+		require.NoError(f, writeFrame(newEncoder(), &buf, &fr))
+		f.Add(buf.Bytes())
+	}
+	f.Add([]byte{0, 0, 0, 4, 1, 2, 3, 4})
+	f.Add([]byte{0x40, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := newDecoder(bytes.NewReader(data))
+		for range 4 {
+			fr, err := readFrame(dec)
+			if err != nil {
+				return
+			}
+			_, _ = fromFrame(fr)
+		}
+	})
 }
