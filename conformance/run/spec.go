@@ -117,8 +117,9 @@ func (s *Spec) DropsAnswer(now int64, rng interface{ Float64() float64 }) bool {
 // heartbeat 200 ms, session 1500 ms, replica lag 3000 ms, replica fetch
 // wait 200 ms, request timeout 2000 ms, HW checkpoint every 1000 ms,
 // sessions of group members down to 100 ms, and 3 offsets partitions so
-// that groups spread over brokers. `watermark serve` and `watermark
-// cluster` default to them too.
+// that groups spread over brokers. `watermark serve --fast` and
+// `watermark cluster --fast` take them; without --fast they take
+// KafkaSettings.
 func DefaultSettings() Settings {
 	b := broker.DefaultSettings()
 	b.MinInsyncReplicas = 2
@@ -133,6 +134,29 @@ func DefaultSettings() Settings {
 	b.OffsetsCommitTimeoutMs = 5000
 	b.Config = group.Config{MinSessionTimeoutMs: 100, MaxSessionTimeoutMs: 1_800_000}
 	return Settings{Broker: b, Controller: controller.Config{SessionTimeoutMs: 1500}}
+}
+
+// KafkaSettings are the strong recipe's safety settings (min ISR 2,
+// truncation epoch, no unclean election) with Kafka's own timeouts, the
+// defaults of `watermark serve` and `watermark cluster`: heartbeat 2 s
+// (broker.heartbeat.interval.ms), session 9 s (broker.session.timeout.ms),
+// replica lag 30 s, replica fetch wait 500 ms, request timeout 30 s, HW
+// checkpoint 5 s, 50 offsets partitions, group sessions from 6 s
+// (group.min.session.timeout.ms). On a busy machine a session of 1.5 s
+// expires brokers that are only slow; these do not. DefaultSettings are
+// the fast ones, for runs of seconds (serve --fast).
+func KafkaSettings() Settings {
+	s := DefaultSettings()
+	b := &s.Broker
+	b.HeartbeatIntervalMs = 2000
+	b.ReplicaLagTimeMaxMs = 30000
+	b.ReplicaFetchWaitMaxMs = 500
+	b.RequestTimeoutMs = 30000
+	b.HWCheckpointIntervalMs = 5000
+	b.OffsetsTopicPartitions = 50
+	b.Config.MinSessionTimeoutMs = 6000
+	s.Controller.SessionTimeoutMs = controller.DefaultConfig().SessionTimeoutMs
+	return s
 }
 
 // Validate reports what is wrong with s, all at once.

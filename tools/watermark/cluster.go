@@ -33,9 +33,11 @@ every broker at start (a binary built with ` + "`make build`" + `);
 time. See failpoints/README.md.
 
 Every protocol setting is a flag, as for ` + "`watermark serve`" + `; the
-defaults are the harness's: heartbeat 200 ms, session timeout 1500 ms,
-replica lag 3000 ms, replica fetch wait 200 ms, request timeout 2000 ms,
-HW checkpoint 1000 ms, min ISR 2, truncation epoch.
+defaults are Kafka's timeouts (heartbeat 2 s, session timeout 9 s, replica
+lag 30 s, replica fetch wait 500 ms, request timeout 30 s, HW checkpoint
+5 s) with the strong recipe (min ISR 2, truncation epoch, no unclean
+election). --fast starts from the harness's timeouts instead (heartbeat
+200 ms, session 1500 ms, replica lag 3000 ms, ...), for runs of seconds.
 
 flags:
 `

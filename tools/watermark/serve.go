@@ -44,10 +44,12 @@ failpoints/README.md.
 
 Every protocol setting is a flag, named as in run files
 (failpoints/RUNFILE.md) with dashes: broker.min_insync_replicas is
---min-insync-replicas. The defaults are the harness's (the strong
-recipe with timeouts shrunk for one machine): heartbeat 200 ms, session
-timeout 1500 ms, replica lag 3000 ms, replica fetch wait 200 ms, request
-timeout 2000 ms, HW checkpoint 1000 ms, min ISR 2, truncation epoch.
+--min-insync-replicas. The defaults are Kafka's timeouts (heartbeat 2 s,
+session timeout 9 s, replica lag 30 s, replica fetch wait 500 ms, request
+timeout 30 s, HW checkpoint 5 s) with the strong recipe (min ISR 2,
+truncation epoch, no unclean election); --fast starts from the harness's
+instead (heartbeat 200 ms, session timeout 1500 ms, replica lag 3000 ms,
+replica fetch wait 200 ms, request timeout 2000 ms, HW checkpoint 1000 ms).
 
 flags:
 `

@@ -130,7 +130,7 @@ func TestServeBadUsageExitsTwoAndSaysHowToFixIt(t *testing.T) {
 func TestServeHelpStatesTheDefaults(t *testing.T) {
 	code, out, _ := runCLI("serve", "--help")
 	require.Equal(t, exitOK, code)
-	for _, want := range []string{"--role", "--route", "--failpoint-http", "heartbeat 200 ms", "session\ntimeout 1500 ms", "exits 3", "--min-insync-replicas int"} {
+	for _, want := range []string{"--role", "--route", "--failpoint-http", "heartbeat 2 s", "session timeout 9 s", "--fast", "heartbeat 200 ms", "exits 3", "--min-insync-replicas int"} {
 		assert.Contains(t, out, want)
 	}
 }
@@ -161,6 +161,24 @@ func TestSettingsFlagsReachTheNodes(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--advance-hw-below-min-isr", "--truncation", "epoch-kip101"}))
 	require.True(t, sf.s.Broker.AdvanceHWBelowMinISR)
 	require.Equal(t, partition.TruncateToEpochKIP101, sf.s.Broker.Truncation)
+
+	// Kafka's timeouts by default; --fast the harness's, with the flags
+	// given on top.
+	fs = newTestFlagSet()
+	sf = addSettingsFlags(fs)
+	require.NoError(t, fs.Parse(nil))
+	got, err = sf.settings()
+	require.NoError(t, err)
+	require.Equal(t, run.KafkaSettings(), got)
+	require.EqualValues(t, 9000, got.Controller.SessionTimeoutMs)
+	fs = newTestFlagSet()
+	sf = addSettingsFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--fast", "--replica-lag-time-max-ms", "4000"}))
+	got, err = sf.settings()
+	require.NoError(t, err)
+	want := run.DefaultSettings()
+	want.Broker.ReplicaLagTimeMaxMs = 4000
+	require.Equal(t, want, got)
 }
 
 func TestServeExitCodeSaysWhyTheNodeStopped(t *testing.T) {

@@ -11,10 +11,18 @@ import (
 // settingsFlags binds every protocol setting (run.Settings) to a flag
 // named after its run-file key, with its doc line as help, for serve and
 // cluster: a new setting gets its flag without a line here.
-type settingsFlags struct{ s run.Settings }
+// The flags start from Kafka's timeouts (run.KafkaSettings); --fast starts
+// from the harness's (run.DefaultSettings) instead, and the flags given
+// still win.
+type settingsFlags struct {
+	s    run.Settings
+	fs   *pflag.FlagSet
+	fast *bool
+}
 
 func addSettingsFlags(fs *pflag.FlagSet) *settingsFlags {
-	f := &settingsFlags{s: run.DefaultSettings()}
+	f := &settingsFlags{s: run.KafkaSettings(), fs: fs}
+	f.fast = fs.Bool("fast", false, "start from the harness's timeouts, shrunk for runs of seconds on one machine (heartbeat 200 ms, session 1500 ms, replica lag 3000 ms, ...) instead of Kafka's; flags given still win")
 	add := func(role string, fields []run.Field) {
 		for _, fld := range fields {
 			help := role + ": " + fld.Doc
@@ -33,7 +41,26 @@ func addSettingsFlags(fs *pflag.FlagSet) *settingsFlags {
 }
 
 // settings checks the settings the flags gave.
-func (f *settingsFlags) settings() (run.Settings, error) { return f.s, f.s.Validate() }
+func (f *settingsFlags) settings() (run.Settings, error) {
+	if !*f.fast {
+		return f.s, f.s.Validate()
+	}
+	s := run.DefaultSettings()
+	byFlag := map[string]run.Field{}
+	for _, fld := range append(run.Fields(&s.Broker), run.Fields(&s.Controller)...) {
+		byFlag[fld.Flag()] = fld
+	}
+	var err error
+	f.fs.Visit(func(fl *pflag.Flag) {
+		if fld, ok := byFlag[fl.Name]; ok && err == nil {
+			err = fld.Set(fl.Value.String())
+		}
+	})
+	if err != nil {
+		return s, err
+	}
+	return s, s.Validate()
+}
 
 // fieldValue is a run.Field as a pflag.Value.
 type fieldValue struct{ f run.Field }
