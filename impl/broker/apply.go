@@ -62,6 +62,9 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
+	if why := lostData(rec, hw); why != "" {
+		b.warn(tp, "this replica LOST COMMITTED DATA: %s; %s. Until it has copied the partition again from a leader that holds it, it must not lead", why, rec)
+	}
 	epochs, err := storage.ReadEpochCache(b.disk, dir)
 	switch {
 	case errors.Is(err, storage.ErrCorruptCheckpoint):
@@ -325,6 +328,20 @@ type Event struct {
 	TP     kafka.TopicPartition
 	Kind   string
 	Detail string
+}
+
+// lostData says how a recovered log shows that this replica lost records
+// it had and that may have been committed ("" if it shows none): it ends
+// below the HW it checkpointed, or recovery found intact batches after the
+// damage it stopped at, which a torn tail never leaves.
+func lostData(rec storage.Recovery, hw int64) string {
+	switch {
+	case rec.LEO < hw:
+		return fmt.Sprintf("its log recovered to offset %d, below its checkpointed high watermark %d", rec.LEO, hw)
+	case rec.DroppedBatches > 0:
+		return fmt.Sprintf("recovery of %s stopped at damage with %d intact batches after it, past offset %d", rec.File, rec.DroppedBatches, rec.LEO)
+	}
+	return ""
 }
 
 // warn records a damaged file the broker worked around: an event of kind
