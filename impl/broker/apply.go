@@ -63,7 +63,8 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
 	if why := lostData(rec, hw); why != "" {
-		b.warn(tp, "this replica LOST COMMITTED DATA: %s; %s. Until it has copied the partition again from a leader that holds it, it must not lead", why, rec)
+		b.warn(tp, "this replica LOST COMMITTED DATA: %s; %s. Until it has copied the partition again from a leader that holds it, it must not lead: the controller is told", why, rec)
+		b.lostData = append(b.lostData, tp)
 	}
 	epochs, err := storage.ReadEpochCache(b.disk, dir)
 	switch {

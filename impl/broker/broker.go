@@ -73,6 +73,7 @@ type Broker struct {
 	now            int64
 	registered     bool
 	lastRegister   int64
+	lostData       []kafka.TopicPartition // partitions whose logs lost committed records at load (RegisterBroker.LostData)
 	lastHeartbeat  int64
 	lastCheckpoint int64
 	// metaVersion is the last StateUpdate version applied with none
@@ -185,7 +186,7 @@ func (b *Broker) send(to NodeID, msg any) {
 
 func (b *Broker) sendRegister() {
 	b.lastRegister = b.now
-	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address})
+	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address, LostData: slices.Clone(b.lostData)})
 }
 
 // Handle processes one message. A non-nil error is a *FailpointError: a

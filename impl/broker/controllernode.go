@@ -104,7 +104,7 @@ func (n *ControllerNode) send(to NodeID, msg any) {
 func (n *ControllerNode) Handle(env Envelope, now int64) {
 	switch m := env.Msg.(type) {
 	case RegisterBroker:
-		if err := n.c.RegisterBroker(int32(env.From), m.Incarnation, now); err != nil {
+		if err := n.c.RegisterBroker(int32(env.From), m.Incarnation, now, m.LostData...); err != nil {
 			return // a delayed registration of an earlier process
 		}
 		if m.Address != "" && n.addresses[int32(env.From)] != m.Address {

@@ -30,6 +30,11 @@ type RegisterBroker struct {
 	// Address is where clients reach the broker (host:port, its advertised
 	// listener); empty in the simulator. The controller publishes it.
 	Address string
+	// LostData names the partitions whose logs this process recovered with
+	// committed records lost (a log that ends below its checkpointed HW, or
+	// damage inside it): the controller must not make it their leader
+	// until it is back in their ISR.
+	LostData []kafka.TopicPartition
 }
 
 // Heartbeat keeps a broker's session alive. MetadataVersion is the last

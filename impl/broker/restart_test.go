@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,4 +231,40 @@ func TestDamageInsideTheLogIsReportedAsLostData(t *testing.T) {
 	assert.Contains(t, lost[0], "t-0")
 	assert.Contains(t, lost[0], name)
 	assert.Contains(t, lost[0], "below its checkpointed high watermark 20")
+}
+
+// The last ISR member comes back on a damaged log while the other replicas
+// come back intact: it is not elected, so nobody truncates a good copy to
+// its damaged one; the partition stays offline, as with unclean election
+// off, until an operator decides (it used to be elected, and the intact
+// replicas dropped 20 acknowledged records to match it).
+func TestDamagedLastISRMemberIsNotElected(t *testing.T) {
+	c, leader := newTopic(t, opts{flush: true, lagMs: 500})
+	require.Equal(t, broker.NodeID(1), leader)
+	for i := range 20 {
+		c.produceOK(leader, tp0, fmt.Sprint("v", i))
+	}
+	c.tick(2 * fetchWaitMs)
+	c.crash(2)
+	c.crash(3)
+	c.tickUntil(10_000, func() bool { return slices.Equal(c.state(tp0).ISR, []int32{1}) }, "the ISR never shrank to broker 1") // replica lag
+	c.crash(1)
+	n := c.nodes[1]
+	name := tp0Dir + "/" + storage.LogFile
+	data, err := n.disk.ReadFile(name)
+	require.NoError(t, err)
+	for i := range 8 {
+		data[len(data)/2+i] ^= 0xff
+	}
+	require.NoError(t, n.disk.WriteFileAtomic(name, data))
+
+	c.start(2)
+	c.start(3)
+	c.start(1)
+	c.tick(5000)
+	s := c.state(tp0)
+	require.Equal(t, kafka.NoLeader, s.Leader, "broker 1 lost committed records and must not lead")
+	for _, id := range []broker.NodeID{2, 3} {
+		require.EqualValues(t, 20, c.replica(id, tp0).LEO(), "broker %d's intact copy", id)
+	}
 }

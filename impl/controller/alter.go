@@ -46,6 +46,12 @@ func (c *Controller) AlterPartition(req kafka.AlterPartition, now int64) kafka.A
 		return c.refuse(req, err)
 	}
 	next := p.Clone()
+	for _, r := range isr {
+		if b := c.brokers[r]; b != nil && !slices.Contains(p.ISR, r) {
+			// Added by a leader that holds the data: it holds the HW again.
+			delete(b.lost, req.TopicPartition)
+		}
+	}
 	next.ISR = isr
 	c.apply(p, next, ISRChange, req.LeaderID, now)
 	return kafka.AlterPartitionAnswer{TopicPartition: req.TopicPartition, ProposalID: req.ProposalID, State: p.Clone()}

@@ -90,6 +90,11 @@ type broker struct {
 	incarnation   int64
 	lastHeartbeat int64
 	alive         bool
+	// lost are the partitions whose logs this incarnation recovered with
+	// committed records lost (a damaged or shortened log): it may not lead
+	// them, cleanly or not while another replica can, until it is back in
+	// their ISR, which it joins only once it holds the HW again.
+	lost map[kafka.TopicPartition]bool
 }
 
 // Controller is the cluster controller. Create it with New.

@@ -538,3 +538,44 @@ update broker=3 a-1 replicas=[2 3 1] leader=3 leader-epoch=1 isr=[1 3] partition
 `
 	assert.Equal(t, wantReady, h.c.Ready().String())
 }
+
+// A broker whose restarted process lost a partition's committed records
+// (its broker says so as it registers) is not elected for it: as the last
+// ISR member it leaves the partition offline, with unclean election on a
+// replica that lost nothing is preferred, and once a leader has added it
+// back to the ISR it may lead again.
+func TestRestartedReplicaThatLostDataIsNotElected(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2)
+	h.createTopic("t", 1, 2)
+	p := tp("t", 0)
+	require.NoError(t, h.alter(p, 1).Err) // ISR [1]: broker 1 alone
+	h.c.Ready()
+
+	h.inc[1]++
+	require.NoError(t, h.c.RegisterBroker(1, h.inc[1], h.now, p))
+	s := h.state(p)
+	assert.Equal(t, kafka.NoLeader, s.Leader, "the last ISR member lost the data: offline, not elected")
+	assert.Equal(t, []int32{1}, s.ISR)
+	assert.Equal(t, []EventKind{BrokerDead, Offline, BrokerRegistered}, kinds(h.c.Ready()))
+	h.check()
+
+	// The controller's snapshot keeps it.
+	snap := h.c.Snapshot()
+	r, err := Restore(h.c.cfg, snap, h.now)
+	require.NoError(t, err)
+	require.True(t, r.lostData(1, p))
+
+	// Unclean election prefers broker 2, which lost nothing.
+	h2 := newHarness(t, Config{UncleanLeaderElection: true}, 1, 2)
+	h2.createTopic("t", 1, 2)
+	require.NoError(t, h2.alter(p, 1).Err)
+	h2.c.Ready()
+	h2.inc[1]++
+	require.NoError(t, h2.c.RegisterBroker(1, h2.inc[1], h2.now, p))
+	assert.Equal(t, int32(2), h2.state(p).Leader, "unclean: the replica that lost nothing")
+	h2.check()
+
+	// Added back by that leader, broker 1 holds the HW again.
+	require.NoError(t, h2.alter(p, 1, 2).Err)
+	require.False(t, h2.c.lostData(1, p))
+}

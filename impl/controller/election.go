@@ -26,12 +26,16 @@ func (c *Controller) settle(p *kafka.PartitionState) (kafka.PartitionState, Even
 	if next.Leader != kafka.NoLeader && c.IsAlive(next.Leader) {
 		return next, ISRChange
 	}
-	if l, ok := c.firstAlive(p.Replicas, next.ISR); ok {
+	if l, ok := c.firstAlive(p.TopicPartition, p.Replicas, next.ISR, false); ok {
 		next.Leader = l
 		return next, ElectionClean
 	}
 	if c.cfg.UncleanLeaderElection {
-		if l, ok := c.firstAlive(p.Replicas, nil); ok {
+		l, ok := c.firstAlive(p.TopicPartition, p.Replicas, nil, false)
+		if !ok {
+			l, ok = c.firstAlive(p.TopicPartition, p.Replicas, nil, true)
+		}
+		if ok {
 			// The new leader's log is the truth from now on; no other
 			// replica is known to hold it.
 			next.Leader = l
@@ -69,16 +73,24 @@ func (c *Controller) liveISR(p *kafka.PartitionState) []int32 {
 	return slices.Clone(p.ISR) // unreachable while ISR is a non-empty subset of Replicas
 }
 
-// firstAlive returns the first replica, in assignment order, that is alive
-// and, if within is non-nil, in within. Assignment order makes the preferred
-// replica win whenever it is eligible, which keeps leaders spread.
-func (c *Controller) firstAlive(replicas, within []int32) (int32, bool) {
+// firstAlive returns the first replica of tp, in assignment order, that is
+// alive, if within is non-nil in within, and, unless lostOK, did not lose
+// tp's committed records. Assignment order makes the preferred replica win
+// whenever it is eligible, which keeps leaders spread.
+func (c *Controller) firstAlive(tp kafka.TopicPartition, replicas, within []int32, lostOK bool) (int32, bool) {
 	for _, r := range replicas {
-		if c.IsAlive(r) && (within == nil || slices.Contains(within, r)) {
+		if c.IsAlive(r) && (within == nil || slices.Contains(within, r)) && (lostOK || !c.lostData(r, tp)) {
 			return r, true
 		}
 	}
 	return kafka.NoLeader, false
+}
+
+// lostData reports whether broker id's current process lost tp's
+// committed records and has not been back in its ISR since.
+func (c *Controller) lostData(id int32, tp kafka.TopicPartition) bool {
+	b, ok := c.brokers[id]
+	return ok && b.lost[tp]
 }
 
 // rebalance moves leadership to the preferred replica of every partition
@@ -87,7 +99,7 @@ func (c *Controller) rebalance(now int64) {
 	for _, tp := range c.order {
 		p := c.partitions[tp]
 		pref := p.Replicas[0]
-		if p.Leader == pref || !c.IsAlive(pref) || !slices.Contains(p.ISR, pref) {
+		if p.Leader == pref || !c.IsAlive(pref) || !slices.Contains(p.ISR, pref) || c.lostData(pref, tp) {
 			continue
 		}
 		next := p.Clone()

@@ -18,14 +18,20 @@ import (
 // is first treated as dead, leaving the ISRs and losing leadership exactly as
 // on a session timeout (KIP-903), and then as alive, which lets it lead the
 // offline partitions whose ISR it is the last member of.
-func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64) error {
+//
+// lost names the partitions whose logs this process recovered with
+// committed records lost (its broker says so as it registers): it is not
+// elected for them until it is back in their ISR, and a partition whose
+// only ISR member it is stays offline rather than lose what it lost
+// (unclean election, when on, prefers a replica that lost nothing).
+func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64, lost ...kafka.TopicPartition) error {
 	if id < 0 {
 		return fmt.Errorf("register broker %d: %w", id, kafka.ErrInvalidBrokerID)
 	}
 	b, ok := c.brokers[id]
 	switch {
 	case !ok:
-		b = &broker{id: id, incarnation: incarnation, lastHeartbeat: now, alive: true}
+		b = &broker{id: id, incarnation: incarnation, lastHeartbeat: now, alive: true, lost: lostSet(lost)}
 		c.brokers[id] = b
 		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})
 		c.becameAlive(id, now)
@@ -35,6 +41,7 @@ func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64) erro
 	case incarnation == b.incarnation:
 		c.heard(b, now)
 	case c.cfg.KeepISROnRestart:
+		// The unsafe variant: a restart is not noticed, nor what it lost.
 		b.incarnation = incarnation
 		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})
 		if b.alive {
@@ -49,13 +56,24 @@ func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64) erro
 			c.emit(Event{Kind: BrokerDead, Now: now, Broker: id, Incarnation: b.incarnation})
 			c.reconcile(now)
 		}
-		b.incarnation = incarnation
+		b.incarnation, b.lost = incarnation, lostSet(lost)
 		b.lastHeartbeat = max(b.lastHeartbeat, now)
 		b.alive = true
 		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})
 		c.becameAlive(id, now)
 	}
 	return nil
+}
+
+func lostSet(tps []kafka.TopicPartition) map[kafka.TopicPartition]bool {
+	if len(tps) == 0 {
+		return nil
+	}
+	m := make(map[kafka.TopicPartition]bool, len(tps))
+	for _, tp := range tps {
+		m[tp] = true
+	}
+	return m
 }
 
 // Heartbeat records that broker id, of the given incarnation, was alive at

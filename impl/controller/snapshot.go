@@ -23,6 +23,9 @@ type BrokerRecord struct {
 	ID          int32
 	Incarnation int64
 	Alive       bool
+	// LostData: the partitions this incarnation lost committed records of
+	// and may not lead yet (RegisterBroker).
+	LostData []kafka.TopicPartition `json:",omitempty"`
 }
 
 // Snapshot returns the controller's durable state, sorted, sharing nothing
@@ -31,7 +34,12 @@ func (c *Controller) Snapshot() Snapshot {
 	s := Snapshot{Topics: make(map[string]int32, len(c.topics))}
 	for _, id := range c.brokerIDs() {
 		b := c.brokers[id]
-		s.Brokers = append(s.Brokers, BrokerRecord{ID: id, Incarnation: b.incarnation, Alive: b.alive})
+		rec := BrokerRecord{ID: id, Incarnation: b.incarnation, Alive: b.alive}
+		for tp := range b.lost {
+			rec.LostData = append(rec.LostData, tp)
+		}
+		slices.SortFunc(rec.LostData, kafka.TopicPartition.Compare)
+		s.Brokers = append(s.Brokers, rec)
 	}
 	for t, n := range c.topics {
 		s.Topics[t] = n
@@ -55,7 +63,7 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 		if _, dup := c.brokers[b.ID]; dup || b.ID < 0 {
 			return nil, fmt.Errorf("restore: broker %d listed twice or invalid", b.ID)
 		}
-		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive}
+		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive, lost: lostSet(b.LostData)}
 	}
 	for t, n := range s.Topics {
 		c.topics[t] = n
