@@ -74,6 +74,7 @@ type Broker struct {
 	registered     bool
 	lastRegister   int64
 	lostData       []kafka.TopicPartition // partitions whose logs lost committed records at load (RegisterBroker.LostData)
+	emptyDisk      bool                   // no partition on disk at start (RegisterBroker.EmptyDisk)
 	lastHeartbeat  int64
 	lastCheckpoint int64
 	// metaVersion is the last StateUpdate version applied with none
@@ -143,6 +144,7 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 			return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 		}
 	}
+	b.emptyDisk = len(tps) == 0
 	b.sendRegister()
 	return b, nil
 }
@@ -186,7 +188,7 @@ func (b *Broker) send(to NodeID, msg any) {
 
 func (b *Broker) sendRegister() {
 	b.lastRegister = b.now
-	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address, LostData: slices.Clone(b.lostData)})
+	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address, LostData: slices.Clone(b.lostData), EmptyDisk: b.emptyDisk})
 }
 
 // Handle processes one message. A non-nil error is a *FailpointError: a

@@ -96,6 +96,17 @@ func (n *ControllerNode) TakeEvents() []controller.Event {
 	return ev
 }
 
+// replicaOf lists the partitions broker id is a replica of.
+func (n *ControllerNode) replicaOf(id int32) []kafka.TopicPartition {
+	var tps []kafka.TopicPartition
+	for _, p := range n.c.Metadata() {
+		if slices.Contains(p.Replicas, id) {
+			tps = append(tps, p.TopicPartition)
+		}
+	}
+	return tps
+}
+
 func (n *ControllerNode) send(to NodeID, msg any) {
 	n.out = append(n.out, Envelope{From: ControllerID, To: to, Msg: msg})
 }
@@ -104,7 +115,11 @@ func (n *ControllerNode) send(to NodeID, msg any) {
 func (n *ControllerNode) Handle(env Envelope, now int64) {
 	switch m := env.Msg.(type) {
 	case RegisterBroker:
-		if err := n.c.RegisterBroker(int32(env.From), m.Incarnation, now, m.LostData...); err != nil {
+		lost := m.LostData
+		if m.EmptyDisk {
+			lost = n.replicaOf(int32(env.From))
+		}
+		if err := n.c.RegisterBroker(int32(env.From), m.Incarnation, now, lost...); err != nil {
 			return // a delayed registration of an earlier process
 		}
 		if m.Address != "" && n.addresses[int32(env.From)] != m.Address {

@@ -35,6 +35,10 @@ type RegisterBroker struct {
 	// damage inside it): the controller must not make it their leader
 	// until it is back in their ISR.
 	LostData []kafka.TopicPartition
+	// EmptyDisk: the process found no partition on its disk (a first start,
+	// or a disk replaced or wiped). The controller takes it to have lost
+	// every partition it is a replica of, until it is back in their ISRs.
+	EmptyDisk bool
 }
 
 // Heartbeat keeps a broker's session alive. MetadataVersion is the last

@@ -268,3 +268,28 @@ func TestDamagedLastISRMemberIsNotElected(t *testing.T) {
 		require.EqualValues(t, 20, c.replica(id, tp0).LEO(), "broker %d's intact copy", id)
 	}
 }
+
+// The same with the last ISR member back on an empty disk: it has no log
+// to find damage in, but it registers with an empty disk, and the
+// controller takes it to have lost what it held.
+func TestEmptiedLastISRMemberIsNotElected(t *testing.T) {
+	c, leader := newTopic(t, opts{flush: true, lagMs: 500})
+	require.Equal(t, broker.NodeID(1), leader)
+	for i := range 20 {
+		c.produceOK(leader, tp0, fmt.Sprint("v", i))
+	}
+	c.tick(2 * fetchWaitMs)
+	c.crash(2)
+	c.crash(3)
+	c.tickUntil(10_000, func() bool { return slices.Equal(c.state(tp0).ISR, []int32{1}) }, "the ISR never shrank to broker 1")
+	c.crash(1)
+	c.nodes[1].disk = storage.NewSimDisk()
+	c.start(2)
+	c.start(3)
+	c.start(1)
+	c.tick(5000)
+	require.Equal(t, kafka.NoLeader, c.state(tp0).Leader, "broker 1 came back empty and must not lead")
+	for _, id := range []broker.NodeID{2, 3} {
+		require.EqualValues(t, 20, c.replica(id, tp0).LEO(), "broker %d's intact copy", id)
+	}
+}
