@@ -101,7 +101,14 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 	case linearizability.VerdictUnknown:
 		fail(Unknown, "porcupine ran out of time (%s); rerun with a longer --check-timeout", checkTimeout)
 	}
-	if !res.Spec.NoFinalRead && !res.Stats.FinalReadDone {
+	switch {
+	case res.Spec.NoFinalRead || res.Stats.FinalReadDone:
+	case len(res.Stats.OfflineAtEnd) > 0:
+		// Unavailable, not lossy: the records may all be on replicas the
+		// controller would not elect (one that lost data, say).
+		fail(Unknown, "the final read did not finish: %s had no leader when the run ended (offline; the timeline shows why): unseen writes could not be judged",
+			strings.Join(res.Stats.OfflineAtEnd, ", "))
+	default:
 		// Without the final read, acknowledged writes that vanished go
 		// unnoticed ("unseen" is judged only where it finished).
 		fail(Unknown, "the final read did not finish: unseen writes could not be judged; rerun with a longer settle time")

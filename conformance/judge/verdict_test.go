@@ -2,6 +2,7 @@ package judge
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,6 +75,10 @@ func TestJudgeVerdicts(t *testing.T) {
 		res := result(false)
 		res.Stats.FinalReadDone = false
 		assert.Equal(t, Unknown, Judge(strict, res, 0).Verdict)
+		res.Stats.OfflineAtEnd = []string{"t-0"}
+		r := Judge(strict, res, 0)
+		assert.Equal(t, Unknown, r.Verdict)
+		assert.Contains(t, strings.Join(r.Reasons, "\n"), "t-0 had no leader when the run ended", "an offline partition is named")
 		res.Spec.NoFinalRead = true
 		assert.Equal(t, Holds, Judge(strict, res, 0).Verdict, "a run that asks for no final read is not short of one")
 	})

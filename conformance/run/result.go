@@ -51,6 +51,10 @@ type Stats struct {
 	FailpointsFired  int
 	StepLimitHit     bool
 	FinalReadDone    bool // the final read covered every partition
+	// OfflineAtEnd names the partitions that had no leader when the run
+	// ended (the simulator sees it in the controller): a final read that
+	// did not finish there was refused, not slow.
+	OfflineAtEnd []string `json:",omitempty"`
 	Elections        int
 	UncleanElections int
 	ProducerRestarts int

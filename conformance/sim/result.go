@@ -12,6 +12,11 @@ func (s *Sim) result() *run.Result {
 			s.History[i].Outcome = linearizability.OutcomeUnknown
 		}
 	}
+	for _, p := range s.ctrl.Controller().Metadata() {
+		if p.Leader < 0 {
+			s.Stats.OfflineAtEnd = append(s.Stats.OfflineAtEnd, p.TopicPartition.String())
+		}
+	}
 	r := &run.Result{
 		Spec:       s.Spec,
 		Violations: s.inv.violations,
