@@ -26,12 +26,26 @@ const (
 
 // decompressor undoes a produced batch's compression, never producing more
 // than limit bytes, so that a small batch cannot expand into an unbounded
-// allocation (a "zip bomb").
+// allocation (a "zip bomb"). One serves a whole broker, and at most
+// DecompressSlots batches are decompressed at once, the others waiting:
+// the memory all connections together can make it take is bounded too.
 type decompressor struct {
 	limit    int // 0 means DefaultMaxBatchBytes
 	zstdOnce sync.Once
 	zstd     *zstd.Decoder // safe for concurrent DecodeAll
 	zstdErr  error
+	slotOnce sync.Once
+	slots    chan struct{}
+}
+
+// DecompressSlots bounds the batches one broker decompresses at once: with
+// DefaultMaxBatchBytes each, 512 MiB at most, whatever the connections.
+const DecompressSlots = 4
+
+func (d *decompressor) acquire() func() {
+	d.slotOnce.Do(func() { d.slots = make(chan struct{}, DecompressSlots) })
+	d.slots <- struct{}{}
+	return func() { <-d.slots }
 }
 
 // errTooBig: a batch decompressed past the bound.
@@ -50,9 +64,11 @@ func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
 		out []byte
 		err error
 	)
-	switch codec {
-	case codecNone:
+	if codec == codecNone {
 		return src, nil
+	}
+	defer d.acquire()()
+	switch codec {
 	case codecGzip:
 		var zr *gzip.Reader
 		if zr, err = gzip.NewReader(bytes.NewReader(src)); err == nil {
