@@ -54,7 +54,7 @@ type Stats struct {
 	// OfflineAtEnd names the partitions that had no leader when the run
 	// ended (the simulator sees it in the controller): a final read that
 	// did not finish there was refused, not slow.
-	OfflineAtEnd []string `json:",omitempty"`
+	OfflineAtEnd     []string `json:",omitempty"`
 	Elections        int
 	UncleanElections int
 	ProducerRestarts int
