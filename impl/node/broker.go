@@ -63,6 +63,10 @@ type BrokerConfig struct {
 	// clients and peers (Kafka's max.connections; default
 	// DefaultMaxConnections): past it a new connection is closed at once.
 	MaxConnections int
+	// IdleTimeout and RequestReadTimeout close idle client connections and
+	// ones whose request does not all arrive (kafkawire.Server; 0: its
+	// defaults, 10 min and 30 s).
+	IdleTimeout, RequestReadTimeout time.Duration
 	// Failpoints lets failpoints fire in this broker (when the binary was
 	// built with them, see failpoints/README.md). Off by default, so that
 	// brokers sharing a test process do not all fire one failpoint.
@@ -167,7 +171,8 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 	for peer, addr := range cfg.Routes {
 		n.tr.setAddr(broker.NodeID(peer), addr)
 	}
-	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes, MessageMaxBytes: cfg.Broker.MessageMaxBytes, Logf: cfg.Logf}
+	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes, MessageMaxBytes: cfg.Broker.MessageMaxBytes,
+		IdleTimeout: cfg.IdleTimeout, RequestReadTimeout: cfg.RequestReadTimeout, Logf: cfg.Logf}
 	n.logEvents(n.b.TakeEvents())
 	n.route(n.b.TakeOutbox())
 	go n.accept()

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
 	"github.com/watermarkhq/watermark/impl/node"
 )
 
@@ -74,6 +75,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	controllerAddr := fs.String("controller", "", "broker: the controller's HOST:PORT (required for a broker)")
 	routeFlags := fs.StringArray("route", nil, "broker: ID=HOST:PORT, dial broker ID there instead of at its advertised address (repeatable; for proxies)")
 	fpHTTP := fs.String("failpoint-http", "", "broker: serve pingcap/failpoint's HTTP endpoint on ADDR to switch failpoints at run time")
+	maxConns := fs.Int("max-connections", node.DefaultMaxConnections, "broker: the most connections it holds open at once; past it a new one is closed (max.connections)")
+	idle := fs.Duration("connections-max-idle", kafkawire.DefaultIdleTimeout, "broker: close a client connection idle this long (connections.max.idle.ms)")
+	readTimeout := fs.Duration("request-read-timeout", kafkawire.DefaultRequestReadTimeout, "broker: close a client connection whose request does not all arrive within this")
 	verbose := fs.Bool("verbose", false, "log to stderr")
 	sf := addSettingsFlags(fs)
 	help := fs.BoolP("help", "h", false, "show this help")
@@ -109,7 +113,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch *role {
 	case "controller":
-		for _, name := range []string{"id", "advertised", "controller", "route", "failpoint-http"} {
+		for _, name := range []string{"id", "advertised", "controller", "route", "failpoint-http", "max-connections", "connections-max-idle", "request-read-timeout"} {
 			if fs.Changed(name) {
 				return usageErr(fmt.Errorf("--%s is a broker flag; the controller does not take it", name))
 			}
@@ -131,6 +135,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *controllerAddr == "" {
 		return usageErr(errors.New("--controller is required for a broker: the controller's HOST:PORT (start one with --role controller)"))
+	}
+	switch {
+	case *maxConns < 1:
+		return usageErr(fmt.Errorf("--max-connections %d: want at least 1", *maxConns))
+	case *idle <= 0:
+		return usageErr(fmt.Errorf("--connections-max-idle %s: want a positive duration, e.g. 10m", *idle))
+	case *readTimeout <= 0:
+		return usageErr(fmt.Errorf("--request-read-timeout %s: want a positive duration, e.g. 30s", *readTimeout))
 	}
 	routes, err := parseRoutes(*routeFlags)
 	if err != nil {
@@ -168,8 +180,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Routes:     routes,
 		// A process is one broker: failpoints set in its environment are
 		// its own.
-		Failpoints: true,
-		Logf:       logf,
+		Failpoints:         true,
+		MaxConnections:     *maxConns,
+		IdleTimeout:        *idle,
+		RequestReadTimeout: *readTimeout,
+		Logf:               logf,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "watermark serve: %v\n", err)
