@@ -117,7 +117,7 @@ var rareCases = []Case{
 			cfg.Nemesis = crashes(run.RoleFollower, 4000, 2500)
 			for at := int64(2000); at < 16000; at += 6000 {
 				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 4000,
-					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}})
+					Messages: stopFetching()})
 			}
 			return cfg
 		},
@@ -133,28 +133,11 @@ var rareCases = []Case{
 		Name:    "isr-late-copies",
 		Summary: "followers stop fetching and come back, or die and come back on empty disks, so leaders shrink and grow their ISRs, while every ISR request and answer is held up to 3 s and arrives a second time up to 6 s later, after the partition has moved on",
 		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Topics = []run.Topic{{Name: "t", Partitions: 6, ReplicationFactor: 3}}
-			cfg.DurationMs = 30000
 			// Every ISR request and answer arrives twice, out of order with
 			// the other messages of its link (so heartbeats are not held
 			// behind it).
-			for n := 1; n <= 3; n++ {
-				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: 29000,
-					Messages: &run.MessageFault{Kinds: []string{"alter-partition", "alter-partition-response"}, Duplicate: 1, Reorder: 1, DelayMs: 3000, CopyLateMs: 6000}})
-			}
-			// Followers fall out of the ISR within a second, so ISRs
-			// change often: one stops fetching for 1.5 s every 2.5 s, and
-			// one loses its disk every 5 s.
-			cfg.Broker.ReplicaLagTimeMaxMs = 1000
-			for i, at := 0, int64(2000); at < 28000; i, at = i+1, at+2500 {
-				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 1500,
-					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}})
-				if i%2 == 1 {
-					cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 1200}, Kind: run.FaultReplaceDisk, Role: run.RoleFollower, ForMs: 800})
-				}
-			}
-			return cfg
+			return followersChurn(isrChurn(seed, run.MessageFault{Kinds: []string{"alter-partition", "alter-partition-response"},
+				Duplicate: 1, Reorder: 1, DelayMs: 3000, CopyLateMs: 6000}))
 		},
 		Require: requireISRChurn(run.SitDuplicateMessage, run.SitISRChangeRefused),
 	},
@@ -162,27 +145,9 @@ var rareCases = []Case{
 		Name:    "isr-stale-state-updates",
 		Summary: "followers stop fetching and come back, or die and come back on empty disks, so the controller and the leaders change ISRs, while the controller's state updates are held up to 2 s, out of order: a leader learns newer ISRs from its answers first and must ignore the older states that arrive after",
 		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Topics = []run.Topic{{Name: "t", Partitions: 6, ReplicationFactor: 3}}
-			cfg.DurationMs = 30000
 			// Every state update is held, out of order with the other
 			// messages of its link (so heartbeats are not held behind it).
-			for n := 1; n <= 3; n++ {
-				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: 29000,
-					Messages: &run.MessageFault{Kinds: []string{"state-update"}, Direction: "in", Reorder: 1, DelayMs: 2000}})
-			}
-			// Followers fall out of the ISR within a second, so ISRs
-			// change often: one stops fetching for 1.5 s every 2.5 s, and
-			// one loses its disk every 5 s.
-			cfg.Broker.ReplicaLagTimeMaxMs = 1000
-			for i, at := 0, int64(2000); at < 28000; i, at = i+1, at+2500 {
-				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 1500,
-					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}})
-				if i%2 == 1 {
-					cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 1200}, Kind: run.FaultReplaceDisk, Role: run.RoleFollower, ForMs: 800})
-				}
-			}
-			return cfg
+			return followersChurn(isrChurn(seed, run.MessageFault{Kinds: []string{"state-update"}, Direction: "in", Reorder: 1, DelayMs: 2000}))
 		},
 		Require: requireISRChurn(run.SitISRChangeRefused),
 	},
@@ -190,21 +155,13 @@ var rareCases = []Case{
 		Name:    "isr-rejoin-new-disk",
 		Summary: "a follower leaves the ISR, then loses its disk again and again, each time soon after it caught up and its leader asked (held up to 1.5 s) to add the process that is now gone back to the ISR",
 		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Topics = []run.Topic{{Name: "t", Partitions: 6, ReplicationFactor: 3}}
-			cfg.DurationMs = 30000
-			cfg.Broker.ReplicaLagTimeMaxMs = 1000
-			for n := 1; n <= 3; n++ {
-				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: 29000,
-					Messages: &run.MessageFault{Kinds: []string{"alter-partition", "alter-partition-response"}, Reorder: 1, DelayMs: 1500}})
-			}
+			cfg := isrChurn(seed, run.MessageFault{Kinds: []string{"alter-partition", "alter-partition-response"}, Reorder: 1, DelayMs: 1500})
 			// Broker 3 stops fetching for 1.5 s (it leaves the ISRs it
 			// was in), fetches again, and loses its disk 100 ms later, and
 			// again 400 ms after each return, three times; every 4 s.
 			for at := int64(2000); at < 27000; at += 4000 {
 				cfg.Faults = append(cfg.Faults,
-					run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Node: 3, ForMs: 1500,
-						Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}},
+					run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Node: 3, ForMs: 1500, Messages: stopFetching()},
 					run.Fault{When: run.Trigger{AtMs: at + 1600}, Kind: run.FaultReplaceDisk, Node: 3, ForMs: 300, Repeat: 2, GapMs: 400})
 			}
 			return cfg
@@ -282,7 +239,7 @@ var rareCases = []Case{
 			// then 2 dies too, 3 leads epoch 2, and 2 comes back to it.
 			cfg.Faults = []run.Fault{
 				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultMessages, Node: 2, ForMs: 800,
-					Messages: &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}},
+					Messages: stopFetching()},
 				{When: run.Trigger{AtMs: 3800}, Kind: run.FaultCrash, Node: 1, ForMs: 8000},
 				{When: run.Trigger{AtMs: 3800}, Kind: run.FaultMessages, Node: 3, ForMs: 4000,
 					Messages: &run.MessageFault{Kinds: []string{"replica-fetch", "epoch-end"}, Direction: "out", Drop: 1}},
@@ -478,6 +435,38 @@ func reached(sits ...run.Situation) func(*run.Result) error {
 		}
 		return nil
 	}
+}
+
+// isrChurn is the recipe on six partitions for 30 s, with followers out
+// of the ISR after 1 s behind, and messages fault m on every broker's links
+// from 500 ms on: the cases whose ISRs change often while ISR messages go
+// astray.
+func isrChurn(seed uint64, m run.MessageFault) run.Spec {
+	cfg := base(seed)
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 6, ReplicationFactor: 3}}
+	cfg.DurationMs = 30000
+	cfg.Broker.ReplicaLagTimeMaxMs = 1000
+	for n := 1; n <= cfg.Brokers; n++ {
+		cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 500}, Kind: run.FaultMessages, Node: n, ForMs: cfg.DurationMs - 1000, Messages: m.Clone()})
+	}
+	return cfg
+}
+
+// followersChurn adds to cfg a follower that stops fetching for 1.5 s
+// every 2.5 s, and one that loses its disk every 5 s.
+func followersChurn(cfg run.Spec) run.Spec {
+	for i, at := 0, int64(2000); at < cfg.DurationMs-2000; i, at = i+1, at+2500 {
+		cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 1500, Messages: stopFetching()})
+		if i%2 == 1 {
+			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 1200}, Kind: run.FaultReplaceDisk, Role: run.RoleFollower, ForMs: 800})
+		}
+	}
+	return cfg
+}
+
+// stopFetching: a follower's fetches are lost, as if it stopped fetching.
+func stopFetching() *run.MessageFault {
+	return &run.MessageFault{Kinds: []string{"replica-fetch"}, Direction: "out", Drop: 1}
 }
 
 // requireISRChurn wants ISRs that shrank and grew, a follower back on an

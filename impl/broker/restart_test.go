@@ -212,13 +212,7 @@ func TestDamageInsideTheLogIsReportedAsLostData(t *testing.T) {
 	c.crash(2)
 	n := c.nodes[2]
 	name := tp0Dir + "/" + storage.LogFile
-	data, err := n.disk.ReadFile(name)
-	require.NoError(t, err)
-	mid := len(data) / 2
-	for i := range 8 {
-		data[mid+i] ^= 0xff
-	}
-	require.NoError(t, n.disk.WriteFileAtomic(name, data))
+	flipMiddle(t, n.disk, name)
 	b, err := broker.Open(n.cfg, n.disk, 99, c.now, nil)
 	require.NoError(t, err)
 	var lost []string
@@ -233,63 +227,53 @@ func TestDamageInsideTheLogIsReportedAsLostData(t *testing.T) {
 	assert.Contains(t, lost[0], "below its checkpointed high watermark 20")
 }
 
-// The last ISR member comes back on a damaged log while the other replicas
-// come back intact: it is not elected, so nobody truncates a good copy to
-// its damaged one; the partition stays offline, as with unclean election
-// off, until an operator decides (it used to be elected, and the intact
-// replicas dropped 20 acknowledged records to match it).
+// The last ISR member comes back on a damaged log, or on an empty disk,
+// while the other replicas come back intact: it is not elected, so nobody
+// truncates a good copy to its damaged one; the partition stays offline, as
+// with unclean election off, until an operator decides (it used to be
+// elected, and the intact replicas dropped 20 acknowledged records to
+// match it). On an empty disk there is no log to find damage in: the
+// broker registers with an empty disk, and the controller takes it to have
+// lost what it held.
 func TestDamagedLastISRMemberIsNotElected(t *testing.T) {
-	c, leader := newTopic(t, opts{flush: true, lagMs: 500})
-	require.Equal(t, broker.NodeID(1), leader)
-	for i := range 20 {
-		c.produceOK(leader, tp0, fmt.Sprint("v", i))
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, n *node)
+	}{
+		{"damaged log", func(t *testing.T, n *node) { flipMiddle(t, n.disk, tp0Dir+"/"+storage.LogFile) }},
+		{"empty disk", func(_ *testing.T, n *node) { n.disk = storage.NewSimDisk() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, leader := newTopic(t, opts{flush: true, lagMs: 500})
+			require.Equal(t, broker.NodeID(1), leader)
+			for i := range 20 {
+				c.produceOK(leader, tp0, fmt.Sprint("v", i))
+			}
+			c.tick(2 * fetchWaitMs)
+			c.crash(2)
+			c.crash(3)
+			c.tickUntil(10_000, func() bool { return slices.Equal(c.state(tp0).ISR, []int32{1}) }, "the ISR never shrank to broker 1") // replica lag
+			c.crash(1)
+			tc.damage(t, c.nodes[1])
+			c.start(2)
+			c.start(3)
+			c.start(1)
+			c.tick(5000)
+			require.Equal(t, kafka.NoLeader, c.state(tp0).Leader, "broker 1 lost committed records and must not lead")
+			for _, id := range []broker.NodeID{2, 3} {
+				require.EqualValues(t, 20, c.replica(id, tp0).LEO(), "broker %d's intact copy", id)
+			}
+		})
 	}
-	c.tick(2 * fetchWaitMs)
-	c.crash(2)
-	c.crash(3)
-	c.tickUntil(10_000, func() bool { return slices.Equal(c.state(tp0).ISR, []int32{1}) }, "the ISR never shrank to broker 1") // replica lag
-	c.crash(1)
-	n := c.nodes[1]
-	name := tp0Dir + "/" + storage.LogFile
-	data, err := n.disk.ReadFile(name)
+}
+
+// flipMiddle flips 8 bytes in the middle of a synced file.
+func flipMiddle(t *testing.T, d *storage.SimDisk, name string) {
+	t.Helper()
+	data, err := d.ReadFile(name)
 	require.NoError(t, err)
 	for i := range 8 {
 		data[len(data)/2+i] ^= 0xff
 	}
-	require.NoError(t, n.disk.WriteFileAtomic(name, data))
-
-	c.start(2)
-	c.start(3)
-	c.start(1)
-	c.tick(5000)
-	s := c.state(tp0)
-	require.Equal(t, kafka.NoLeader, s.Leader, "broker 1 lost committed records and must not lead")
-	for _, id := range []broker.NodeID{2, 3} {
-		require.EqualValues(t, 20, c.replica(id, tp0).LEO(), "broker %d's intact copy", id)
-	}
-}
-
-// The same with the last ISR member back on an empty disk: it has no log
-// to find damage in, but it registers with an empty disk, and the
-// controller takes it to have lost what it held.
-func TestEmptiedLastISRMemberIsNotElected(t *testing.T) {
-	c, leader := newTopic(t, opts{flush: true, lagMs: 500})
-	require.Equal(t, broker.NodeID(1), leader)
-	for i := range 20 {
-		c.produceOK(leader, tp0, fmt.Sprint("v", i))
-	}
-	c.tick(2 * fetchWaitMs)
-	c.crash(2)
-	c.crash(3)
-	c.tickUntil(10_000, func() bool { return slices.Equal(c.state(tp0).ISR, []int32{1}) }, "the ISR never shrank to broker 1")
-	c.crash(1)
-	c.nodes[1].disk = storage.NewSimDisk()
-	c.start(2)
-	c.start(3)
-	c.start(1)
-	c.tick(5000)
-	require.Equal(t, kafka.NoLeader, c.state(tp0).Leader, "broker 1 came back empty and must not lead")
-	for _, id := range []broker.NodeID{2, 3} {
-		require.EqualValues(t, 20, c.replica(id, tp0).LEO(), "broker %d's intact copy", id)
-	}
+	require.NoError(t, d.WriteFileAtomic(name, data))
 }

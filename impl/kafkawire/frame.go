@@ -80,8 +80,10 @@ func readFrameBody(r io.Reader, n int) ([]byte, error) {
 	return frame, nil
 }
 
-// firstChunk is what ReadBounded allocates before any of the bytes came.
-const firstChunk = 64 << 10
+// firstChunk is what ReadBounded allocates before any of the bytes came:
+// enough that most requests take one allocation, small enough that a
+// thousand declared and unsent frames cost a quarter of a GiB.
+const firstChunk = 256 << 10
 
 // ReadBounded reads exactly n bytes from r into a fresh buffer that grows
 // with the bytes that arrive, at most doubling: a length a peer declared

@@ -26,23 +26,13 @@ func TestHugeCompressibleRecordIsRefusedNotFatal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates a few hundred MB")
 	}
-	c := startTestCluster(t)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
-	require.NoError(t, err)
-	defer admin.Close()
-	createTopic(t, admin, "huge", 1)
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic("huge"),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression()),
-		kgo.ProducerBatchMaxBytes(100<<20), kgo.MaxBufferedBytes(200<<20),
-		kgo.RecordRetries(2))
-	require.NoError(t, err)
-	defer cl.Close()
+	cl := producerOnNewTopic(t, "huge", kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.ProducerBatchMaxBytes(100<<20), kgo.MaxBufferedBytes(200<<20))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	huge := bytes.Repeat([]byte("watermark"), (65<<20)/9+1)
-	err = cl.ProduceSync(ctx, &kgo.Record{Value: huge}).FirstErr()
+	err := cl.ProduceSync(ctx, &kgo.Record{Value: huge}).FirstErr()
 	require.True(t, errors.Is(err, kerr.MessageTooLarge), "want MESSAGE_TOO_LARGE, got %v", err)
 
 	res := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("small")})
@@ -53,20 +43,27 @@ func TestHugeCompressibleRecordIsRefusedNotFatal(t *testing.T) {
 // A batch over message.max.bytes as it comes on the wire is refused with
 // MESSAGE_TOO_LARGE, as Kafka does.
 func TestBatchOverMessageMaxBytesIsRefused(t *testing.T) {
+	cl := producerOnNewTopic(t, "big", kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(4<<20))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 2<<20)}).FirstErr()
+	require.True(t, errors.Is(err, kerr.MessageTooLarge), "want MESSAGE_TOO_LARGE, got %v", err)
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 512<<10)}).FirstErr(), "under the limit")
+}
+
+// producerOnNewTopic starts a test cluster with one topic and returns a
+// franz-go producer to it, with opts, that tries each record 3 times.
+func producerOnNewTopic(t *testing.T, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
 	c := startTestCluster(t)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
 	require.NoError(t, err)
 	defer admin.Close()
-	createTopic(t, admin, "big", 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic("big"),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(4<<20), kgo.RecordRetries(2))
+	createTopic(t, admin, topic, 1)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(2)}, opts...)...)
 	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 2<<20)}).FirstErr()
-	require.True(t, errors.Is(err, kerr.MessageTooLarge), "want MESSAGE_TOO_LARGE, got %v", err)
-	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 512<<10)}).FirstErr(), "under the limit")
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // A declared frame costs what arrived of it, not what it declared: 20
