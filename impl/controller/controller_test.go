@@ -579,3 +579,17 @@ func TestRestartedReplicaThatLostDataIsNotElected(t *testing.T) {
 	require.NoError(t, h2.alter(p, 1, 2).Err)
 	require.False(t, h2.c.lostData(1, p))
 }
+
+// CheckInvariants fires on a leader that lost the partition's committed
+// records (with unclean election off), and is quiet once it has not.
+func TestInvariantsKnowLostData(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2)
+	h.createTopic("t", 1, 2)
+	p := tp("t", 0)
+	require.NoError(t, h.c.CheckInvariants())
+	leader := h.state(p).Leader
+	h.c.brokers[leader].lost = lostSet([]kafka.TopicPartition{p})
+	require.ErrorContains(t, h.c.CheckInvariants(), "lost the partition's committed records")
+	h.c.brokers[leader].lost = nil
+	require.NoError(t, h.c.CheckInvariants())
+}
