@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"os"
 	"slices"
 	"strings"
@@ -64,8 +65,8 @@ func missing(cfg run.Spec, have Capabilities) string {
 		switch k {
 		case run.FaultCrash:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
-		case run.FaultReplaceDisk:
-			add(have.ReplaceDisk, "replacing a broker's disk (a Cluster with ReplaceDisk: --target cluster or the simulator)")
+		case run.FaultReplaceDisk, run.FaultDamageLog:
+			add(have.ReplaceDisk, "replacing or damaging a broker's disk (a Cluster that owns its data directories: --target cluster or the simulator)")
 		case run.FaultBounceLeader:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
 			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
@@ -227,9 +228,12 @@ type liveCluster struct {
 func (l liveCluster) Brokers() int             { return len(l.c.Bootstrap()) }
 func (l liveCluster) Kill(id int) error        { return l.c.Kill(id) }
 func (l liveCluster) ReplaceDisk(id int) error { return l.c.ReplaceDisk(id) }
-func (l liveCluster) Pause(id int) error       { return l.c.Pause(id) }
-func (l liveCluster) Resume(id int) error      { return l.c.Resume(id) }
-func (l liveCluster) Isolate(id int) error     { return l.c.Isolate(id) }
+func (l liveCluster) DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string, error) {
+	return l.c.DamageLog(id, tps, n)
+}
+func (l liveCluster) Pause(id int) error   { return l.c.Pause(id) }
+func (l liveCluster) Resume(id int) error  { return l.c.Resume(id) }
+func (l liveCluster) Isolate(id int) error { return l.c.Isolate(id) }
 func (l liveCluster) Heal() error {
 	if err := l.c.Heal(); err != nil && !errors.Is(err, cluster.ErrNoProxies) {
 		return err

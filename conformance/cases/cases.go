@@ -474,9 +474,9 @@ func acks1LeaderCrashes(cfg run.Spec) run.Spec {
 }
 
 // Cases is every case, in the order `watermark check` runs them: the
-// broker faults, the rare states, then the baseline cases that need none,
-// then the consumer-group cases.
-var Cases = slices.Concat(brokerCases, rareCases, baselineCases, groupCases)
+// broker faults, the rare states, damaged disks, then the baseline cases
+// that need none, then the consumer-group cases.
+var Cases = slices.Concat(brokerCases, rareCases, diskCases, baselineCases, groupCases)
 
 // FromFile is the case a run file judges its run by: the file's spec for
 // any seed, its allowed anomalies and its flags.

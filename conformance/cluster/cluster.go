@@ -446,20 +446,6 @@ func (c *Cluster) Kill(id int) error {
 	return p.kill()
 }
 
-// ReplaceDisk kills broker id and empties its data directory, as a
-// machine that comes back with a new drive: Restart starts it on nothing.
-func (c *Cluster) ReplaceDisk(id int) error {
-	if err := c.Kill(id); err != nil {
-		return err
-	}
-	dir := filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))
-	c.opts.Logf("replace the disk of broker %d (%s emptied)", id, dir)
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("replace the disk of broker %d: %w", id, err)
-	}
-	return os.MkdirAll(dir, 0o755)
-}
-
 // Restart starts broker id again with the same flags and data directory,
 // killing it first if it is still up, and waits until it listens. It does
 // not wait for the broker to rejoin the ISR; see WaitReady.

@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance/nemesis"
@@ -70,6 +71,42 @@ func (l *live) inject(f run.Fault) {
 		l.Stats.DiskReplacements++
 		l.Reached(run.SitEmptyDiskReturn)
 		l.fault(run.FaultReplaceDisk, id, "broker %d's machine dies; it comes back on an empty disk", id)
+		l.at(l.Now+dur, func() { l.restart(id) })
+	case run.FaultDamageLog:
+		r, ok := cl.(DiskReplacer)
+		if !ok || l.down[id] {
+			return // refused before the run (Capabilities) if !ok
+		}
+		if l.paused[id] {
+			l.paused[id] = false
+			l.faulted[id]--
+		}
+		var tps []kafka.TopicPartition
+		last := false
+		for _, tp := range l.Spec.Partitions() {
+			p, ok := l.Partition(tp)
+			if (f.Partition == nil || *f.Partition == tp) && ok && slices.Contains(p.Replicas, int32(id)) {
+				tps = append(tps, tp)
+				last = last || slices.Equal(p.ISR, []int32{int32(id)})
+			}
+		}
+		what, err := r.DamageLog(id, tps, f.DamagedBytes())
+		if fail(err) {
+			return
+		}
+		l.down[id] = true
+		l.faulted[id]++
+		l.Stats.Faults++
+		l.Stats.Crashes++
+		l.fault(run.FaultCrash, id, "crash broker %d to damage its log (%s)", id, l.opts.Cluster.How(run.FaultCrash))
+		for _, w := range what {
+			l.Stats.DamagedLogs++
+			l.Reached(run.SitDamagedLog)
+			if last {
+				l.Reached(run.SitDamagedLastISR)
+			}
+			l.fault(run.FaultDamageLog, id, "damage broker %d's log: %s%s", id, w, map[bool]string{true: " (the only ISR member)"}[last])
+		}
 		l.at(l.Now+dur, func() { l.restart(id) })
 	case run.FaultPause:
 		if l.down[id] || l.paused[id] || fail(cl.Pause(id)) {

@@ -39,10 +39,15 @@ type Cluster interface {
 	How(kind run.FaultKind) string
 }
 
-// DiskReplacer is a Cluster that can kill a broker and empty its data
-// directory (replace-disk); Restart then starts it on nothing.
+// DiskReplacer is a Cluster that owns its brokers' data directories: it
+// can kill a broker and empty its directory (replace-disk), or kill it
+// and damage its logs (damage-log); Restart then starts it on what is
+// left.
 type DiskReplacer interface {
 	ReplaceDisk(id int) error
+	// DamageLog kills broker id and flips n bytes in the middle of its
+	// log of each partition in tps; it says what it flipped, per log.
+	DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string, error)
 }
 
 // Exchanger carries the clients' requests to a real cluster over the

@@ -65,6 +65,12 @@ const (
 	// stayed down past its session timeout: only the coordinator's expiry
 	// of its session can move its partitions.
 	SitMemberDownPastSession Situation = "member-down-past-session"
+	// SitDamagedLog: a broker's log was damaged (bytes flipped before its
+	// end) while its process was down.
+	SitDamagedLog Situation = "damaged-log"
+	// SitDamagedLastISR: the log damaged was that of a partition's only
+	// ISR member: the one replica a clean election could pick.
+	SitDamagedLastISR Situation = "damaged-last-isr-member"
 )
 
 // Situations lists every situation, in the order reports show them.
@@ -72,5 +78,5 @@ var Situations = []Situation{
 	SitStaleReplicaElection, SitLeaderReturned, SitNewLeaderHWBehind, SitExpandWhileHWBehind,
 	SitEpochTruncation, SitEpochUnknownToLeader, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
 	SitTornTail, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
-	SitZombieCommit, SitMemberDownPastSession,
+	SitZombieCommit, SitMemberDownPastSession, SitDamagedLog, SitDamagedLastISR,
 }

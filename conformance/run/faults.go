@@ -48,11 +48,18 @@ const (
 	// both elections and then follows A again in a newer epoch
 	// (KAFKA-7164's schedule). ForMs is how long each leader stays down.
 	FaultBounceLeader FaultKind = "bounce-leader"
+	// FaultDamageLog: the broker's process dies (a crash) and, while it is
+	// down, DamageBytes bytes (0: 8) in the middle of its log of Partition
+	// (of every partition it holds, when Partition is unset) are flipped,
+	// as a bad sector or a stray write would; it comes back after ForMs
+	// and must find the damage as it recovers.
+	FaultDamageLog FaultKind = "damage-log"
 )
 
 // FaultKinds lists every kind.
 var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal,
-	FaultRestartProducer, FaultCrashConsumer, FaultReplaceDisk, FaultPowerLossAll, FaultMessages, FaultBounceLeader}
+	FaultRestartProducer, FaultCrashConsumer, FaultReplaceDisk, FaultPowerLossAll, FaultMessages, FaultBounceLeader,
+	FaultDamageLog}
 
 // OnBroker reports whether the kind strikes one broker (the others strike
 // the network or the cluster as a whole, or a client).
@@ -62,7 +69,7 @@ func (k FaultKind) OnBroker() bool {
 
 // Down reports whether the kind stops the broker's process.
 func (k FaultKind) Down() bool {
-	return k == FaultCrash || k == FaultPowerLoss || k == FaultReplaceDisk
+	return k == FaultCrash || k == FaultPowerLoss || k == FaultReplaceDisk || k == FaultDamageLog
 }
 
 // MessageFault selects messages on a broker's links and says what
@@ -242,6 +249,16 @@ type Fault struct {
 	// and replace-disk only).
 	Repeat int   `yaml:"repeat"`
 	GapMs  int64 `yaml:"gap_ms"`
+	// DamageBytes is how many bytes a damage-log fault flips (0: 8).
+	DamageBytes int `yaml:"damage_bytes"`
+}
+
+// DamagedBytes is how many bytes a damage-log fault flips.
+func (f Fault) DamagedBytes() int {
+	if f.DamageBytes > 0 {
+		return f.DamageBytes
+	}
+	return 8
 }
 
 func (f Fault) validate(brokers int) error {
@@ -271,7 +288,10 @@ func (f Fault) validate(brokers int) error {
 		return fmt.Errorf("%s: messages: applies to kind messages only", f.Kind)
 	}
 	if f.Repeat != 0 && !f.Kind.Down() {
-		return fmt.Errorf("%s: repeat applies to crash, powerloss and replace-disk only", f.Kind)
+		return fmt.Errorf("%s: repeat applies to crash, powerloss, replace-disk and damage-log only", f.Kind)
+	}
+	if f.DamageBytes != 0 && (f.Kind != FaultDamageLog || f.DamageBytes < 0 || f.DamageBytes > 4096) {
+		return fmt.Errorf("%s: damage_bytes %d: applies to damage-log only, 1..4096", f.Kind, f.DamageBytes)
 	}
 	if f.ForMs < 0 || f.When.AtMs < 0 || f.When.AfterAcks < 0 || f.Repeat < 0 || f.GapMs < 0 {
 		return fmt.Errorf("%s: negative time or count", f.Kind)

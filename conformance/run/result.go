@@ -48,6 +48,7 @@ type Stats struct {
 	Crashes          int
 	PowerLosses      int
 	DiskReplacements int
+	DamagedLogs      int // logs a damage-log fault flipped bytes in
 	FailpointsFired  int
 	StepLimitHit     bool
 	FinalReadDone    bool // the final read covered every partition
@@ -153,11 +154,15 @@ const (
 	// controller holds alive (KIP-841: a fenced broker leaves every ISR
 	// it is not the last member of, and none may join).
 	InvISRAlive = "IsrMembersAlive"
+	// InvController: the controller's own invariants hold after every
+	// step (controller.CheckInvariants: epochs, ISRs, who may lead, the
+	// eligible leader replicas).
+	InvController = "ControllerInvariants"
 )
 
 // Invariants lists every invariant the simulator checks.
 var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease,
-	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced, InvHWOnMinISR, InvISRAlive}
+	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced, InvHWOnMinISR, InvISRAlive, InvController}
 
 // ProtocolReport is trace validation's verdict on a run: how many of its
 // replication steps were checked against spec/protocol's model and the

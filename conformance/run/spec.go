@@ -159,6 +159,19 @@ func KafkaSettings() Settings {
 	return s
 }
 
+// ControllerConfig is the controller's config with what it takes from the
+// brokers' settings: the min ISR of its eligible leader replicas, which
+// are sound only while brokers hold their HW below min ISR (none with
+// advance_hw_below_min_isr).
+func (s Settings) ControllerConfig() controller.Config {
+	c := s.Controller
+	c.EligibleMinISR = s.Broker.MinInsyncReplicas
+	if s.Broker.AdvanceHWBelowMinISR {
+		c.EligibleMinISR = 0
+	}
+	return c
+}
+
 // Validate reports what is wrong with s, all at once.
 func (s Settings) Validate() error {
 	var errs []string

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -139,4 +140,43 @@ func TestMessageFaultSelects(t *testing.T) {
 	m = &run.MessageFault{Peer: "clients"}
 	assert.True(t, selects(m, 1, toClient))
 	assert.False(t, selects(m, 1, answer))
+}
+
+// The last ISR member comes back with a damaged log: it says so (a broker
+// warning in the notes), it does not lead, and the follower that left the
+// ISR last (an eligible leader replica) does; every acknowledged record
+// is read back. A damaged follower's log is found too.
+func TestDamagedLogs(t *testing.T) {
+	cfg := run.DefaultSpec(1)
+	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
+	cfg.Broker.FlushEveryAppend = true
+	cfg.Faults = []run.Fault{
+		{When: run.Trigger{AtMs: 2000}, Kind: run.FaultCrash, Node: 3, ForMs: 8000},
+		{When: run.Trigger{AtMs: 4500}, Kind: run.FaultCrash, Node: 2, ForMs: 5500},
+		{When: run.Trigger{AtMs: 7000}, Kind: run.FaultDamageLog, Node: 1, ForMs: 2000}, // back first
+	}
+	res := holds(t, cfg)
+	require.True(t, res.Stats.FinalReadDone)
+	assert.Equal(t, 1, res.Stats.DamagedLogs)
+	assert.Equal(t, 1, res.Reached[run.SitDamagedLastISR])
+	var warned, eligible bool
+	for _, n := range res.Notes {
+		switch {
+		case n.Kind == run.NoteBroker && n.Node == 1 && strings.Contains(n.Text, "LOST COMMITTED DATA"):
+			warned = true
+		case n.Kind == run.NoteElection && n.AtMs > 7000:
+			require.NotEqual(t, int32(1), n.Leader, "the damaged replica led: %s", n.Text)
+			eligible = eligible || (n.Leader == 2 && strings.Contains(n.Text, "eligible leader replica"))
+		}
+	}
+	assert.True(t, warned, "broker 1 did not warn of the damage")
+	assert.True(t, eligible, "broker 2, the eligible leader replica, was not elected")
+	assert.Greater(t, acked(res.History), 100)
+
+	cfg = run.DefaultSpec(2)
+	cfg.Broker.FlushIntervalMs = 300
+	cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 5000}, Kind: run.FaultDamageLog, Role: run.RoleFollower, ForMs: 1000}}
+	res = holds(t, cfg)
+	assert.Equal(t, 2, res.Reached[run.SitDamagedLog], "both partitions of the follower")
+	assert.Zero(t, res.Reached[run.SitDamagedLastISR])
 }

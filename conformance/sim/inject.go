@@ -48,6 +48,8 @@ func (s *Sim) inject(f run.Fault) {
 		s.kill(n, lossPower, dur, "scheduled")
 	case run.FaultReplaceDisk:
 		s.kill(n, replaceDisk, dur, "scheduled")
+	case run.FaultDamageLog:
+		s.damageLog(n, f, dur)
 	case run.FaultMessages:
 		s.strikeMessages(n, f, dur)
 	case run.FaultPause:
@@ -136,7 +138,7 @@ func (s *Sim) kill(n *node, fate diskFate, downMs int64, why string) {
 		s.proto.onKill(n)
 		if fate == replaceDisk {
 			// The model has no broker that comes back on an empty disk.
-			s.proto.stopped = "steps after a replaced disk (the model has no restart on an empty disk)"
+			s.proto.leave("steps after a replaced disk (the model has no restart on an empty disk)")
 		}
 	}
 	s.inv.cov.down(s, n)
@@ -172,6 +174,45 @@ func (s *Sim) kill(n *node, fate diskFate, downMs int64, why string) {
 		s.fault(run.FaultReplaceDisk, n.id, "broker %d's machine dies; it comes back on an empty disk (%s)", n.id, why)
 	}
 	s.schedule(event{at: s.Now + downMs, kind: evRestart, node: n.id})
+}
+
+// damageLog crashes n and flips bytes in the middle of the synced part of
+// its log of f.Partition (of each partition it holds, without one) before
+// it comes back after downMs.
+func (s *Sim) damageLog(n *node, f run.Fault, downMs int64) {
+	if n.b == nil {
+		return
+	}
+	tps := n.b.Partitions()
+	if f.Partition != nil {
+		tps = []kafka.TopicPartition{*f.Partition}
+	}
+	last := map[kafka.TopicPartition]bool{}
+	for _, tp := range tps {
+		if p, ok := s.Partition(tp); ok && slices.Equal(p.ISR, []int32{int32(n.id)}) {
+			last[tp] = true
+		}
+	}
+	s.kill(n, crashOnly, downMs, "to damage its log")
+	if s.proto != nil {
+		s.proto.leave("steps after a damaged log (the model's disks keep what they synced)")
+	}
+	for _, tp := range tps {
+		name := broker.LogFile(tp)
+		stable := n.disk.Stable(name)
+		if stable < 64 {
+			continue // nothing synced worth damaging
+		}
+		at := stable/4 + s.Rng.Int64N(stable/2)
+		flipped := n.disk.Damage(name, at, f.DamagedBytes())
+		s.Stats.DamagedLogs++
+		s.Reached(run.SitDamagedLog)
+		if last[tp] {
+			s.Reached(run.SitDamagedLastISR)
+		}
+		s.fault(run.FaultDamageLog, n.id, "damage broker %d's log of %s: %d bytes flipped at byte %d of %d synced%s",
+			n.id, tp, flipped, at, stable, map[bool]string{true: " (its only ISR member)"}[last[tp]])
+	}
 }
 
 func (s *Sim) resume(n *node) {

@@ -103,6 +103,9 @@ func (inv *invariants) check() {
 	s := inv.s
 	ctrl := s.ctrl.Controller()
 	inv.failed = false
+	if err := ctrl.CheckInvariants(); err != nil {
+		inv.fail(run.InvController, err.Error())
+	}
 	for _, p := range ctrl.Metadata() {
 		if inv.failed {
 			return

@@ -247,6 +247,18 @@ func (t *protoTracker) afterStep(e event) {
 	}
 }
 
+// leave stops validation from this step on: the run did something the
+// model has no action for.
+func (t *protoTracker) leave(reason string) {
+	if t.stopped == "" {
+		t.stopped = reason
+	}
+	for range t.before {
+		t.skip(reason)
+	}
+	clear(t.before)
+}
+
 // onSend is called with what a broker sent in this step.
 func (t *protoTracker) onSend(out []broker.Envelope) { t.sent = append(t.sent, out...) }
 

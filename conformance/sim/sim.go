@@ -166,7 +166,7 @@ func newSim(cfg run.Spec) (*Sim, error) {
 	}
 	s.Host = s
 	s.trace.init(cfg.TraceTail)
-	ctrl, err := broker.NewControllerNode(cfg.Controller)
+	ctrl, err := broker.NewControllerNode(cfg.ControllerConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +511,7 @@ func (s *Sim) afterBroker(n *node, err error) {
 func (s *Sim) flushController() {
 	for _, e := range s.ctrl.TakeEvents() {
 		s.trace.note(s.Now, "controller: "+e.String())
-		if k := e.Kind; s.inv != nil && (k == controller.ElectionClean || k == controller.ElectionPreferred || k == controller.ElectionUnclean) {
+		if k := e.Kind; s.inv != nil && (k == controller.ElectionClean || k == controller.ElectionPreferred || k == controller.ElectionUnclean || k == controller.ElectionEligible) {
 			s.inv.cov.election(s, e.State)
 		}
 		switch e.Kind {
@@ -522,9 +522,16 @@ func (s *Sim) flushController() {
 				s.Stats.ISRExpands++
 			}
 			s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
-		case controller.ElectionClean, controller.ElectionPreferred:
+		case controller.ElectionClean, controller.ElectionPreferred, controller.ElectionEligible:
 			s.Stats.Elections++
-			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false))
+			n := run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false)
+			if e.Kind == controller.ElectionEligible {
+				n.Text += " (an eligible leader replica, KIP-966: no ISR member can lead)"
+				if s.proto != nil {
+					s.proto.leave("steps after an election from the eligible leader replicas (the model elects from the ISR only)")
+				}
+			}
+			s.Note(n)
 		case controller.ElectionUnclean:
 			s.Stats.Elections++
 			s.Stats.UncleanElections++
@@ -545,6 +552,9 @@ func (s *Sim) flushController() {
 func (s *Sim) collectEvents(n *node) {
 	for _, e := range n.b.TakeEvents() {
 		s.trace.note(s.Now, e.String())
+		if e.Kind == "warning" {
+			s.Notef(run.NoteBroker, int(n.id), "broker %d: %s: %s", n.id, e.TP, e.Detail)
+		}
 	}
 }
 

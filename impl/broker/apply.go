@@ -20,6 +20,11 @@ func partitionDir(tp kafka.TopicPartition) string {
 	return fmt.Sprintf("%s%s/%d", partitionsRoot, tp.Topic, tp.Partition)
 }
 
+// LogFile names tp's log on a broker's disk (a storage.Disk name; on a
+// real disk, relative to the data directory), for harnesses that damage
+// it on purpose.
+func LogFile(tp kafka.TopicPartition) string { return partitionDir(tp) + "/" + storage.LogFile }
+
 // listPartitions finds every partition directory that holds a file.
 func listPartitions(d storage.Disk) ([]kafka.TopicPartition, error) {
 	names, err := d.List(partitionsRoot)
@@ -354,4 +359,28 @@ func (b *Broker) warn(tp kafka.TopicPartition, format string, args ...any) {
 // String renders the event on one line.
 func (e Event) String() string {
 	return fmt.Sprintf("broker %d %s %s: %s", e.Broker, e.TP, e.Kind, e.Detail)
+}
+
+// syncMarker is a file that exists while the broker's process syncs every
+// append: the next process reads from it whether the one before was such.
+const syncMarker = "flush-every-append"
+
+// swapSyncMarker reports whether the previous process left the marker and
+// sets it for this one (flush), durably, before anything is appended.
+func swapSyncMarker(d storage.Disk, flush bool) (bool, error) {
+	names, err := d.List(syncMarker)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", syncMarker, err)
+	}
+	was := slices.Contains(names, syncMarker)
+	switch {
+	case flush && !was:
+		err = d.WriteFileAtomic(syncMarker, []byte("every append is synced before it is reported\n"))
+	case !flush && was:
+		err = d.Remove(syncMarker)
+	}
+	if err != nil {
+		return false, fmt.Errorf("write %s: %w", syncMarker, err)
+	}
+	return was, nil
 }

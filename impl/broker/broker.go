@@ -75,6 +75,7 @@ type Broker struct {
 	lastRegister   int64
 	lostData       []kafka.TopicPartition // partitions whose logs lost committed records at load (RegisterBroker.LostData)
 	emptyDisk      bool                   // no partition on disk at start (RegisterBroker.EmptyDisk)
+	synced         bool                   // the previous process synced every append (RegisterBroker.Synced)
 	lastHeartbeat  int64
 	lastCheckpoint int64
 	// metaVersion is the last StateUpdate version applied with none
@@ -145,6 +146,9 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 		}
 	}
 	b.emptyDisk = len(tps) == 0
+	if b.synced, err = swapSyncMarker(disk, cfg.FlushEveryAppend); err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
 	b.sendRegister()
 	return b, nil
 }
@@ -188,7 +192,7 @@ func (b *Broker) send(to NodeID, msg any) {
 
 func (b *Broker) sendRegister() {
 	b.lastRegister = b.now
-	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address, LostData: slices.Clone(b.lostData), EmptyDisk: b.emptyDisk})
+	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address, LostData: slices.Clone(b.lostData), EmptyDisk: b.emptyDisk, Synced: b.synced})
 }
 
 // Handle processes one message. A non-nil error is a *FailpointError: a

@@ -90,7 +90,8 @@ func newCluster(t *testing.T, o opts) *cluster {
 	if o.lagMs == 0 {
 		o.lagMs = 30_000
 	}
-	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: sessionTimeoutMs})
+	// Eligible leader replicas as run.Settings.ControllerConfig derives them.
+	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: sessionTimeoutMs, EligibleMinISR: o.minISR})
 	require.NoError(t, err)
 	c := &cluster{t: t, ctrl: ctrl, nodes: make([]*node, o.brokers+1)}
 	for i := 1; i <= o.brokers; i++ {

@@ -119,7 +119,7 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		if m.EmptyDisk {
 			lost = n.replicaOf(int32(env.From))
 		}
-		if err := n.c.RegisterBroker(int32(env.From), m.Incarnation, now, lost...); err != nil {
+		if err := n.c.Register(int32(env.From), m.Incarnation, now, controller.Registration{Lost: lost, Synced: m.Synced}); err != nil {
 			return // a delayed registration of an earlier process
 		}
 		if m.Address != "" && n.addresses[int32(env.From)] != m.Address {

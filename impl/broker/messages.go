@@ -39,6 +39,11 @@ type RegisterBroker struct {
 	// or a disk replaced or wiped). The controller takes it to have lost
 	// every partition it is a replica of, until it is back in their ISRs.
 	EmptyDisk bool
+	// Synced: the process before this one on the same disk synced every
+	// append before reporting it (flush_every_append), so this restart
+	// lost nothing it had reported beyond LostData, and it stays an
+	// eligible leader replica where it is one (controller.Registration).
+	Synced bool
 }
 
 // Heartbeat keeps a broker's session alive. MetadataVersion is the last

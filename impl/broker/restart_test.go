@@ -232,7 +232,8 @@ func TestDamageInsideTheLogIsReportedAsLostData(t *testing.T) {
 // truncates a good copy to its damaged one; the partition stays offline, as
 // with unclean election off, until an operator decides (it used to be
 // elected, and the intact replicas dropped 20 acknowledged records to
-// match it). On an empty disk there is no log to find damage in: the
+// match it). With min ISR 1 there are no eligible leader replicas (see
+// the next test). On an empty disk there is no log to find damage in: the
 // broker registers with an empty disk, and the controller takes it to have
 // lost what it held.
 func TestDamagedLastISRMemberIsNotElected(t *testing.T) {
@@ -262,6 +263,52 @@ func TestDamagedLastISRMemberIsNotElected(t *testing.T) {
 			require.Equal(t, kafka.NoLeader, c.state(tp0).Leader, "broker 1 lost committed records and must not lead")
 			for _, id := range []broker.NodeID{2, 3} {
 				require.EqualValues(t, 20, c.replica(id, tp0).LEO(), "broker %d's intact copy", id)
+			}
+		})
+	}
+}
+
+// The same with min ISR 2: as the ISR shrank to broker 1, brokers 2 and 3
+// left it below min ISR, so they hold every committed record (eligible
+// leader replicas, KIP-966), and they synced every append, so their
+// restarts lost nothing. The damaged broker comes back first and does not
+// lead; broker 2 does, with all 20 records, and broker 1 copies them
+// again. Were the others' appends not synced, they would have left the
+// ELR as they restarted, and the partition would stay offline.
+func TestEligibleReplicaLeadsWhenTheLastISRMemberIsDamaged(t *testing.T) {
+	for _, synced := range []bool{true, false} {
+		t.Run(fmt.Sprintf("synced=%t", synced), func(t *testing.T) {
+			c, leader := newTopic(t, opts{flush: true, lagMs: 500, minISR: 2})
+			require.Equal(t, broker.NodeID(1), leader)
+			for i := range 20 {
+				c.produceOK(leader, tp0, fmt.Sprint("v", i))
+			}
+			c.tick(2 * fetchWaitMs)
+			c.crash(2)
+			c.crash(3)
+			c.tickUntil(10_000, func() bool { return slices.Equal(c.state(tp0).ISR, []int32{1}) }, "the ISR never shrank to broker 1")
+			c.crash(1)
+			c.tick(sessionTimeoutMs + 1000) // the controller declares all three dead
+			flipMiddle(t, c.nodes[1].disk, tp0Dir+"/"+storage.LogFile)
+			c.start(1)
+			c.tick(1000)
+			require.Equal(t, kafka.NoLeader, c.state(tp0).Leader, "broker 1 lost committed records and must not lead")
+			for _, id := range []broker.NodeID{2, 3} {
+				if !synced {
+					c.nodes[id].cfg.FlushEveryAppend = false
+					require.NoError(t, c.nodes[id].disk.Remove("flush-every-append"), "as a process without flush_every_append leaves it")
+				}
+				c.start(id)
+			}
+			c.tick(5000)
+			if !synced {
+				require.Equal(t, kafka.NoLeader, c.state(tp0).Leader, "no replica is known to hold the data")
+				return
+			}
+			require.Equal(t, int32(2), c.state(tp0).Leader, "the eligible replica leads")
+			c.tickUntil(10_000, func() bool { return len(c.state(tp0).ISR) == 3 }, "the ISR never grew back")
+			for _, id := range []broker.NodeID{1, 2, 3} {
+				require.Equal(t, 20, len(values(c.replica(id, tp0).Log())), "broker %d", id)
 			}
 		})
 	}

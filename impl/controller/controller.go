@@ -17,8 +17,12 @@
 //     that a clean election can pick it when it returns.
 //   - All partitions that lost their leader in one Tick are re-elected in one
 //     batch: the first replica in assignment order that is alive and in the
-//     ISR leads; failing that, with UncleanLeaderElection, the first live
-//     replica leads with ISR = {itself}; failing that, the partition is offline.
+//     ISR leads; failing that, the first live eligible leader replica
+//     (KIP-966, with EligibleMinISR); failing that, with
+//     UncleanLeaderElection, the first live replica leads with ISR =
+//     {itself}; failing that, the partition is offline. A replica that
+//     lost the partition's committed records is elected by none of these
+//     while another can be.
 //   - A broker that registers with a new incarnation restarted and may have
 //     lost unsynced data, so it is first treated as dead (KIP-903: a restarted
 //     replica must not stay in the ISR on the strength of its old state), then
@@ -67,6 +71,16 @@ type Config struct {
 	// empty disk then puts the new, empty process in the ISR
 	// (KAFKA-14139). Off is safe.
 	ISRWithoutBrokerEpoch bool `yaml:"isr_without_broker_epoch" doc:"accept an ISR addition without checking the added broker's incarnation (broker epoch), as before KIP-903 (KAFKA-14139; unsafe)"`
+	// EligibleMinISR, when 2 or more, keeps KIP-966's eligible leader
+	// replicas (ELR): the replicas that left a partition's ISR while it
+	// was, or became, smaller than this many members. It must be the
+	// brokers' min.insync.replicas, and they must hold their HW while
+	// their ISR is below it (partition.Settings: not
+	// AdvanceHWBelowMinISR); then an ELR member holds every committed
+	// record, and the controller elects one when no ISR member can lead.
+	// It is derived from the brokers' settings, not set on its own
+	// (run.Settings.ControllerConfig); 0 or 1: no ELR.
+	EligibleMinISR int `yaml:"-"`
 }
 
 // DefaultConfig is Kafka's default: a 9 s broker session.
@@ -95,6 +109,18 @@ type broker struct {
 	// them, cleanly or not while another replica can, until it is back in
 	// their ISR, which it joins only once it holds the HW again.
 	lost map[kafka.TopicPartition]bool
+}
+
+// Registration is what a broker's process says of itself as it registers.
+type Registration struct {
+	// Lost names the partitions whose logs it recovered with committed
+	// records lost (a damaged or shortened log).
+	Lost []kafka.TopicPartition
+	// Synced: its previous process synced every append before reporting
+	// it (log.flush.interval.messages=1), so a restart lost nothing it
+	// had reported beyond what Lost names. Without it, a restart drops
+	// the broker from every ELR (KIP-966's unclean-shutdown rule).
+	Synced bool
 }
 
 // Controller is the cluster controller. Create it with New.
@@ -128,6 +154,10 @@ type Controller struct {
 	// pending maps a broker to the partitions whose state it must be sent at
 	// the next Ready; only the newest state is sent, as it carries the epochs.
 	pending map[int32]map[kafka.TopicPartition]struct{}
+
+	// elr holds each partition's eligible leader replicas (KIP-966), sorted;
+	// see eligible.go. Absent: none.
+	elr map[kafka.TopicPartition][]int32
 }
 
 // New returns a controller with no brokers and no topics.
@@ -141,6 +171,7 @@ func New(cfg Config) (*Controller, error) {
 		topics:     make(map[string]int32),
 		partitions: make(map[kafka.TopicPartition]*kafka.PartitionState),
 		pending:    make(map[int32]map[kafka.TopicPartition]struct{}),
+		elr:        make(map[kafka.TopicPartition][]int32),
 	}, nil
 }
 

@@ -24,7 +24,11 @@ func (c *Controller) Describe() string {
 			id, state, br.incarnation, br.lastHeartbeat)
 	}
 	for _, tp := range c.order {
-		fmt.Fprintf(&b, "partition %s\n", c.partitions[tp])
+		fmt.Fprintf(&b, "partition %s", c.partitions[tp])
+		if elr := c.elr[tp]; len(elr) > 0 {
+			fmt.Fprintf(&b, " elr=%s", ids(elr))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -43,6 +47,9 @@ func (c *Controller) CheckInvariants() error {
 			return fmt.Errorf("%s: in order but not in partitions", tp)
 		}
 		if err := c.checkPartition(p); err != nil {
+			return fmt.Errorf("%s: %w", tp, err)
+		}
+		if err := c.checkELR(p); err != nil {
 			return fmt.Errorf("%s: %w", tp, err)
 		}
 	}
@@ -88,6 +95,31 @@ func (c *Controller) checkPartition(p *kafka.PartitionState) error {
 	for _, r := range p.Replicas {
 		if c.IsAlive(r) && (c.cfg.UncleanLeaderElection || (slices.Contains(p.ISR, r) && !c.lostData(r, p.TopicPartition))) {
 			return fmt.Errorf("offline although replica %d is alive and eligible", r)
+		}
+	}
+	return nil
+}
+
+// checkELR checks p's eligible leader replicas against eligible.go's rules.
+func (c *Controller) checkELR(p *kafka.PartitionState) error {
+	elr := c.elr[p.TopicPartition]
+	if len(elr) == 0 {
+		return nil
+	}
+	if !slices.IsSorted(elr) || hasDuplicates(elr) {
+		return fmt.Errorf("elr %v: unsorted or repeated", elr)
+	}
+	if len(p.ISR) >= c.eligibleMin(p) {
+		return fmt.Errorf("elr %v beside isr %v of min isr %d", elr, p.ISR, c.eligibleMin(p))
+	}
+	for _, r := range elr {
+		switch {
+		case !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r):
+			return fmt.Errorf("elr member %d is not a replica, or is in isr %v", r, p.ISR)
+		case c.lostData(r, p.TopicPartition):
+			return fmt.Errorf("elr member %d lost the partition's committed records", r)
+		case p.Leader == kafka.NoLeader && c.IsAlive(r):
+			return fmt.Errorf("offline although eligible leader replica %d is alive", r)
 		}
 	}
 	return nil

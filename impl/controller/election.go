@@ -30,6 +30,13 @@ func (c *Controller) settle(p *kafka.PartitionState) (kafka.PartitionState, Even
 		next.Leader = l
 		return next, ElectionClean
 	}
+	if l, ok := c.electEligible(p); ok {
+		// It holds every committed record (eligible.go); the ISR members
+		// it replaces are dead or lost the data.
+		next.Leader = l
+		next.ISR = []int32{l}
+		return next, ElectionEligible
+	}
 	if c.cfg.UncleanLeaderElection {
 		l, ok := c.firstAlive(p.TopicPartition, p.Replicas, nil, false)
 		if !ok {
@@ -125,6 +132,7 @@ func (c *Controller) apply(p *kafka.PartitionState, next kafka.PartitionState, k
 	next.PartitionEpoch = p.PartitionEpoch + 1
 	old := *p
 	*p = next
+	c.updateELR(old, p, kind)
 	c.emit(Event{Kind: kind, Now: now, Broker: by, State: p.Clone(), OldLeader: old.Leader, OldISR: slices.Clone(old.ISR)})
 	c.queue(p)
 }

@@ -24,7 +24,17 @@ import (
 // elected for them until it is back in their ISR, and a partition whose
 // only ISR member it is stays offline rather than lose what it lost
 // (unclean election, when on, prefers a replica that lost nothing).
+//
+// RegisterBroker is Register with a Registration of lost and no Synced.
 func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64, lost ...kafka.TopicPartition) error {
+	return c.Register(id, incarnation, now, Registration{Lost: lost})
+}
+
+// Register is RegisterBroker with all a process says of itself: a new
+// incarnation also leaves the eligible leader replicas it may no longer
+// belong to (eligible.go, rule 4).
+func (c *Controller) Register(id int32, incarnation int64, now int64, reg Registration) error {
+	lost := reg.Lost
 	if id < 0 {
 		return fmt.Errorf("register broker %d: %w", id, kafka.ErrInvalidBrokerID)
 	}
@@ -57,6 +67,7 @@ func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64, lost
 			c.reconcile(now)
 		}
 		b.incarnation, b.lost = incarnation, lostSet(lost)
+		c.leaveELR(id, reg)
 		b.lastHeartbeat = max(b.lastHeartbeat, now)
 		b.alive = true
 		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})

@@ -16,6 +16,14 @@ type Snapshot struct {
 	Brokers    []BrokerRecord
 	Topics     map[string]int32
 	Partitions []kafka.PartitionState
+	// ELR: the partitions with eligible leader replicas, and those.
+	ELR []ELRRecord `json:",omitempty"`
+}
+
+// ELRRecord is one partition's eligible leader replicas in a Snapshot.
+type ELRRecord struct {
+	TopicPartition kafka.TopicPartition
+	Replicas       []int32
 }
 
 // BrokerRecord is one registered broker in a Snapshot.
@@ -46,6 +54,9 @@ func (c *Controller) Snapshot() Snapshot {
 	}
 	for _, tp := range c.order {
 		s.Partitions = append(s.Partitions, c.partitions[tp].Clone())
+		if elr := c.elr[tp]; len(elr) > 0 {
+			s.ELR = append(s.ELR, ELRRecord{TopicPartition: tp, Replicas: slices.Clone(elr)})
+		}
 	}
 	return s
 }
@@ -80,6 +91,12 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 		c.order = append(c.order, p.TopicPartition)
 	}
 	slices.SortFunc(c.order, kafka.TopicPartition.Compare)
+	for _, e := range s.ELR {
+		if _, ok := c.partitions[e.TopicPartition]; !ok || c.elr[e.TopicPartition] != nil {
+			return nil, fmt.Errorf("restore: eligible replicas of %s: no such partition, or listed twice", e.TopicPartition)
+		}
+		c.setELR(e.TopicPartition, slices.Clone(e.Replicas))
+	}
 	for t, n := range c.topics {
 		for i := int32(0); i < n; i++ {
 			if _, ok := c.partitions[kafka.TopicPartition{Topic: t, Partition: i}]; !ok {

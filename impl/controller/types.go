@@ -21,6 +21,7 @@ const (
 	ElectionPreferred                      // leadership moved back to the preferred replica
 	Offline                                // the leader was lost and no replica may replace it
 	ISRChange                              // ISR changed, leader did not
+	ElectionEligible                       // a new leader from the eligible leader replicas (KIP-966), ISR reset to it
 )
 
 var kindNames = [...]string{
@@ -33,6 +34,7 @@ var kindNames = [...]string{
 	ElectionPreferred: "election-preferred",
 	Offline:           "offline",
 	ISRChange:         "isr-change",
+	ElectionEligible:  "election-eligible",
 }
 
 // String returns the kind's name as Describe and traces print it.

@@ -316,3 +316,22 @@ func (d *SimDisk) Clone() *SimDisk {
 	}
 	return c
 }
+
+// Damage flips n bytes of name from offset at, in its current and its
+// durable contents alike: a bad sector, or a stray write, under bytes
+// that were already synced. It reports how many it flipped (fewer when
+// the file ends first; 0 for a missing file). Only the simulator's fault
+// injection calls it.
+func (d *SimDisk) Damage(name string, at int64, n int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok := d.files[name]
+	if !ok || at < 0 || at >= int64(len(f.data)) {
+		return 0
+	}
+	end := min(int(at)+n, len(f.data))
+	for i := int(at); i < end; i++ {
+		f.data[i] ^= 0xff
+	}
+	return end - int(at)
+}

@@ -195,3 +195,21 @@ func TestSimDiskStableAndSize(t *testing.T) {
 	d.PowerLoss(rand.New(rand.NewPCG(1, 2)))
 	assert.GreaterOrEqual(t, d.Size("f"), d.Stable("f"))
 }
+
+// Damage flips synced bytes: what the file reads and what survives a
+// power loss both carry the damage; a missing file or an offset past the
+// end is left alone.
+func TestSimDiskDamage(t *testing.T) {
+	d := NewSimDisk()
+	require.NoError(t, d.Append("f", []byte("abcdefgh")))
+	require.NoError(t, d.Sync("f"))
+	require.Equal(t, 2, d.Damage("f", 6, 8), "the file ends first")
+	got, err := d.ReadFile("f")
+	require.NoError(t, err)
+	require.Equal(t, []byte{'a', 'b', 'c', 'd', 'e', 'f', 'g' ^ 0xff, 'h' ^ 0xff}, got)
+	durable, ok := d.Durable("f")
+	require.True(t, ok)
+	require.Equal(t, got, durable)
+	require.Zero(t, d.Damage("f", 8, 1))
+	require.Zero(t, d.Damage("missing", 0, 1))
+}

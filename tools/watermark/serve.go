@@ -201,7 +201,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func serveController(ctx context.Context, s run.Settings, listen, dataDir string, secret []byte, verbose bool, stdout, stderr io.Writer) int {
-	ccfg := s.Controller
+	ccfg := s.ControllerConfig()
 	c, err := node.StartController(node.ControllerConfig{
 		Secret:     secret,
 		Controller: ccfg,
