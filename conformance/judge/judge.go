@@ -165,7 +165,12 @@ type CaseResult struct {
 	Summary string
 	Seeds   int
 	Ops     int
-	Verdict Verdict
+	// Acknowledged counts the sends a producer was told succeeded, Lost
+	// those of them the history shows gone (lost-write and unseen
+	// anomalies, allowed or not): the case's ledger.
+	Acknowledged int
+	Lost         int
+	Verdict      Verdict
 	// Found counts the anomalies that broke the case's guarantees, by
 	// name; Allowed the anomalies it tolerates.
 	Found   map[string]int
@@ -233,6 +238,16 @@ func (cr *CaseResult) Add(r *RunResult, lossAllowed bool) {
 	if r.Run != nil {
 		for sit := range r.Run.Reached {
 			cr.Reached[sit]++
+		}
+		for _, op := range r.Run.History {
+			if op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeOK {
+				cr.Acknowledged++
+			}
+		}
+	}
+	for _, a := range slices.Concat(r.Found, r.Allowed) {
+		if a.Name == linearizability.AnomalyLostWrite || a.Name == linearizability.AnomalyUnseen {
+			cr.Lost++
 		}
 	}
 	cr.Verdict = Worse(cr.Verdict, r.Verdict)

@@ -27,6 +27,7 @@ func TestCaseResultCountsEachKindApart(t *testing.T) {
 	assert.Equal(t, "lost-write x2, unseen x1, invariant StrongIsr x1, not linearizable x1", strict.Counts(false))
 	assert.Equal(t, "duplicate x1", strict.Counts(true))
 	assert.Equal(t, []*RunResult{r}, strict.Failed)
+	assert.Equal(t, 3, strict.Lost, "the ledger: lost-write and unseen, not duplicate")
 
 	lossy := NewCaseResult(c)
 	lossy.Add(r, true)
@@ -34,8 +35,12 @@ func TestCaseResultCountsEachKindApart(t *testing.T) {
 	assert.Equal(t, "duplicate x1, invariant StrongIsr x1, not linearizable x1", lossy.Counts(true))
 
 	quiet := NewCaseResult(c)
-	quiet.Add(&RunResult{Case: "c", Seed: 2, Verdict: Holds}, false)
+	ok := linearizability.Op{Kind: linearizability.KindProduce, Outcome: linearizability.OutcomeOK}
+	failed := linearizability.Op{Kind: linearizability.KindProduce, Outcome: linearizability.OutcomeFail}
+	quiet.Add(&RunResult{Case: "c", Seed: 2, Verdict: Holds, Run: &run.Result{History: []linearizability.Op{ok, failed, ok}}}, false)
 	assert.Equal(t, Holds, quiet.Verdict)
+	assert.Equal(t, 2, quiet.Acknowledged)
+	assert.Zero(t, quiet.Lost)
 	assert.Equal(t, "-", quiet.Counts(false))
 	assert.Empty(t, quiet.Failed)
 }

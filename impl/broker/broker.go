@@ -76,6 +76,7 @@ type Broker struct {
 	lostData       []kafka.TopicPartition // partitions whose logs lost committed records at load (RegisterBroker.LostData)
 	emptyDisk      bool                   // no partition on disk at start (RegisterBroker.EmptyDisk)
 	synced         bool                   // the previous process synced every append (RegisterBroker.Synced)
+	topicConfigs   map[string]kafka.TopicConfig
 	lastHeartbeat  int64
 	lastCheckpoint int64
 	// metaVersion is the last StateUpdate version applied with none
@@ -335,6 +336,14 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 	}
 	if m.Addresses != nil {
 		b.addresses = maps.Clone(m.Addresses)
+	}
+	for t, cfg := range m.TopicConfigs {
+		// Merged, not replaced: a topic's config is set once, at its
+		// creation, so an update that arrives late cannot take one back.
+		if b.topicConfigs == nil {
+			b.topicConfigs = map[string]kafka.TopicConfig{}
+		}
+		b.topicConfigs[t] = cfg
 	}
 	for _, s := range m.States {
 		tp := s.TopicPartition

@@ -151,7 +151,7 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		n.send(env.From, answer)
 		return
 	case CreateTopic:
-		err := n.c.CreateTopic(m.Name, m.Partitions, m.ReplicationFactor, now)
+		err := n.c.CreateTopicWithConfig(m.Name, m.Partitions, m.ReplicationFactor, m.Config, now)
 		n.flush()
 		n.send(env.From, CreateTopicResponse{Correlation: m.Correlation, Err: err})
 		return
@@ -169,6 +169,8 @@ func (n *ControllerNode) sendFull(to NodeID, incarnation int64) {
 		States:      n.c.Metadata(),
 		LiveBrokers: n.c.LiveBrokers(),
 		Addresses:   n.addressBook(),
+
+		TopicConfigs: n.c.TopicConfigs(),
 	})
 }
 
@@ -217,6 +219,6 @@ func (n *ControllerNode) flush() {
 	n.version++
 	for _, id := range live {
 		inc, _ := n.c.Incarnation(id)
-		n.send(NodeID(id), StateUpdate{Incarnation: inc, Version: n.version, States: states, LiveBrokers: live, Addresses: n.addressBook()})
+		n.send(NodeID(id), StateUpdate{Incarnation: inc, Version: n.version, States: states, LiveBrokers: live, Addresses: n.addressBook(), TopicConfigs: n.c.TopicConfigs()})
 	}
 }

@@ -71,6 +71,9 @@ type StateUpdate struct {
 	// Addresses maps broker ids to their advertised addresses, as
 	// registered; nil when nothing changed.
 	Addresses map[int32]string
+	// TopicConfigs holds the settings of every topic that has its own
+	// (nil: none); each update carries them all.
+	TopicConfigs map[string]kafka.TopicConfig
 }
 
 // CreateTopic asks the controller for a new topic.
@@ -79,6 +82,7 @@ type CreateTopic struct {
 	Name              string
 	Partitions        int32
 	ReplicationFactor int
+	Config            kafka.TopicConfig
 }
 
 // CreateTopicResponse answers CreateTopic.
@@ -100,6 +104,10 @@ type ProduceRequest struct {
 	Acks      partition.Acks
 	Batch     record.Batch
 	TimeoutMs int64
+	// WireBytes is the batch's size as the producer sent it, compressed
+	// or not, which max.message.bytes bounds; 0 when it came over no wire
+	// (the simulator's clients), which nothing bounds.
+	WireBytes int
 }
 
 // InitProducerIDRequest asks any broker for a producer id (PID) and epoch.

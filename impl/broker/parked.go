@@ -44,6 +44,10 @@ func (b *Broker) handleProduce(from NodeID, m ProduceRequest) error {
 		b.answerProduce(from, m, -1, b.unknownOrNotLeader(m.TopicPartition))
 		return nil
 	}
+	if limit, name := b.maxMessageBytes(m.Topic); m.WireBytes > limit {
+		b.answerProduce(from, m, -1, kafka.With(kafka.ErrMessageTooLarge, "a %d-byte batch, over %s %d", m.WireBytes, name, limit))
+		return nil
+	}
 	if err := storage.BatchFits(&m.Batch); err != nil {
 		// Refused before the log sees it: a log that cannot take a batch
 		// fails its broker, and no client may be able to do that.
@@ -236,4 +240,14 @@ func (b *Broker) expireParked() error {
 	}
 	b.retryFetches(kafka.TopicPartition{}, true)
 	return b.releaseReplicaFetches()
+}
+
+// maxMessageBytes is the largest batch topic takes as produced, and the
+// name of the setting that says so: the topic's max.message.bytes when it
+// has one, else the broker's message.max.bytes.
+func (b *Broker) maxMessageBytes(topic string) (int, string) {
+	if cfg, ok := b.topicConfigs[topic]; ok && cfg.MaxMessageBytes > 0 {
+		return int(cfg.MaxMessageBytes), "the topic's max.message.bytes"
+	}
+	return b.cfg.MessageMaxBytes, "message.max.bytes"
 }

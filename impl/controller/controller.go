@@ -133,6 +133,8 @@ type Controller struct {
 
 	// topics maps a topic to its partition count.
 	topics map[string]int32
+	// configs holds the settings of the topics that have their own.
+	configs map[string]kafka.TopicConfig
 
 	// partitions holds the state of every partition; see CheckInvariants.
 	//
@@ -169,6 +171,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg:        cfg,
 		brokers:    make(map[int32]*broker),
 		topics:     make(map[string]int32),
+		configs:    make(map[string]kafka.TopicConfig),
 		partitions: make(map[kafka.TopicPartition]*kafka.PartitionState),
 		pending:    make(map[int32]map[kafka.TopicPartition]struct{}),
 		elr:        make(map[kafka.TopicPartition][]int32),

@@ -129,3 +129,21 @@ func TestInvariantsKnowELR(t *testing.T) {
 	h.c.elr[p] = []int32{2}
 	require.ErrorContains(t, h.c.CheckInvariants(), "offline although eligible leader replica 2 is alive")
 }
+
+// A topic's own settings are kept, published, snapshotted and restored;
+// a negative size is refused.
+func TestTopicConfigs(t *testing.T) {
+	h := newHarness(t, Config{}, 1, 2, 3)
+	require.NoError(t, h.c.CreateTopicWithConfig("big", 1, 3, kafka.TopicConfig{MaxMessageBytes: 5 << 20}, h.now))
+	h.createTopic("plain", 1, 3)
+	require.ErrorIs(t, h.c.CreateTopicWithConfig("bad", 1, 3, kafka.TopicConfig{MaxMessageBytes: -1}, h.now), kafka.ErrInvalidConfig)
+	want := map[string]kafka.TopicConfig{"big": {MaxMessageBytes: 5 << 20}}
+	assert.Equal(t, want, h.c.TopicConfigs(), "only topics with settings of their own")
+	r, err := Restore(h.c.cfg, h.c.Snapshot(), h.now)
+	require.NoError(t, err)
+	assert.Equal(t, want, r.TopicConfigs())
+	snap := h.c.Snapshot()
+	snap.TopicConfigs["nope"] = kafka.TopicConfig{MaxMessageBytes: 1}
+	_, err = Restore(h.c.cfg, snap, h.now)
+	require.ErrorContains(t, err, "config of topic nope")
+}

@@ -13,9 +13,11 @@ import (
 // next restart is still told apart from its current life, and partition
 // states are, with their epochs, so that no epoch is ever handed out twice.
 type Snapshot struct {
-	Brokers    []BrokerRecord
-	Topics     map[string]int32
-	Partitions []kafka.PartitionState
+	Brokers []BrokerRecord
+	Topics  map[string]int32
+	// TopicConfigs: the topics with settings of their own, and those.
+	TopicConfigs map[string]kafka.TopicConfig `json:",omitempty"`
+	Partitions   []kafka.PartitionState
 	// ELR: the partitions with eligible leader replicas, and those.
 	ELR []ELRRecord `json:",omitempty"`
 }
@@ -52,6 +54,7 @@ func (c *Controller) Snapshot() Snapshot {
 	for t, n := range c.topics {
 		s.Topics[t] = n
 	}
+	s.TopicConfigs = c.TopicConfigs()
 	for _, tp := range c.order {
 		s.Partitions = append(s.Partitions, c.partitions[tp].Clone())
 		if elr := c.elr[tp]; len(elr) > 0 {
@@ -78,6 +81,12 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 	}
 	for t, n := range s.Topics {
 		c.topics[t] = n
+	}
+	for t, cfg := range s.TopicConfigs {
+		if _, ok := c.topics[t]; !ok || cfg.IsZero() || cfg.MaxMessageBytes < 0 {
+			return nil, fmt.Errorf("restore: config of topic %s: no such topic, or an empty or invalid config", t)
+		}
+		c.configs[t] = cfg
 	}
 	for _, p := range s.Partitions {
 		if _, dup := c.partitions[p.TopicPartition]; dup {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -16,6 +17,12 @@ import (
 // replica is alive, so the ISR is the whole replica set (kept sorted), and
 // Replicas[0] leads at leader epoch 0.
 func (c *Controller) CreateTopic(name string, partitions int32, replicationFactor int, now int64) error {
+	return c.CreateTopicWithConfig(name, partitions, replicationFactor, kafka.TopicConfig{}, now)
+}
+
+// CreateTopicWithConfig is CreateTopic with the topic's own settings,
+// which the controller publishes to every broker (TopicConfigs).
+func (c *Controller) CreateTopicWithConfig(name string, partitions int32, replicationFactor int, cfg kafka.TopicConfig, now int64) error {
 	if name == "" {
 		return kafka.With(kafka.ErrInvalidTopic, "create topic %q", name)
 	}
@@ -30,7 +37,13 @@ func (c *Controller) CreateTopic(name string, partitions int32, replicationFacto
 		return kafka.With(kafka.ErrInvalidReplicationFactor, "create topic %q with replication factor %d over %d live brokers",
 			name, replicationFactor, len(live))
 	}
+	if cfg.MaxMessageBytes < 0 {
+		return kafka.With(kafka.ErrInvalidConfig, "create topic %q with max.message.bytes %d", name, cfg.MaxMessageBytes)
+	}
 	c.topics[name] = partitions
+	if !cfg.IsZero() {
+		c.configs[name] = cfg
+	}
 	n := len(live)
 	for i := range partitions {
 		replicas := make([]int32, replicationFactor)
@@ -60,4 +73,13 @@ func (c *Controller) topicPartitions(name string) []kafka.TopicPartition {
 		out[i] = kafka.TopicPartition{Topic: name, Partition: i}
 	}
 	return out
+}
+
+// TopicConfigs returns the settings of every topic that has its own, nil
+// when none has.
+func (c *Controller) TopicConfigs() map[string]kafka.TopicConfig {
+	if len(c.configs) == 0 {
+		return nil
+	}
+	return maps.Clone(c.configs)
 }

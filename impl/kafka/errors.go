@@ -67,6 +67,7 @@ var (
 	ErrInvalidUpdateVersion         = sentinel(kerr.InvalidUpdateVersion, "invalid update version")
 	ErrBrokerIDNotRegistered        = sentinel(kerr.BrokerIDNotRegistered, "unknown broker")
 	ErrIneligibleReplica            = sentinel(kerr.IneligibleReplica, "ineligible replica")
+	ErrInvalidConfig                = sentinel(kerr.InvalidConfig, "invalid config")
 
 	// Sentinels that share a code with one above: the same answer on the
 	// wire, a different meaning to a caller in the same process.

@@ -47,6 +47,7 @@ func TestErrorCodes(t *testing.T) {
 		{ErrCorruptMessage, 2},
 		{ErrUnsupportedCompression, 76},
 		{ErrIneligibleReplica, 107},
+		{ErrInvalidConfig, 40},
 		{errors.New("something else"), -1},
 	} {
 		t.Run(tc.err.Error(), func(t *testing.T) {

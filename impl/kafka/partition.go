@@ -103,3 +103,15 @@ type AlterPartitionAnswer struct {
 	// unknown partition.
 	State PartitionState
 }
+
+// TopicConfig is a topic's own settings, set as it is created (Kafka's
+// topic configs); a zero field means the broker's setting applies.
+type TopicConfig struct {
+	// MaxMessageBytes bounds a produced record batch of the topic, as it
+	// comes on the wire (max.message.bytes); 0: the broker's
+	// message.max.bytes.
+	MaxMessageBytes int32 `json:",omitempty"`
+}
+
+// IsZero reports whether c sets nothing.
+func (c TopicConfig) IsZero() bool { return c == TopicConfig{} }

@@ -17,19 +17,12 @@ import (
 
 // createTopic creates a topic through the client and waits until the
 // broker's metadata names a leader for every partition.
-func createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32) {
+func createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32, configs ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 10_000
-	resp, err := req.RequestWith(ctx, cl)
-	require.NoError(t, err)
-	require.Len(t, resp.Topics, 1)
-	require.Zero(t, resp.Topics[0].ErrorCode, "create %s: %v", name, resp.Topics[0].ErrorMessage)
+	resp := createTopicRequest(t, cl, name, partitions, configs...)
+	require.Zero(t, resp.ErrorCode, "create %s: %v", name, resp.ErrorMessage)
 
 	require.Eventually(t, func() bool {
 		mreq := kmsg.NewPtrMetadataRequest()
@@ -47,6 +40,28 @@ func createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32) {
 		}
 		return true
 	}, 20*time.Second, 20*time.Millisecond, "topic %s never got leaders", name)
+}
+
+// createTopicRequest sends CreateTopics for one topic with configs (name,
+// value, name, value, ...) and returns the topic's answer.
+func createTopicRequest(t *testing.T, cl *kgo.Client, name string, partitions int32, configs ...string) kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	for i := 0; i+1 < len(configs); i += 2 {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = configs[i], kmsg.StringPtr(configs[i+1])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10_000
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1)
+	return resp.Topics[0]
 }
 
 // TestKgoProduceConsumeEveryCodec runs an unmodified franz-go client

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -49,6 +50,36 @@ func TestBatchOverMessageMaxBytesIsRefused(t *testing.T) {
 	err := cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 2<<20)}).FirstErr()
 	require.True(t, errors.Is(err, kerr.MessageTooLarge), "want MESSAGE_TOO_LARGE, got %v", err)
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 512<<10)}).FirstErr(), "under the limit")
+}
+
+// A topic's max.message.bytes replaces the broker's message.max.bytes for
+// that topic, up or down, as in Kafka; a malformed one is INVALID_CONFIG.
+func TestTopicMaxMessageBytes(t *testing.T) {
+	c := startTestCluster(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
+	require.NoError(t, err)
+	defer admin.Close()
+	createTopic(t, admin, "roomy", 1, "max.message.bytes", fmt.Sprint(3<<20), "cleanup.policy", "delete")
+	createTopic(t, admin, "tight", 1, "max.message.bytes", "100000")
+	for _, v := range []string{"0", "-5", "lots", "99999999999"} {
+		rt := createTopicRequest(t, admin, "bad", 1, "max.message.bytes", v)
+		require.Equal(t, kerr.InvalidConfig.Code, rt.ErrorCode, "max.message.bytes %s", v)
+		require.Contains(t, *rt.ErrorMessage, "max.message.bytes")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	produce := func(topic string, size int) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(2),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(4<<20))
+		require.NoError(t, err)
+		defer cl.Close()
+		return cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, size)}).FirstErr()
+	}
+	require.NoError(t, produce("roomy", 2<<20), "over message.max.bytes, under the topic's")
+	require.ErrorIs(t, produce("roomy", 3<<20+1000), kerr.MessageTooLarge)
+	require.ErrorIs(t, produce("tight", 200_000), kerr.MessageTooLarge, "under message.max.bytes, over the topic's")
+	require.NoError(t, produce("tight", 50_000))
 }
 
 // producerOnNewTopic starts a test cluster with one topic and returns a

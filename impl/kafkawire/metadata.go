@@ -140,9 +140,11 @@ func validTopicName(name string) bool {
 
 // createTopics forwards each topic to the controller. Partitions -1 means
 // 1 and replication factor -1 means min(3, live brokers). Explicit replica
-// assignments are refused (the controller assigns replicas itself); topic
-// configs are accepted and ignored (partition settings are broker-wide
-// here). ValidateOnly checks the arguments against the local metadata.
+// assignments are refused (the controller assigns replicas itself). Of
+// the topic configs, max.message.bytes is the topic's own (a positive
+// integer, else INVALID_CONFIG); the others are accepted and ignored
+// (those settings are broker-wide here). ValidateOnly checks the
+// arguments against the local metadata.
 func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	m, err := h.brokerMetadata(ctx)
@@ -169,9 +171,12 @@ func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsReques
 		if rf == -1 {
 			rf = min(3, len(m.LiveBrokers))
 		}
+		cfg, cfgErr := topicConfig(t.Configs)
 		var code *kerr.Error
 		var msg string
 		switch {
+		case cfgErr != "":
+			code, msg = kerr.InvalidConfig, cfgErr
 		case count[t.Topic] > 1:
 			code, msg = kerr.InvalidRequest, "topic named more than once in the request"
 		case !validTopicName(t.Topic):
@@ -197,7 +202,7 @@ func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsReques
 		}
 		name := t.Topic
 		corr := h.send(broker.ControllerID, func(corr uint64) any {
-			return broker.CreateTopic{Correlation: corr, Name: name, Partitions: partitions, ReplicationFactor: rf}
+			return broker.CreateTopic{Correlation: corr, Name: name, Partitions: partitions, ReplicationFactor: rf, Config: cfg}
 		})
 		pending[corr] = len(resp.Topics) - 1
 	}
@@ -221,6 +226,23 @@ func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsReques
 		rt.ErrorCode, rt.ErrorMessage = kerr.RequestTimedOut.Code, errorMessage(errTimedOut)
 	}
 	return resp, nil
+}
+
+// topicConfig reads the topic configs the reference keeps per topic; a
+// message saying what is wrong when one is malformed.
+func topicConfig(configs []kmsg.CreateTopicsRequestTopicConfig) (kafka.TopicConfig, string) {
+	var cfg kafka.TopicConfig
+	for _, c := range configs {
+		if c.Name != "max.message.bytes" || c.Value == nil {
+			continue
+		}
+		n, err := strconv.ParseInt(*c.Value, 10, 32)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Sprintf("max.message.bytes %q: want a positive number of bytes (Kafka's default is %d)", *c.Value, broker.DefaultMessageMaxBytes)
+		}
+		cfg.MaxMessageBytes = int32(n)
+	}
+	return cfg, ""
 }
 
 // initProducerID hands out a producer id for an idempotent producer.

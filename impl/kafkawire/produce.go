@@ -50,10 +50,10 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
 			}
+			// The broker bounds the batch by its size as sent
+			// (WireBytes: message.max.bytes, or the topic's
+			// max.message.bytes); decoding is bounded on its own.
 			pb, err := decodeProduce(p.Records, h.s.decomp)
-			if limit := h.s.messageMaxBytes(); len(p.Records) > limit {
-				err = kafka.With(kafka.ErrMessageTooLarge, "a %d-byte batch, over message.max.bytes %d", len(p.Records), limit)
-			}
 			if err != nil {
 				rp := &rt.Partitions[len(rt.Partitions)-1]
 				rp.ErrorCode, rp.ErrorMessage = kafka.CodeOf(err), errorMessage(err)
@@ -70,6 +70,7 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 					Acks:           acks,
 					Batch:          pb,
 					TimeoutMs:      int64(max(req.TimeoutMillis, 0)),
+					WireBytes:      len(p.Records),
 				}
 			})
 			pending[corr] = slot{ti, len(rt.Partitions) - 1}

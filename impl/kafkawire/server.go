@@ -37,9 +37,6 @@ type Server struct {
 	// MaxBatchBytes bounds a produced batch after decompression; 0 means
 	// DefaultMaxBatchBytes.
 	MaxBatchBytes int
-	// MessageMaxBytes bounds a produced batch as it comes, compressed
-	// (message.max.bytes); 0 means broker.DefaultMessageMaxBytes.
-	MessageMaxBytes int
 	// IdleTimeout closes a connection on which no request starts for this
 	// long (connections.max.idle.ms); 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -65,13 +62,6 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-func (s *Server) messageMaxBytes() int {
-	if s.MessageMaxBytes <= 0 {
-		return broker.DefaultMessageMaxBytes
-	}
-	return s.MessageMaxBytes
 }
 
 func (s *Server) init() {

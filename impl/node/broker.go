@@ -171,7 +171,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 	for peer, addr := range cfg.Routes {
 		n.tr.setAddr(broker.NodeID(peer), addr)
 	}
-	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes, MessageMaxBytes: cfg.Broker.MessageMaxBytes,
+	n.wire = &kafkawire.Server{Backend: n, MaxRequestBytes: cfg.MaxRequestBytes,
 		IdleTimeout: cfg.IdleTimeout, RequestReadTimeout: cfg.RequestReadTimeout, Logf: cfg.Logf}
 	n.logEvents(n.b.TakeEvents())
 	n.route(n.b.TakeOutbox())

@@ -223,12 +223,16 @@ type jsonSteps struct {
 }
 
 type jsonCase struct {
-	Name    string         `json:"name"`
-	Seeds   int            `json:"seeds"`
-	Ops     int            `json:"ops"`
-	Verdict string         `json:"verdict"`
-	Found   map[string]int `json:"anomalies_found"`
-	Allowed map[string]int `json:"allowed_anomalies_seen"`
+	Name  string `json:"name"`
+	Seeds int    `json:"seeds"`
+	Ops   int    `json:"ops"`
+	// Acknowledged and Lost are the ledger: sends acknowledged, and of
+	// them, lost (lost-write and unseen, allowed or not).
+	Acknowledged int            `json:"acknowledged"`
+	Lost         int            `json:"lost"`
+	Verdict      string         `json:"verdict"`
+	Found        map[string]int `json:"anomalies_found"`
+	Allowed      map[string]int `json:"allowed_anomalies_seen"`
 	// Invariants counts the runs each protocol invariant failed in;
 	// InvariantsAllowed those of a case that tolerates loss.
 	Invariants        map[string]int `json:"invariants_failed"`
@@ -262,7 +266,7 @@ func writeJSONReport(w io.Writer, rep *conformance.Report, written map[*conforma
 		out.TraceValidation = &jsonSteps{Checked: checked, Skipped: skipped}
 	}
 	for _, cr := range rep.Cases {
-		jc := jsonCase{Name: cr.Name, Seeds: cr.Seeds, Ops: cr.Ops, Verdict: string(cr.Verdict),
+		jc := jsonCase{Name: cr.Name, Seeds: cr.Seeds, Ops: cr.Ops, Acknowledged: cr.Acknowledged, Lost: cr.Lost, Verdict: string(cr.Verdict),
 			Found: cr.Found, Allowed: cr.Allowed, Invariants: cr.Invariants, InvariantsAllowed: cr.InvariantsAllowed,
 			NotLinearizable: cr.Illegal, NotLinearizableAllowed: cr.IllegalAllowed, Skipped: cr.Skipped, Failed: []jsonRun{}}
 		if validate {
