@@ -76,6 +76,33 @@ var diskCases = []Case{
 			return nil
 		},
 	},
+	{
+		Name: "last-isr-unclean-restart",
+		Summary: "both followers cut off until the ISR is the leader alone; it loses power with logs left to the OS and no HW checkpoint yet, so it cannot see what it lost; " +
+			"restarted uncleanly, it does not lead while a follower that left the ISR with every committed record (an eligible leader replica) can come back, and that one leads",
+		Spec: func(seed uint64) run.Spec {
+			cfg := onePartition(seed)
+			cfg.Broker.HWCheckpointIntervalMs = 30_000
+			// Partition 0's replicas are [1 2 3], led by broker 1.
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultIsolate, Node: 2, ForMs: 7000},
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultIsolate, Node: 3, ForMs: 7000},
+				{When: run.Trigger{AtMs: 7500}, Kind: run.FaultPowerLoss, Node: 1, ForMs: 1000},
+			}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			for _, n := range r.Notes {
+				if n.Kind == run.NoteElection && n.AtMs > 7500 {
+					if n.Leader == 1 {
+						return fmt.Errorf("broker 1 led again at %d ms after its unclean restart, though eligible replicas held every committed record", n.AtMs)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("no replica led after broker 1's power loss")
+		},
+	},
 }
 
 // electedAfter requires an election after atMs: a partition whose only

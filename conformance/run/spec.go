@@ -166,7 +166,7 @@ func KafkaSettings() Settings {
 func (s Settings) ControllerConfig() controller.Config {
 	c := s.Controller
 	c.EligibleMinISR = s.Broker.MinInsyncReplicas
-	if s.Broker.AdvanceHWBelowMinISR {
+	if s.Broker.AdvanceHWBelowMinISR || s.Controller.NoEligibleLeaders {
 		c.EligibleMinISR = 0
 	}
 	return c

@@ -108,6 +108,13 @@ var All = []Variant{
 		Hunt:      Hunt{Era: keepISROnRestart},
 	},
 	{
+		Name: "no-elr",
+		Summary: "the controller elects from the ISR only, as before KIP-966: the last ISR member leads again after an unclean restart, " +
+			"though a follower that left the ISR with every committed record is back, and a partition whose last ISR member lost its data stays offline",
+		Reference: "KIP-966",
+		Apply:     func(s *run.Spec) { s.Controller.NoEligibleLeaders = true },
+	},
+	{
 		Name:      "isr-without-broker-epoch",
 		Summary:   "the controller accepts an ISR addition without checking the added broker's incarnation, as before KIP-903: a replica back on an empty disk joins the ISR on its old process's fetches",
 		Reference: "KAFKA-14139, KIP-903",

@@ -50,6 +50,7 @@ func (c *Controller) AlterPartition(req kafka.AlterPartition, now int64) kafka.A
 		if b := c.brokers[r]; b != nil && !slices.Contains(p.ISR, r) {
 			// Added by a leader that holds the data: it holds the HW again.
 			delete(b.lost, req.TopicPartition)
+			delete(b.suspect, req.TopicPartition)
 		}
 	}
 	next.ISR = isr

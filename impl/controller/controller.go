@@ -71,6 +71,10 @@ type Config struct {
 	// empty disk then puts the new, empty process in the ISR
 	// (KAFKA-14139). Off is safe.
 	ISRWithoutBrokerEpoch bool `yaml:"isr_without_broker_epoch" doc:"accept an ISR addition without checking the added broker's incarnation (broker epoch), as before KIP-903 (KAFKA-14139; unsafe)"`
+	// NoEligibleLeaders elects from the ISR only, as before KIP-966: a
+	// partition whose last ISR member lost its data stays offline, and
+	// that member leads on its return after an unclean restart.
+	NoEligibleLeaders bool `yaml:"no_eligible_leader_replicas" doc:"elect from the ISR only, as before KIP-966 (no eligible leader replicas)"`
 	// EligibleMinISR, when 2 or more, keeps KIP-966's eligible leader
 	// replicas (ELR): the replicas that left a partition's ISR while it
 	// was, or became, smaller than this many members. It must be the
@@ -109,6 +113,12 @@ type broker struct {
 	// them, cleanly or not while another replica can, until it is back in
 	// their ISR, which it joins only once it holds the HW again.
 	lost map[kafka.TopicPartition]bool
+	// suspect are the partitions this incarnation may have lost unsynced
+	// records of: it registered a restart without Registration.Synced
+	// (KIP-966's unclean shutdown) and has not been back in their ISR
+	// since. It joins no ELR, and as the last ISR member it yields to a
+	// live eligible leader replica (eligible.go).
+	suspect map[kafka.TopicPartition]bool
 }
 
 // Registration is what a broker's process says of itself as it registers.

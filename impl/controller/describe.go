@@ -93,7 +93,7 @@ func (c *Controller) checkPartition(p *kafka.PartitionState) error {
 		return nil
 	}
 	for _, r := range p.Replicas {
-		if c.IsAlive(r) && (c.cfg.UncleanLeaderElection || (slices.Contains(p.ISR, r) && !c.lostData(r, p.TopicPartition))) {
+		if c.IsAlive(r) && (c.cfg.UncleanLeaderElection || (slices.Contains(p.ISR, r) && !c.lostData(r, p.TopicPartition) && !c.yields(p, p.ISR, r))) {
 			return fmt.Errorf("offline although replica %d is alive and eligible", r)
 		}
 	}
@@ -118,6 +118,8 @@ func (c *Controller) checkELR(p *kafka.PartitionState) error {
 			return fmt.Errorf("elr member %d is not a replica, or is in isr %v", r, p.ISR)
 		case c.lostData(r, p.TopicPartition):
 			return fmt.Errorf("elr member %d lost the partition's committed records", r)
+		case c.suspect(r, p.TopicPartition):
+			return fmt.Errorf("elr member %d restarted uncleanly and has not been back in the isr", r)
 		case p.Leader == kafka.NoLeader && c.IsAlive(r):
 			return fmt.Errorf("offline although eligible leader replica %d is alive", r)
 		}

@@ -26,7 +26,7 @@ func (c *Controller) settle(p *kafka.PartitionState) (kafka.PartitionState, Even
 	if next.Leader != kafka.NoLeader && c.IsAlive(next.Leader) {
 		return next, ISRChange
 	}
-	if l, ok := c.firstAlive(p.TopicPartition, p.Replicas, next.ISR, false); ok {
+	if l, ok := c.firstAlive(p.TopicPartition, p.Replicas, next.ISR, false); ok && !c.yields(p, next.ISR, l) {
 		next.Leader = l
 		return next, ElectionClean
 	}
@@ -132,6 +132,11 @@ func (c *Controller) apply(p *kafka.PartitionState, next kafka.PartitionState, k
 	next.PartitionEpoch = p.PartitionEpoch + 1
 	old := *p
 	*p = next
+	if b := c.brokers[next.Leader]; leaderChanged && b != nil {
+		// Its log is the partition's truth from this epoch on: whatever
+		// an unclean restart cost it, it holds every committed record.
+		delete(b.suspect, next.TopicPartition)
+	}
 	c.updateELR(old, p, kind)
 	c.emit(Event{Kind: kind, Now: now, Broker: by, State: p.Clone(), OldLeader: old.Leader, OldISR: slices.Clone(old.ISR)})
 	c.queue(p)

@@ -28,12 +28,41 @@ import (
 //  4. A member leaves as it registers a restart that may have lost what
 //     it had reported (no Registration.Synced: KIP-966's unclean shutdown)
 //     or that lost this partition's records (Registration.Lost).
+//  5. A replica whose restart was unclean joins no ELR, and, as the last
+//     ISR member, does not lead while the ELR is not empty (KIP-966: the
+//     replica that may have lost records waits for one known to hold
+//     them, alive or not); with an empty ELR it leads, as before KIP-966.
+//     Both hold until it leads, or a leader adds it back to the ISR.
 //
 // Differences from KIP-966, on purpose: the last ISR member stays in the
 // ISR when it dies, as before (so the ISR is never empty), rather than
 // moving to the ELR; there is no last-known ELR and no unclean recovery
 // that asks replicas for their log ends; the ELR is not in any answer to
 // clients (Kafka shows it in DescribeTopicPartitions).
+
+// suspect reports whether broker id's current process restarted
+// uncleanly and has not been back in tp's ISR since (rule 5).
+func (c *Controller) suspect(id int32, tp kafka.TopicPartition) bool {
+	b, ok := c.brokers[id]
+	return ok && b.suspect[tp]
+}
+
+// yields reports whether l, the one live candidate of isr, must wait for
+// p's eligible leader replicas (rule 5).
+func (c *Controller) yields(p *kafka.PartitionState, isr []int32, l int32) bool {
+	return len(isr) == 1 && c.suspect(l, p.TopicPartition) && len(c.elr[p.TopicPartition]) > 0
+}
+
+// replicaOf lists the partitions broker id is a replica of.
+func (c *Controller) replicaOf(id int32) []kafka.TopicPartition {
+	var tps []kafka.TopicPartition
+	for _, tp := range c.order {
+		if slices.Contains(c.partitions[tp].Replicas, id) {
+			tps = append(tps, tp)
+		}
+	}
+	return tps
+}
 
 // eligibleMin is p's min ISR for the ELR rules; below 2 there is no ELR.
 func (c *Controller) eligibleMin(p *kafka.PartitionState) int {
@@ -55,7 +84,7 @@ func (c *Controller) updateELR(old kafka.PartitionState, p *kafka.PartitionState
 		}
 	}
 	for _, r := range old.ISR {
-		if !slices.Contains(p.ISR, r) && !slices.Contains(elr, r) && !c.lostData(r, tp) {
+		if !slices.Contains(p.ISR, r) && !slices.Contains(elr, r) && !c.lostData(r, tp) && !c.suspect(r, tp) {
 			elr = append(elr, r)
 		}
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,4 +147,50 @@ func TestTopicConfigs(t *testing.T) {
 	snap.TopicConfigs["nope"] = kafka.TopicConfig{MaxMessageBytes: 1}
 	_, err = Restore(h.c.cfg, snap, h.now)
 	require.ErrorContains(t, err, "config of topic nope")
+}
+
+// Rule 5: the last ISR member restarts without having synced what it
+// reported (a power loss may have taken committed records) while the
+// eligible replica is down: it waits for that one, which holds them all,
+// and leads only where the ELR is empty. Synced, it leads at once.
+func TestUncleanLastISRMemberWaitsForAnEligibleReplica(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("synced=%t", synced), func(t *testing.T) {
+			h := newHarness(t, Config{EligibleMinISR: 2}, 1, 2)
+			h.createTopic("t", 1, 2)
+			p := tp("t", 0)
+			require.NoError(t, h.alter(p, 1).Err)
+			require.Equal(t, []int32{2}, h.c.ELR(p))
+			h.kill(2)
+			h.inc[1]++
+			require.NoError(t, h.c.Register(1, h.inc[1], h.now, Registration{Synced: synced}))
+			h.check()
+			if synced {
+				assert.Equal(t, int32(1), h.state(p).Leader)
+				return
+			}
+			assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "1 may have lost committed records; 2 holds them")
+			h.revive(2)
+			assert.Equal(t, int32(2), h.state(p).Leader)
+			assert.Nil(t, h.c.ELR(p), "1 restarted uncleanly: it joins no ELR")
+			h.check()
+			require.NoError(t, h.alter(p, 1, 2).Err)
+			assert.False(t, h.c.suspect(1, p), "back in the ISR, it holds the HW again")
+		})
+	}
+
+	// With an empty ELR it leads, as before KIP-966.
+	h := newHarness(t, Config{EligibleMinISR: 2}, 1, 2)
+	h.createTopic("t", 1, 2)
+	p := tp("t", 0)
+	h.kill(2) // 2 leaves at min ISR... of 2 replicas: {1} is below it
+	require.Equal(t, []int32{2}, h.c.ELR(p))
+	h.inc[2]++
+	require.NoError(t, h.c.Register(2, h.inc[2], h.now, Registration{}))
+	require.Nil(t, h.c.ELR(p), "2 restarted uncleanly")
+	h.kill(2)
+	h.inc[1]++
+	require.NoError(t, h.c.Register(1, h.inc[1], h.now, Registration{}))
+	assert.Equal(t, int32(1), h.state(p).Leader)
+	h.check()
 }

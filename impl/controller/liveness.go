@@ -66,7 +66,10 @@ func (c *Controller) Register(id int32, incarnation int64, now int64, reg Regist
 			c.emit(Event{Kind: BrokerDead, Now: now, Broker: id, Incarnation: b.incarnation})
 			c.reconcile(now)
 		}
-		b.incarnation, b.lost = incarnation, lostSet(lost)
+		b.incarnation, b.lost, b.suspect = incarnation, lostSet(lost), nil
+		if !reg.Synced {
+			b.suspect = lostSet(c.replicaOf(id))
+		}
 		c.leaveELR(id, reg)
 		b.lastHeartbeat = max(b.lastHeartbeat, now)
 		b.alive = true

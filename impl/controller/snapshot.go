@@ -36,6 +36,9 @@ type BrokerRecord struct {
 	// LostData: the partitions this incarnation lost committed records of
 	// and may not lead yet (RegisterBroker).
 	LostData []kafka.TopicPartition `json:",omitempty"`
+	// Suspect: the partitions this incarnation may have lost unsynced
+	// records of (an unclean restart, RegisterBroker).
+	Suspect []kafka.TopicPartition `json:",omitempty"`
 }
 
 // Snapshot returns the controller's durable state, sorted, sharing nothing
@@ -49,6 +52,10 @@ func (c *Controller) Snapshot() Snapshot {
 			rec.LostData = append(rec.LostData, tp)
 		}
 		slices.SortFunc(rec.LostData, kafka.TopicPartition.Compare)
+		for tp := range b.suspect {
+			rec.Suspect = append(rec.Suspect, tp)
+		}
+		slices.SortFunc(rec.Suspect, kafka.TopicPartition.Compare)
 		s.Brokers = append(s.Brokers, rec)
 	}
 	for t, n := range c.topics {
@@ -77,7 +84,7 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 		if _, dup := c.brokers[b.ID]; dup || b.ID < 0 {
 			return nil, fmt.Errorf("restore: broker %d listed twice or invalid", b.ID)
 		}
-		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive, lost: lostSet(b.LostData)}
+		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive, lost: lostSet(b.LostData), suspect: lostSet(b.Suspect)}
 	}
 	for t, n := range s.Topics {
 		c.topics[t] = n
