@@ -117,7 +117,7 @@ func (n *Broker) accept() {
 			_ = c.Close()
 			return
 		case trackFull:
-			n.cfg.Logf("broker %d: %s: refused: %d connections open (max connections)", n.ID(), c.RemoteAddr(), n.maxConns())
+			n.cfg.Logf("%s: refused: %d connections open (max connections)", c.RemoteAddr(), n.maxConns())
 			_ = c.Close()
 			continue
 		}

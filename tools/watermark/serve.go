@@ -207,7 +207,7 @@ func serveController(ctx context.Context, s run.Settings, listen, dataDir string
 		Controller: ccfg,
 		DataDir:    dataDir,
 		Listen:     listen,
-		Logf:       nodeLogf(stderr, "controller: ", verbose),
+		Logf:       nodeLogf(stderr, "", verbose), // the node names itself in every line
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "watermark serve: %v\n", err)
