@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/watermarkhq/watermark/conformance/cluster"
 	"github.com/watermarkhq/watermark/conformance/live"
 	"github.com/watermarkhq/watermark/conformance/run"
@@ -37,7 +37,9 @@ type KafkaTarget struct {
 	// otherwise the interfaces it implements do. If it is a TopicCreator,
 	// topics are created through it.
 	Faults any
-	// DurationMs and SettleMs, when > 0, replace the cases' own times.
+	// DurationMs and SettleMs, when > 0, replace the cases' own times;
+	// a group case whose members crash runs longer where its sessions had
+	// to grow (scaleMemberFaults).
 	DurationMs, SettleMs int64
 	// Prefix starts every topic and group name (default "watermark").
 	Prefix   string
@@ -158,7 +160,7 @@ func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkawire.
 		}
 		return d.DialContext(ctx, network, host)
 	}
-	cl, err := kafkawire.NewClient(t.Bootstrap, kgo.Dialer(dial))
+	cl, err := kafkawire.NewClientDialer(t.Bootstrap, dial)
 	if err == nil {
 		cl.ShiftBrokerIDs(shift)
 	}
@@ -240,7 +242,9 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 		cfg.Workload.Group = fmt.Sprintf("%s-%s-%s", prefix, cfg.Workload.Group, suffix)
 		// Kafka refuses sessions below group.min.session.timeout.ms,
 		// 6 s by default; the reference allows the cases' 1.5 s.
+		was := cfg.Workload.ConsumerSessionTimeoutMs
 		cfg.Workload.ConsumerSessionTimeoutMs = max(cfg.Workload.ConsumerSessionTimeoutMs, KafkaMinSessionTimeoutMs)
+		scaleMemberFaults(&cfg, was, cfg.Workload.ConsumerSessionTimeoutMs)
 	}
 	proxies, via, err := t.proxies(ctx, shift)
 	if err != nil {
@@ -398,4 +402,28 @@ func (c *cmdCluster) SetLatency(id int, d time.Duration) error {
 	}
 	p.SetLatency(d)
 	return nil
+}
+
+// scaleMemberFaults stretches the group members' crashes by the factor
+// their session grew by (from was to now ms), and the run with them, so
+// that a case written in sessions ("down for four sessions") still means
+// it on a broker that refuses short sessions: how long a member stays down
+// and how often one dies, scheduled or drawn; and the run lasts at least
+// one nemesis interval and a half plus two sessions, so that a member the
+// nemesis strikes can be seen taken over.
+func scaleMemberFaults(cfg *run.Spec, was, now int64) {
+	if was <= 0 || now <= was {
+		return
+	}
+	scale := func(ms int64) int64 { return ms * now / was }
+	for i := range cfg.Faults {
+		if f := &cfg.Faults[i]; f.Kind == run.FaultCrashConsumer {
+			f.ForMs = scale(f.ForMs)
+		}
+	}
+	nm := &cfg.Nemesis
+	if slices.Contains(nm.Kinds, run.FaultCrashConsumer) {
+		nm.FaultMs, nm.IntervalMs = scale(nm.FaultMs), scale(nm.IntervalMs)
+		cfg.DurationMs = max(cfg.DurationMs, nm.IntervalMs*3/2+2*now)
+	}
 }

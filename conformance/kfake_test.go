@@ -16,7 +16,6 @@ import (
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/linearizability"
 )
 
 // kfakeExpected is franz-go's kfake, run in-process as a third-party
@@ -36,23 +35,14 @@ var kfakeExpected = map[string]kfakeRow{
 	"at-least-once-consumer": {verdict: conformance.Holds},
 	"at-most-once-consumer":  {verdict: conformance.Holds},
 	"producer-restart":       {verdict: conformance.Holds},
-	// In some runs the idempotent producer's pipelined sends reach kfake
-	// out of order (the harness sends each request on its own goroutine);
-	// kfake, as Kafka 2.5+, takes the first sequence it sees from a
-	// producer id it has no state for, refuses the earlier ones, and the
-	// producer resends them under a new id: nonmonotonic-send, and nothing
-	// else. The harness's fault, not kfake's.
-	"lost-answers": {verdict: conformance.Holds, known: []string{linearizability.AnomalyNonmonotonicSend}},
-	// A member dies without leaving and must stay down long enough for
-	// the takeover to be judged; in a 12 s run none does.
-	"group-member-crash": {verdict: conformance.Unknown},
+	"lost-answers":           {verdict: conformance.Holds},
+	"group-member-crash":     {verdict: conformance.Holds},
 	// kfake does not replicate: a slowed broker never falls behind, and no
 	// broker ever leaves an ISR.
 	"slow-follower": {verdict: conformance.Unknown},
 	// What the case is about, a produce answered with an error after its
-	// append, only the simulator sees; the sends reach kfake out of order
-	// as in lost-answers.
-	"slow-replication-no-retries": {verdict: conformance.Unknown, known: []string{linearizability.AnomalyNonmonotonicSend}},
+	// append, only the simulator sees.
+	"slow-replication-no-retries": {verdict: conformance.Unknown},
 }
 
 // kfakeRow is kfake's expected verdict on a case.

@@ -18,6 +18,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/traffic"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -59,6 +60,15 @@ type DiskReplacer interface {
 type Exchanger interface {
 	Exchange(ctx context.Context, to broker.NodeID, msg any) (any, error)
 	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int) error
+}
+
+// Issuer is an Exchanger that can put a request on the wire at once, in
+// the order issued, and wait for its answer later: what a real client's
+// connection does with pipelined requests. The runner issues produces
+// through it, so that an idempotent producer's batches reach the broker
+// in sequence order.
+type Issuer interface {
+	Issue(to broker.NodeID, msg any) func(ctx context.Context) (any, error)
 }
 
 // Options are what the live runner needs besides the run's Spec.
@@ -130,6 +140,9 @@ type live struct {
 	// firstTick is when each client starts ticking.
 	firstTick map[broker.NodeID]int64
 	nets      map[broker.NodeID]Exchanger
+	// joinWaitMs is the longest rebalance a JoinGroup asked for: how long
+	// a SyncGroup may be held.
+	joinWaitMs int64
 }
 
 type liveTimer struct {
@@ -393,12 +406,17 @@ func (l *live) Send(env broker.Envelope) {
 		l.Stats.Dropped++
 	}
 	ex := l.netFor(env.From)
+	exchange := func(ctx context.Context) (any, error) { return ex.Exchange(ctx, env.To, env.Msg) }
+	if is, ok := ex.(Issuer); ok && isProduce {
+		exchange = is.Issue(env.To, env.Msg) // on the wire now, in order
+	}
+	timeout := l.requestTimeout(env.Msg)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(l.ctx, l.requestTimeout())
+		ctx, cancel := context.WithTimeout(l.ctx, timeout)
 		defer cancel()
-		resp, err := ex.Exchange(ctx, env.To, env.Msg)
+		resp, err := exchange(ctx)
 		if dropAnswer {
 			return
 		}
@@ -434,9 +452,27 @@ func (l *live) netFor(id broker.NodeID) Exchanger {
 	return ex
 }
 
-func (l *live) requestTimeout() time.Duration {
-	w := l.Spec.Workload
-	return time.Duration(max(w.RequestTimeoutMs, w.FetchMaxWaitMs)+1000) * time.Millisecond
+// requestTimeout is how long the runner waits for the answer to msg before
+// it takes it as lost, by kind, as a real client's timeouts go: a fetch
+// may be held its max wait, a JoinGroup or SyncGroup a whole rebalance;
+// anything else gets the request timeout; each plus a second of margin.
+func (l *live) requestTimeout(msg any) time.Duration {
+	ms := l.Spec.Workload.RequestTimeoutMs
+	switch m := msg.(type) {
+	case broker.FetchRequest:
+		ms += m.MaxWaitMs
+	case broker.GroupRequest:
+		switch r := m.Req.(type) {
+		case group.JoinRequest:
+			ms += max(r.RebalanceTimeoutMs, r.SessionTimeoutMs)
+			l.joinWaitMs = max(l.joinWaitMs, max(r.RebalanceTimeoutMs, r.SessionTimeoutMs))
+		case group.SyncRequest:
+			// A follower's SyncGroup waits for the leader's, which
+			// the rebalance bounds.
+			ms += l.joinWaitMs
+		}
+	}
+	return time.Duration(ms+1000) * time.Millisecond
 }
 
 // ScheduleClientTick implements traffic.Host.

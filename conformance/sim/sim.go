@@ -544,6 +544,13 @@ func (s *Sim) flushController() {
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d is alive again (incarnation %d): it heartbeats", e.Broker, e.Incarnation)
 		}
 	}
+	if s.proto != nil && s.proto.stopped == "" {
+		for _, tp := range s.proto.tps {
+			if s.ctrl.Controller().WaitsForEligible(tp) {
+				s.proto.leave("steps after a last ISR member waited for an eligible leader replica (the model elects it on its return)")
+			}
+		}
+	}
 	for _, env := range s.ctrl.TakeOutbox() {
 		s.Send(env)
 	}

@@ -145,19 +145,27 @@ func (c *client) tickFinal() {
 		return
 	}
 	c.pos[tp] = f.pos
-	c.fetch(tp, broker.NodeID(leader))
+	c.fetchUpTo(tp, broker.NodeID(leader), finalFetchBytes)
 	f.ops = append(f.ops, c.inflight.op)
 }
 
-// afterFinalFetch advances the final read after one of its fetches.
+// afterFinalFetch advances the final read after one of its fetches. A
+// fetch that failed or timed out is sent again from where the read stands
+// (after new metadata): starting the partition over would read backwards,
+// a nonmonotonic poll the read itself made. One that read records but not
+// to the end is followed by the next at once, as a real consumer reads
+// what it is given without waiting for a timer: a broker that answers
+// with one batch per fetch is read at its pace, not the harness's tick's.
 func (c *client) afterFinalFetch(tp kafka.TopicPartition, ok bool) {
 	f := c.final
 	if !ok {
-		f.target, f.pos, f.ops = -1, 0, nil
 		return
 	}
 	f.pos = c.pos[tp]
 	if f.pos < f.target {
+		if c.inflight == nil && !c.needMeta {
+			c.tickFinal()
+		}
 		return
 	}
 	for _, i := range f.ops {
@@ -228,7 +236,17 @@ func (c *client) requestMetadata() {
 	c.s.send(broker.Envelope{From: c.id, To: to, Msg: broker.MetadataRequest{Correlation: c.corr}})
 }
 
+// finalFetchBytes is what each fetch of the final read asks for: as much
+// as a real consumer's fetch.max.bytes allows a partition (1 MiB,
+// max.partition.fetch.bytes), so that the read takes few round trips.
+const finalFetchBytes = 1 << 20
+
 func (c *client) fetch(tp kafka.TopicPartition, leader broker.NodeID) {
+	c.fetchUpTo(tp, leader, 64<<10)
+}
+
+// fetchUpTo fetches tp from leader, up to maxBytes.
+func (c *client) fetchUpTo(tp kafka.TopicPartition, leader broker.NodeID, maxBytes int) {
 	s := c.s
 	w := s.Spec.Workload
 	pos := c.pos[tp]
@@ -238,7 +256,7 @@ func (c *client) fetch(tp kafka.TopicPartition, leader broker.NodeID) {
 	})
 	c.corr++
 	s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.FetchRequest{
-		Correlation: c.corr, TopicPartition: tp, Offset: pos, MaxBytes: 64 << 10,
+		Correlation: c.corr, TopicPartition: tp, Offset: pos, MaxBytes: maxBytes,
 		MinBytes: 1, MaxWaitMs: w.FetchMaxWaitMs, CurrentLeaderEpoch: c.epochOf(tp),
 	}})
 	c.inflight = &inflight{corr: c.corr, op: op, deadline: s.Now + w.FetchMaxWaitMs + 1000}
@@ -325,7 +343,6 @@ func (c *client) handle(env broker.Envelope) {
 		c.finish(f.op, linearizability.OutcomeOK, nil)
 		if c.final != nil {
 			c.final.target = m.Offset
-			c.final.pos = 0
 		}
 	}
 }

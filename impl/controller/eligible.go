@@ -53,6 +53,22 @@ func (c *Controller) yields(p *kafka.PartitionState, isr []int32, l int32) bool 
 	return len(isr) == 1 && c.suspect(l, p.TopicPartition) && len(c.elr[p.TopicPartition]) > 0
 }
 
+// WaitsForEligible reports whether tp is offline only because its last
+// ISR member, back from an unclean restart, waits for an eligible leader
+// replica (rule 5); for traces that compare with a model without ELR.
+func (c *Controller) WaitsForEligible(tp kafka.TopicPartition) bool {
+	p, ok := c.partitions[tp]
+	if !ok || p.Leader != kafka.NoLeader {
+		return false
+	}
+	for _, r := range p.ISR {
+		if c.IsAlive(r) && !c.lostData(r, tp) && c.yields(p, p.ISR, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // replicaOf lists the partitions broker id is a replica of.
 func (c *Controller) replicaOf(id int32) []kafka.TopicPartition {
 	var tps []kafka.TopicPartition

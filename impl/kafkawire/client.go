@@ -37,6 +37,10 @@ type Client struct {
 	// shift is added to the cluster's broker ids on the way in and taken
 	// off on the way out (see ShiftBrokerIDs).
 	shift int32
+	// dial reaches a broker's address (nil: net.Dialer); produce takes
+	// the ordered connections (client_ordered.go).
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	conns *orderedConns
 }
 
 // ShiftBrokerIDs makes the client number brokers from the cluster's ids
@@ -63,6 +67,15 @@ func (c *Client) ins(ids []int32) []int32 {
 
 // NewClient connects lazily to seeds; opts are extra franz-go options.
 func NewClient(seeds []string, opts ...kgo.Opt) (*Client, error) {
+	return NewClientDialer(seeds, nil, opts...)
+}
+
+// NewClientDialer is NewClient reaching every broker through dial (nil:
+// net.Dialer), its franz-go client and its ordered connections alike.
+func NewClientDialer(seeds []string, dial func(ctx context.Context, network, addr string) (net.Conn, error), opts ...kgo.Opt) (*Client, error) {
+	if dial != nil {
+		opts = append([]kgo.Opt{kgo.Dialer(dial)}, opts...)
+	}
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 12)
 	v.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
@@ -73,11 +86,16 @@ func NewClient(seeds []string, opts ...kgo.Opt) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cl: cl}, nil
+	c := &Client{cl: cl, dial: dial}
+	c.conns = &orderedConns{c: c, byID: map[int32]*Conn{}}
+	return c, nil
 }
 
 // Close closes the connections.
-func (c *Client) Close() { c.cl.Close() }
+func (c *Client) Close() {
+	c.conns.close()
+	c.cl.Close()
+}
 
 // CreateTopic creates a topic through any broker. A topic that exists
 // already is not an error: a harness may run again on the same cluster
@@ -154,7 +172,7 @@ func (c *Client) Brokers(ctx context.Context) (n int, lowest int32, err error) {
 func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg any) (any, error) {
 	switch m := msg.(type) {
 	case broker.ProduceRequest:
-		return c.produce(ctx, to, m)
+		return c.Issue(to, m)(ctx)
 	case broker.FetchRequest:
 		return c.fetch(ctx, to, m)
 	case broker.ListOffsetsRequest:
@@ -188,40 +206,6 @@ func wireError(code int16, msg *string) error {
 		return fmt.Errorf("%w (%s)", err, *msg)
 	}
 	return err
-}
-
-func (c *Client) produce(ctx context.Context, to broker.NodeID, m broker.ProduceRequest) (any, error) {
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks = int16(m.Acks)
-	req.TimeoutMillis = int32(m.TimeoutMs)
-	b := m.Batch
-	b.LeaderEpoch = -1
-	p := kmsg.NewProduceRequestTopicPartition()
-	p.Partition = m.Partition
-	p.Records = appendBatch(nil, &b)
-	t := kmsg.NewProduceRequestTopic()
-	t.Topic = m.Topic
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	raw, err := c.request(ctx, to, req)
-	if err != nil {
-		return nil, err
-	}
-	if m.Acks == 0 {
-		return nil, nil
-	}
-	resp := raw.(*kmsg.ProduceResponse)
-	out := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1}
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if rt.Topic == m.Topic && rp.Partition == m.Partition {
-				out.BaseOffset = rp.BaseOffset
-				out.Err = wireError(rp.ErrorCode, rp.ErrorMessage)
-				return out, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("produce to %s: the answer does not name the partition", m.TopicPartition)
 }
 
 func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequest) (any, error) {

@@ -1,0 +1,106 @@
+package kafkawire
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/broker"
+)
+
+// Issue sends msg to broker to and returns how to wait for its answer.
+// A produce goes out at once on the client's one produce connection to
+// that broker (a Conn), behind every produce issued before it, as a real
+// producer's pipelined requests do; its answer is awaited with the
+// returned function (nil, nil for acks=0). Any other message is sent when
+// the function is called (Exchange).
+func (c *Client) Issue(to broker.NodeID, msg any) func(ctx context.Context) (any, error) {
+	m, ok := msg.(broker.ProduceRequest)
+	if !ok {
+		return func(ctx context.Context) (any, error) { return c.Exchange(ctx, to, msg) }
+	}
+	p := c.conns.get(int32(to) - c.shift).Issue(kafkaProduce(m))
+	return func(ctx context.Context) (any, error) {
+		raw, err := p.Wait(ctx)
+		if err != nil || m.Acks == 0 {
+			return nil, err
+		}
+		return produceAnswer(m, raw.(*kmsg.ProduceResponse))
+	}
+}
+
+// kafkaProduce is m as Kafka's Produce (one batch, one partition).
+func kafkaProduce(m broker.ProduceRequest) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 12
+	req.Acks = int16(m.Acks)
+	req.TimeoutMillis = int32(m.TimeoutMs)
+	b := m.Batch
+	b.LeaderEpoch = -1
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Partition = m.Partition
+	p.Records = appendBatch(nil, &b)
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = m.Topic
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+func produceAnswer(m broker.ProduceRequest, resp *kmsg.ProduceResponse) (any, error) {
+	out := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rt.Topic == m.Topic && rp.Partition == m.Partition {
+				out.BaseOffset = rp.BaseOffset
+				out.Err = wireError(rp.ErrorCode, rp.ErrorMessage)
+				return out, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("produce to %s: the answer does not name the partition", m.TopicPartition)
+}
+
+// orderedConns are a client's produce connections, one per broker (by the
+// cluster's id), made on first use.
+type orderedConns struct {
+	c    *Client
+	mu   sync.Mutex
+	byID map[int32]*Conn
+}
+
+func (o *orderedConns) get(id int32) *Conn {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cn, ok := o.byID[id]; ok {
+		return cn
+	}
+	cn := NewConn(fmt.Sprintf("broker %d", id), func(ctx context.Context) (string, error) { return o.addr(ctx, id) },
+		o.c.dial, "watermark-producer", 0)
+	o.byID[id] = cn
+	return cn
+}
+
+// addr asks the cluster where broker id listens now.
+func (o *orderedConns) addr(ctx context.Context, id int32) (string, error) {
+	addrs, err := o.c.BrokerAddrs(ctx)
+	if err != nil {
+		return "", fmt.Errorf("find broker %d: %w", id, err)
+	}
+	a, ok := addrs[id]
+	if !ok {
+		return "", fmt.Errorf("no broker %d in the cluster's metadata", id)
+	}
+	return a, nil
+}
+
+func (o *orderedConns) close() {
+	o.mu.Lock()
+	conns := o.byID
+	o.byID = map[int32]*Conn{}
+	o.mu.Unlock()
+	for _, cn := range conns {
+		cn.Close()
+	}
+}

@@ -1,0 +1,363 @@
+package kafkawire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Conn is one Kafka connection whose requests reach the wire in the order
+// Issue is called: what a real client's connection does, and what an
+// idempotent producer's pipelined produces need (a broker takes a
+// producer's batches in the order they arrive, KIP-98). franz-go's client
+// writes requests in the order they reach its queue, but has no way to
+// issue one without waiting for its answer, so callers on goroutines of
+// their own race each other to that queue. Conn keeps that order itself:
+// Issue queues at once, one goroutine dials, negotiates versions
+// (ApiVersions, with KIP-511's downgrade) and writes, another reads the
+// answers, which Kafka sends in request order.
+//
+// A failed connection fails every request queued on it; the next Issue
+// dials again. A Conn is safe for concurrent use.
+type Conn struct {
+	addr     string // for messages: the broker as the caller names it
+	resolve  func(ctx context.Context) (string, error)
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	clientID string
+	maxBytes int32
+
+	mu      sync.Mutex
+	queue   []*Pending // issued, not yet written, in order
+	wake    chan struct{}
+	closed  bool
+	stop    chan struct{}
+	writing sync.WaitGroup
+}
+
+// Pending is an issued request; Wait gives its answer.
+type Pending struct {
+	req  kmsg.Request
+	done chan struct{}
+	resp kmsg.Response
+	err  error
+}
+
+// Wait returns the answer, or the connection's error, or ctx's.
+func (p *Pending) Wait(ctx context.Context) (kmsg.Response, error) {
+	select {
+	case <-p.done:
+		return p.resp, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *Pending) finish(resp kmsg.Response, err error) {
+	p.resp, p.err = resp, err
+	close(p.done)
+}
+
+// NewConn returns a connection to the broker named name, at the address
+// resolve gives (asked again at every dial: a broker may move), dialed on
+// first use with dial (nil: net.Dialer). Answers over maxBytes (0: 100
+// MiB) close it.
+func NewConn(name string, resolve func(ctx context.Context) (string, error), dial func(ctx context.Context, network, addr string) (net.Conn, error), clientID string, maxBytes int32) *Conn {
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxRequestBytes
+	}
+	c := &Conn{addr: name, resolve: resolve, dial: dial, clientID: clientID, maxBytes: maxBytes, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	c.writing.Add(1)
+	go c.writeLoop()
+	return c
+}
+
+// Issue queues req behind every request issued before it. Its version is
+// set to the highest both sides support, no higher than req's own.
+func (c *Conn) Issue(req kmsg.Request) *Pending {
+	p := &Pending{req: req, done: make(chan struct{})}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		p.finish(nil, net.ErrClosed)
+		return p
+	}
+	c.queue = append(c.queue, p)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return p
+}
+
+// Close fails what is queued and closes the connection.
+func (c *Conn) Close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+	c.mu.Unlock()
+	c.writing.Wait()
+}
+
+// take returns the queued requests, or nil once closed.
+func (c *Conn) take() ([]*Pending, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queue
+	c.queue = nil
+	return q, !c.closed
+}
+
+// session is one dialed connection: the versions the broker takes and the
+// requests written on it, oldest first, that wait for their answers.
+type session struct {
+	nc       net.Conn
+	versions map[int16]int16
+	mu       sync.Mutex
+	inflight []inflight
+	failed   error
+	gone     chan struct{}
+}
+
+type inflight struct {
+	p    *Pending
+	corr int32
+}
+
+func (s *session) fail(err error) {
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+		close(s.gone)
+	}
+	in := s.inflight
+	s.inflight = nil
+	s.mu.Unlock()
+	s.nc.Close()
+	for _, f := range in {
+		f.p.finish(nil, err)
+	}
+}
+
+func (c *Conn) writeLoop() {
+	defer c.writing.Done()
+	var s *session
+	defer func() {
+		if s != nil {
+			s.fail(net.ErrClosed)
+		}
+		q, _ := c.take()
+		for _, p := range q {
+			p.finish(nil, net.ErrClosed)
+		}
+	}()
+	corr := int32(0)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.clientID))
+	var buf []byte
+	for {
+		q, open := c.take()
+		if !open {
+			for _, p := range q {
+				p.finish(nil, net.ErrClosed)
+			}
+			return
+		}
+		if len(q) == 0 {
+			select {
+			case <-c.wake:
+				continue
+			case <-c.stop:
+				return
+			}
+		}
+		for i, p := range q {
+			if s != nil {
+				select {
+				case <-s.gone:
+					s = nil // failed under us; dial again
+				default:
+				}
+			}
+			if s == nil {
+				var err error
+				if s, err = c.open(); err != nil {
+					for _, p := range q[i:] {
+						p.finish(nil, err)
+					}
+					break
+				}
+			}
+			max, ok := s.versions[p.req.Key()]
+			if !ok {
+				p.finish(nil, fmt.Errorf("%s: the broker does not take %s (key %d): %w", c.addr, kmsg.NameForKey(p.req.Key()), p.req.Key(), kerr.UnsupportedVersion))
+				continue
+			}
+			p.req.SetVersion(min(p.req.GetVersion(), max))
+			corr++
+			buf = f.AppendRequest(buf[:0], p.req, corr)
+			// An acks=0 produce gets no answer (Kafka sends none).
+			answered := true
+			if pr, ok := p.req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
+				answered = false
+			}
+			s.mu.Lock()
+			failed := s.failed
+			if failed == nil && answered {
+				s.inflight = append(s.inflight, inflight{p: p, corr: corr})
+			}
+			s.mu.Unlock()
+			if failed != nil {
+				p.finish(nil, failed)
+				continue
+			}
+			s.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			_, err := s.nc.Write(buf)
+			switch {
+			case err != nil && answered:
+				s.fail(fmt.Errorf("%s: write: %w", c.addr, err))
+			case err != nil:
+				p.finish(nil, fmt.Errorf("%s: write: %w", c.addr, err))
+				s.fail(fmt.Errorf("%s: write: %w", c.addr, err))
+			case !answered:
+				p.finish(nil, nil)
+			}
+		}
+	}
+}
+
+// open dials, negotiates versions and starts the session's reader.
+func (c *Conn) open() (*session, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addr, err := c.resolve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.addr, err)
+	}
+	nc, err := c.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: dial: %w", c.addr, err)
+	}
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(nc)
+	versions, err := negotiate(nc, br, c.clientID, c.maxBytes)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("%s: %w", c.addr, err)
+	}
+	nc.SetDeadline(time.Time{})
+	s := &session{nc: nc, versions: versions, gone: make(chan struct{})}
+	go c.readLoop(s, br)
+	return s, nil
+}
+
+// negotiate asks the broker which versions it takes: ApiVersions v3, and
+// v0 when it answers UNSUPPORTED_VERSION (KIP-511: it then answers in the
+// v0 layout, with its own range of ApiVersions).
+func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (map[int16]int16, error) {
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))
+	for _, v := range []int16{3, 0} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "watermark", "1"
+		if _, err := nc.Write(f.AppendRequest(nil, req, 0)); err != nil {
+			return nil, fmt.Errorf("ApiVersions v%d: write: %w", v, err)
+		}
+		frame, err := ReadFrame(br, maxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("ApiVersions v%d: read the answer: %w", v, err)
+		}
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = v
+		if len(frame) < 4 {
+			return nil, fmt.Errorf("ApiVersions v%d: a %d-byte answer", v, len(frame))
+		}
+		if err := resp.ReadFrom(frame[4:]); err != nil && v > 0 {
+			// A broker that refuses v3 answers in the v0 layout.
+			resp = kmsg.NewPtrApiVersionsResponse()
+			if err0 := resp.ReadFrom(frame[4:]); err0 != nil {
+				return nil, fmt.Errorf("ApiVersions v%d: the answer does not decode at v%d (%v) nor v0 (%v)", v, v, err, err0)
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("ApiVersions v0: the answer does not decode: %w", err)
+		}
+		if resp.ErrorCode == kerr.UnsupportedVersion.Code && v > 0 {
+			continue
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return nil, fmt.Errorf("ApiVersions v%d: %w", v, err)
+		}
+		versions := make(map[int16]int16, len(resp.ApiKeys))
+		for _, k := range resp.ApiKeys {
+			versions[k.ApiKey] = k.MaxVersion
+		}
+		return versions, nil
+	}
+	return nil, errors.New("ApiVersions: the broker takes neither v3 nor v0")
+}
+
+// readLoop reads answers, which come in request order, and hands each to
+// the oldest request written.
+func (c *Conn) readLoop(s *session, br *bufio.Reader) {
+	for {
+		frame, err := ReadFrame(br, c.maxBytes)
+		if err != nil {
+			s.fail(fmt.Errorf("%s: read: %w", c.addr, err))
+			return
+		}
+		s.mu.Lock()
+		if len(s.inflight) == 0 {
+			s.mu.Unlock()
+			s.fail(fmt.Errorf("%s: an answer to no request", c.addr))
+			return
+		}
+		f := s.inflight[0]
+		s.inflight = s.inflight[1:]
+		s.mu.Unlock()
+		resp, err := decodeAnswer(frame, f.corr, f.p.req)
+		if err != nil {
+			f.p.finish(nil, fmt.Errorf("%s: %w", c.addr, err))
+			s.fail(fmt.Errorf("%s: %w", c.addr, err))
+			return
+		}
+		f.p.finish(resp, nil)
+	}
+}
+
+// decodeAnswer checks an answer's correlation id and decodes its body at
+// the request's version.
+func decodeAnswer(frame []byte, corr int32, req kmsg.Request) (kmsg.Response, error) {
+	if len(frame) < 4 {
+		return nil, fmt.Errorf("a %d-byte answer", len(frame))
+	}
+	if got := int32(uint32(frame[0])<<24 | uint32(frame[1])<<16 | uint32(frame[2])<<8 | uint32(frame[3])); got != corr {
+		return nil, fmt.Errorf("answer with correlation id %d where %d was next: answers out of request order", got, corr)
+	}
+	body := frame[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
+		// The response header's tagged fields (none for ApiVersions, KIP-511).
+		rest, err := skipTags(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s v%d answer header: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+		}
+		body = rest
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%s v%d answer: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	return resp, nil
+}

@@ -1,0 +1,143 @@
+package kafkawire
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/record"
+)
+
+func fixedAddr(a string) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) { return a, nil }
+}
+
+// An idempotent producer's five pipelined batches, issued back to back
+// without waiting, reach the broker in the order issued: all five are
+// taken, at offsets in sequence order. An acks=0 produce in between gets
+// no answer and holds nothing up.
+func TestConnKeepsIssueOrder(t *testing.T) {
+	c := startTestCluster(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
+	require.NoError(t, err)
+	defer admin.Close()
+	createTopic(t, admin, "ordered", 1)
+
+	cn := NewConn("test broker", fixedAddr(c.addr), nil, "test", 0)
+	defer cn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	raw, err := cn.Issue(kmsg.NewPtrInitProducerIDRequest()).Wait(ctx)
+	require.NoError(t, err)
+	pid := raw.(*kmsg.InitProducerIDResponse)
+	require.Zero(t, pid.ErrorCode)
+
+	var waits []*Pending
+	for seq := range 5 {
+		b := record.Batch{ProducerID: pid.ProducerID, ProducerEpoch: pid.ProducerEpoch, BaseSequence: int32(seq),
+			Records: []record.Record{{Value: []byte{byte('a' + seq)}, Timestamp: 1}}}
+		waits = append(waits, cn.Issue(produceRequest(11, -1, "ordered", appendBatch(nil, &b))))
+		if seq == 2 {
+			plain := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
+				Records: []record.Record{{Value: []byte("acks=0"), Timestamp: 1}}}
+			p := cn.Issue(produceRequest(11, 0, "ordered", appendBatch(nil, &plain)))
+			resp, err := p.Wait(ctx)
+			require.NoError(t, err)
+			require.Nil(t, resp, "acks=0 has no answer")
+		}
+	}
+	last := int64(-1)
+	for seq, p := range waits {
+		raw, err := p.Wait(ctx)
+		require.NoError(t, err)
+		part := raw.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		require.Zero(t, part.ErrorCode, "sequence %d: %v", seq, kerr.ErrorForCode(part.ErrorCode))
+		require.Greater(t, part.BaseOffset, last, "sequence %d", seq)
+		last = part.BaseOffset
+	}
+}
+
+// A broker that does not take ApiVersions v3 answers in the v0 layout
+// with UNSUPPORTED_VERSION (KIP-511); the connection asks again at v0 and
+// caps each request at the versions that answer lists. A broker that goes
+// away fails what waits, and the next request dials again.
+func TestConnNegotiatesDownAndRedials(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for first := true; ; first = false {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveOldBroker(nc, first)
+		}
+	}()
+	cn := NewConn("old broker", fixedAddr(ln.Addr().String()), nil, "test", 0)
+	defer cn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	raw, err := cn.Issue(req).Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int16(1), raw.GetVersion(), "capped at the broker's Metadata v1")
+	require.Equal(t, int32(7), raw.(*kmsg.MetadataResponse).Brokers[0].NodeID)
+
+	// The first connection closes after one answer: what waits fails, and
+	// the next request is sent on a new connection.
+	_, err = cn.Issue(kmsg.NewPtrMetadataRequest()).Wait(ctx)
+	require.Error(t, err)
+	raw, err = cn.Issue(kmsg.NewPtrMetadataRequest()).Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int32(7), raw.(*kmsg.MetadataResponse).Brokers[0].NodeID)
+}
+
+// serveOldBroker plays a broker that knows ApiVersions v0 and Metadata v0-1
+// only; on the first connection it closes after one Metadata answer.
+func serveOldBroker(nc net.Conn, first bool) {
+	defer nc.Close()
+	answered := 0
+	for {
+		frame, err := ReadFrame(nc, 1<<20)
+		if err != nil {
+			return
+		}
+		r := kbin.Reader{Src: frame}
+		key, version, corr := r.Int16(), r.Int16(), r.Int32()
+		var body []byte
+		switch key {
+		case kmsg.ApiVersions.Int16():
+			resp := kmsg.NewPtrApiVersionsResponse()
+			if version > 0 {
+				resp.ErrorCode = kerr.UnsupportedVersion.Code
+			}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 0}, {ApiKey: 3, MaxVersion: 1}}
+			body = resp.AppendTo(nil) // the v0 layout, whatever was asked
+		case kmsg.Metadata.Int16():
+			if first && answered == 1 {
+				return
+			}
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = version
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 7, Host: "h", Port: 1}}
+			body = resp.AppendTo(nil)
+			answered++
+		default:
+			return
+		}
+		out := kbin.AppendInt32(nil, int32(4+len(body)))
+		out = kbin.AppendInt32(out, corr)
+		if _, err := nc.Write(append(out, body...)); err != nil {
+			return
+		}
+	}
+}
