@@ -30,6 +30,12 @@ type KafkaTarget struct {
 	// Fault commands: e.g. "docker kill kafka{id}" and "docker start
 	// kafka{id}". Restart must bring the broker back on its data.
 	KillCmd, RestartCmd, PauseCmd, ResumeCmd, IsolateCmd, HealCmd string
+	// CreateTopicCmd, when set, creates each run's topics instead of the
+	// harness's CreateTopics request (kafka_file.go: createTopicWithCmd).
+	CreateTopicCmd string
+	// File is the target file this target was read from (ReadTargetFile),
+	// which replay lines name; "" when it came from flags.
+	File string
 	// Faults, for a system in the same process (a Go implementation
 	// checking itself), is a value implementing Crasher, Pauser and/or
 	// Isolator: its methods are used instead of the commands. If it has
@@ -53,10 +59,14 @@ func (t *KafkaTarget) Name() string { return "kafka" }
 // ReplayArgs are the flags that give another check this target: the
 // cluster, the fault commands and the times.
 func (t *KafkaTarget) ReplayArgs() []string {
+	if t.File != "" {
+		return append([]string{"--target-file=" + t.File}, durationArgs(t.DurationMs, t.SettleMs)...)
+	}
 	args := []string{"--bootstrap=" + strings.Join(t.Bootstrap, ",")}
 	for _, c := range []struct{ flag, cmd string }{
 		{"kill-cmd", t.KillCmd}, {"restart-cmd", t.RestartCmd}, {"pause-cmd", t.PauseCmd},
 		{"resume-cmd", t.ResumeCmd}, {"isolate-cmd", t.IsolateCmd}, {"heal-cmd", t.HealCmd},
+		{"create-topic-cmd", t.CreateTopicCmd},
 	} {
 		if c.cmd != "" {
 			args = append(args, "--"+c.flag+"="+c.cmd)
@@ -124,6 +134,10 @@ const KafkaMinSessionTimeoutMs = 6000
 // ErrNoBroker is returned when nothing answers at the bootstrap address.
 var ErrNoBroker = errors.New("no Kafka broker answered")
 
+// ErrNegotiation is the target's broker failing ApiVersions: it listens,
+// and its answer is not one a Kafka client can use.
+var ErrNegotiation = kafkawire.ErrNegotiation
+
 // Probe asks the cluster for its brokers, failing fast with a clear
 // message when there is none. shift is what the harness adds to the
 // cluster's broker ids (1 when they start at 0: the harness's own
@@ -141,12 +155,33 @@ func (t *KafkaTarget) Probe(ctx context.Context) (brokers int, shift int32, err 
 	defer cancel()
 	n, lowest, err := cl.Brokers(pctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%w at %s within 10 s (%v): is it running, and is --bootstrap right?", ErrNoBroker, strings.Join(t.Bootstrap, ","), err)
+		return 0, 0, t.diagnose(ctx, err)
 	}
 	if lowest < 1 {
 		shift = 1 - lowest
 	}
 	return n, shift, nil
+}
+
+// diagnose says why the cluster could not be asked for its brokers (err):
+// nothing listens (ErrNoBroker: is it running?), or something listens and
+// fails Kafka's version negotiation, which is the broker's problem to
+// report, not the user's setup (ErrNegotiation, with what it answered).
+func (t *KafkaTarget) diagnose(ctx context.Context, err error) error {
+	var failed []string
+	for _, addr := range t.Bootstrap {
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, herr := kafkawire.Handshake(hctx, addr, nil)
+		cancel()
+		switch {
+		case herr == nil:
+			return fmt.Errorf("%w: %s takes ApiVersions, but asking for the cluster's brokers failed: %v", ErrNoBroker, addr, err)
+		case errors.Is(herr, kafkawire.ErrNegotiation):
+			return fmt.Errorf("%w: the broker at %s connects but fails Kafka's version negotiation: %v", ErrNegotiation, addr, herr)
+		}
+		failed = append(failed, herr.Error())
+	}
+	return fmt.Errorf("%w at %s within 10 s (%v; %s): is it running, and is --bootstrap right?", ErrNoBroker, strings.Join(t.Bootstrap, ","), err, strings.Join(failed, "; "))
 }
 
 // newClient is a client of the cluster that numbers brokers as the
@@ -277,7 +312,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 		"min.insync.replicas":            strconv.Itoa(cfg.Broker.MinInsyncReplicas),
 		"unclean.leader.election.enable": strconv.FormatBool(cfg.Controller.UncleanLeaderElection),
 	}
-	net := topicConfigs{Client: cl, configs: configs}
+	net := topicConfigs{Client: cl, t: t, configs: configs}
 	if tc, ok := t.Faults.(TopicCreator); ok {
 		net.create = tc
 	}
@@ -292,6 +327,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 // system's own TopicCreator when it has one.
 type topicConfigs struct {
 	*kafkawire.Client
+	t       *KafkaTarget
 	configs map[string]string
 	create  TopicCreator
 }
@@ -299,6 +335,9 @@ type topicConfigs struct {
 func (c topicConfigs) CreateTopic(ctx context.Context, name string, partitions int32, rf int) error {
 	if c.create != nil {
 		return c.create.CreateTopic(ctx, name, partitions, rf, c.configs)
+	}
+	if c.t.CreateTopicCmd != "" {
+		return c.t.createTopicWithCmd(ctx, name, partitions, rf, c.configs)
 	}
 	return c.CreateTopicWithConfigs(ctx, name, partitions, rf, c.configs)
 }
@@ -314,23 +353,29 @@ type cmdCluster struct {
 
 func (c *cmdCluster) Brokers() int { return c.n }
 
-// How says how the user's cluster carries out a fault, for the run's notes.
-func (c *cmdCluster) How(kind run.FaultKind) string {
+// How says how the user's cluster carries out a fault on broker id, for
+// the run's notes: the command as run, or the in-process fault's type.
+func (c *cmdCluster) How(kind run.FaultKind, id int) string {
 	cmd := map[run.FaultKind]string{run.FaultCrash: c.t.KillCmd, run.FaultPause: c.t.PauseCmd, run.FaultIsolate: c.t.IsolateCmd}[kind]
 	switch {
 	case c.t.Faults != nil && cmd == "":
 		return fmt.Sprintf("%T", c.t.Faults)
 	case cmd != "":
-		return strings.ReplaceAll(cmd, "{id}", "…")
+		return "by the command `" + c.line(cmd, id) + "`"
 	}
 	return "the harness's proxies"
+}
+
+// line is cmd for broker id (the harness's number), as it is run.
+func (c *cmdCluster) line(cmd string, id int) string {
+	return strings.ReplaceAll(cmd, "{id}", strconv.Itoa(id-int(c.shift)))
 }
 
 func (c *cmdCluster) run(what, cmd string, id int) error {
 	if cmd == "" {
 		return fmt.Errorf("no command to %s a broker", what)
 	}
-	line := strings.ReplaceAll(cmd, "{id}", strconv.Itoa(id-int(c.shift)))
+	line := c.line(cmd, id)
 	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "sh", "-c", line).CombinedOutput()

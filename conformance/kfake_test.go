@@ -5,6 +5,7 @@ package conformance_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -164,4 +165,38 @@ func TestKafkaTargetSlowsBrokersThroughItsProxies(t *testing.T) {
 	slowed := slices.ContainsFunc(r.Run.Notes, func(n run.Note) bool { return n.Kind == run.NoteFault && n.Fault == run.FaultSlow })
 	require.True(t, slowed, "no broker was slowed: %v", r.Run.Notes)
 	require.Positive(t, r.Run.Stats.Faults)
+}
+
+// TestKafkaTargetDiagnosesABadNegotiation: a broker that connects and
+// answers ApiVersions with bytes no Kafka client can read is told apart
+// from one that is not there: the error says negotiation failed and shows
+// what it sent, not "is it running?".
+func TestKafkaTargetDiagnosesABadNegotiation(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				buf := make([]byte, 4096)
+				if _, err := nc.Read(buf); err != nil {
+					return
+				}
+				// A size, a correlation id, and a body in no layout.
+				nc.Write([]byte{0, 0, 0, 8, 0, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef})
+			}()
+		}
+	}()
+	target := &conformance.KafkaTarget{Bootstrap: []string{ln.Addr().String()}}
+	start := time.Now()
+	_, _, err = target.Probe(context.Background())
+	require.ErrorIs(t, err, conformance.ErrNegotiation)
+	require.NotErrorIs(t, err, conformance.ErrNoBroker)
+	require.ErrorContains(t, err, "de ad be ef")
+	require.Less(t, time.Since(start), 20*time.Second)
 }

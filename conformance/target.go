@@ -243,7 +243,7 @@ func (l liveCluster) Heal() error {
 func (l liveCluster) SetLatency(id int, d time.Duration) error { return l.c.SetLatency(id, d) }
 
 // How says how the cluster carries out a fault, for the run's notes.
-func (l liveCluster) How(kind run.FaultKind) string {
+func (l liveCluster) How(kind run.FaultKind, _ int) string {
 	switch kind {
 	case run.FaultCrash:
 		return "SIGKILL"

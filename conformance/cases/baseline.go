@@ -74,7 +74,7 @@ func requireAllAcknowledged(r *run.Result) error {
 		}
 	}
 	if failed > 0 {
-		return Broken("with no broker fault, %d of %d sends did not succeed: %s", failed, ok+failed, strings.Join(first, "; "))
+		return Broken(PromiseSendsSucceed, "with no broker fault, %d of %d sends did not succeed: %s", failed, ok+failed, strings.Join(first, "; "))
 	}
 	if ok == 0 {
 		return fmt.Errorf("nothing was produced")

@@ -51,12 +51,62 @@ type Case struct {
 }
 
 // BrokenPromise is a Require error for a promise the run tested and the
-// target broke.
-type BrokenPromise struct{ error }
+// target broke: the verdict is VIOLATED, never UNKNOWN (spec/SEMANTICS.md,
+// Verdicts). Name says which promise, as an anomaly's name does.
+type BrokenPromise struct {
+	Name string
+	error
+}
 
-// Broken makes a BrokenPromise.
-func Broken(format string, args ...any) error {
-	return &BrokenPromise{fmt.Errorf(format, args...)}
+// Broken makes a BrokenPromise of the promise named name.
+func Broken(name, format string, args ...any) error {
+	return &BrokenPromise{Name: name, error: fmt.Errorf(format, args...)}
+}
+
+// The promises a case's Require may find broken (BrokenPromise.Name).
+const (
+	PromiseISRLag        = "isr-lag-ignored"     // a replica that fell behind stayed in the ISR
+	PromiseFailover      = "no-failover"         // a dead leader was not replaced in time
+	PromiseSendsSucceed  = "sends-failed"        // with no fault, sends did not succeed
+	PromiseMinISR        = "min-isr-ignored"     // acks=all answered ok with fewer replicas alive than min.insync.replicas
+	PromiseLongPollBusy  = "long-poll-busy"      // fetches returned at once with nothing to return
+	PromiseLongPollLate  = "long-poll-late"      // a held fetch did not return when data arrived
+	PromiseGroupTakeover = "group-takeover-late" // a dead member's partitions were not moved in time
+)
+
+// requireMinISRRefuses: no acks=all send made while brokers 2 and 3 were
+// both down succeeded before either came back (one live replica cannot
+// make min.insync.replicas 2: whatever the ISR says, such an answer is a
+// broken promise), and one was refused with NOT_ENOUGH_REPLICAS (else the
+// run did not test the refusal).
+func requireMinISRRefuses(r *run.Result) error {
+	down := map[int]int64{}
+	for _, n := range r.Notes {
+		if n.Kind == run.NoteFault && n.Fault == run.FaultCrash && (n.Node == 2 || n.Node == 3) {
+			if _, ok := down[n.Node]; !ok {
+				down[n.Node] = n.AtMs
+			}
+		}
+	}
+	if len(down) == 2 {
+		from := max(down[2], down[3])
+		until := min(down[2], down[3]) + r.Spec.Faults[0].ForMs
+		for _, op := range r.History {
+			if op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeOK && op.Call > from && op.Return < until {
+				return Broken(PromiseMinISR, "an acks=all send made at %d ms, with brokers 2 and 3 down since %d ms, was acknowledged at %d ms (offset %d): one replica cannot make min.insync.replicas %d",
+					op.Call, from, op.Return, op.Offset, r.Spec.Broker.MinInsyncReplicas)
+			}
+		}
+	}
+	for _, op := range r.History {
+		// The reference producer retries the refusal until its delivery
+		// timeout, then fails the send with the refusal as the cause.
+		if op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeFail &&
+			op.Code == kafka.CodeOf(kafka.ErrNotEnoughReplicas) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no produce was refused with NOT_ENOUGH_REPLICAS")
 }
 
 // base is the strong-consistency recipe with the harness's usual workload.
@@ -169,17 +219,7 @@ var brokerCases = []Case{
 			}
 			return cfg
 		},
-		Require: func(r *run.Result) error {
-			for _, op := range r.History {
-				// The reference producer retries the refusal until its delivery
-				// timeout, then fails the send with the refusal as the cause.
-				if op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeFail &&
-					op.Code == kafka.CodeOf(kafka.ErrNotEnoughReplicas) {
-					return nil
-				}
-			}
-			return fmt.Errorf("no produce was refused with NOT_ENOUGH_REPLICAS")
-		},
+		Require: requireMinISRRefuses,
 	},
 	uncleanElection(false),
 	uncleanElection(true),
@@ -366,7 +406,7 @@ func requireReplaced(r *run.Result, slackMs int64) error {
 			return e.Kind == run.NoteElection && e.AtMs > n.AtMs && e.AtMs <= n.AtMs+limit && e.Leader != int32(n.Node)
 		})
 		if !replaced {
-			return Broken("broker %d crashed at %d ms leading a partition, and no other broker was elected within %d ms (session timeout %d ms)",
+			return Broken(PromiseFailover, "broker %d crashed at %d ms leading a partition, and no other broker was elected within %d ms (session timeout %d ms)",
 				n.Node, n.AtMs, limit, r.Spec.Controller.SessionTimeoutMs)
 		}
 	}

@@ -223,7 +223,7 @@ func requireTakeover(r *run.Result) error {
 					op.Return > n.AtMs && op.Return >= 0 && op.Return <= n.AtMs+limit
 			})
 			if !moved {
-				return fmt.Errorf("member %s crashed at %d ms and stayed down, but its partition %s was not given to another member within %d ms (session timeout %d ms)",
+				return Broken(PromiseGroupTakeover, "member %s crashed at %d ms and stayed down, but its partition %s was not given to another member within %d ms (session timeout %d ms)",
 					n.Member, n.AtMs, tp, limit, session)
 			}
 		}
@@ -320,7 +320,7 @@ func requireLongPoll(r *run.Result) error {
 	// a few around rebalances and leader changes.
 	bound := produced + int(r.Stats.EndMs/r.Spec.Workload.FetchMaxWaitMs) + 20
 	if fetches > bound {
-		return fmt.Errorf("%d fetches for %d records in %d ms with a %d ms wait: busy polling (want at most %d)",
+		return Broken(PromiseLongPollBusy, "%d fetches for %d records in %d ms with a %d ms wait: busy polling (want at most %d)",
 			fetches, produced, r.Stats.EndMs, r.Spec.Workload.FetchMaxWaitMs, bound)
 	}
 	if produced < 10 {
@@ -352,7 +352,7 @@ func requireLongPoll(r *run.Result) error {
 	}
 	slices.Sort(delays)
 	if med := delays[len(delays)/2]; med > r.Spec.Workload.FetchMaxWaitMs/10 {
-		return fmt.Errorf("median delay from acknowledgement to read %d ms: the long poll does not return when data arrives", med)
+		return Broken(PromiseLongPollLate, "median delay from acknowledgement to read %d ms: the long poll does not return when data arrives", med)
 	}
 	if r.Live {
 		return nil
@@ -365,7 +365,7 @@ func requireLongPoll(r *run.Result) error {
 	// here.
 	trip2 := 2 * r.Spec.Network.MaxDelayMs
 	if p90 := delays[len(delays)*9/10]; p90 > trip2 {
-		return fmt.Errorf("a tenth of the records were read %d ms or more after their acknowledgement, more than two network trips (%d ms): held fetches are not answered when the HW moves", p90, trip2)
+		return Broken(PromiseLongPollLate, "a tenth of the records were read %d ms or more after their acknowledgement, more than two network trips (%d ms): held fetches are not answered when the HW moves", p90, trip2)
 	}
 	return nil
 }

@@ -312,7 +312,7 @@ var rareCases = []Case{
 				// behind (a broker that does not replicate never does).
 				return fmt.Errorf("broker 3 did not leave the ISR within %d ms of being slowed", limit-slowFrom)
 			}
-			return Broken("broker 3 fell behind from %d ms, fetching all the while, and was still in the ISR at %d ms (replica.lag.time.max.ms %d)",
+			return Broken(PromiseISRLag, "broker 3 fell behind from %d ms, fetching all the while, and was still in the ISR at %d ms (replica.lag.time.max.ms %d)",
 				slowFrom, limit, r.Spec.Broker.ReplicaLagTimeMaxMs)
 		},
 	},

@@ -121,7 +121,7 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 		if err := c.Require(res); err != nil {
 			var broken *cases.BrokenPromise
 			if errors.As(err, &broken) {
-				fail(Violated, "broken promise: %v", err)
+				fail(Violated, "broken promise %s: %v", broken.Name, err)
 			} else if res.Live {
 				// Real time decides what a run on real processes gets
 				// to exercise; missing it is no pass, and no violation.

@@ -51,7 +51,7 @@ func (l *live) inject(f run.Fault) {
 		l.faulted[id]++
 		l.Stats.Faults++
 		l.Stats.Crashes++
-		l.fault(run.FaultCrash, id, "crash broker %d (%s)", id, l.opts.Cluster.How(run.FaultCrash))
+		l.fault(run.FaultCrash, id, "crash broker %d (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
 		l.at(l.Now+dur, func() { l.restart(id) })
 	case run.FaultReplaceDisk:
 		r, ok := cl.(DiskReplacer)
@@ -98,7 +98,7 @@ func (l *live) inject(f run.Fault) {
 		l.faulted[id]++
 		l.Stats.Faults++
 		l.Stats.Crashes++
-		l.fault(run.FaultCrash, id, "crash broker %d to damage its log (%s)", id, l.opts.Cluster.How(run.FaultCrash))
+		l.fault(run.FaultCrash, id, "crash broker %d to damage its log (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
 		for _, w := range what {
 			l.Stats.DamagedLogs++
 			l.Reached(run.SitDamagedLog)
@@ -115,7 +115,7 @@ func (l *live) inject(f run.Fault) {
 		l.paused[id] = true
 		l.faulted[id]++
 		l.Stats.Faults++
-		l.fault(run.FaultPause, id, "pause broker %d for %d ms (%s)", id, dur, l.opts.Cluster.How(run.FaultPause))
+		l.fault(run.FaultPause, id, "pause broker %d for %d ms (%s)", id, dur, l.opts.Cluster.How(run.FaultPause, id))
 		l.at(l.Now+dur, func() { l.resume(id) })
 	case run.FaultIsolate:
 		if fail(cl.Isolate(id)) {

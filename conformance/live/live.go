@@ -36,8 +36,8 @@ type Cluster interface {
 	// SetLatency adds d to every message to or from the broker; 0 clears it.
 	SetLatency(id int, d time.Duration) error
 	// How says, for the run's notes, how the cluster carries out a fault
-	// of kind: "SIGKILL", or the user's command.
-	How(kind run.FaultKind) string
+	// of kind on broker id: "SIGKILL", or the user's command as run.
+	How(kind run.FaultKind, id int) string
 }
 
 // DiskReplacer is a Cluster that owns its brokers' data directories: it
@@ -274,10 +274,18 @@ func (l *live) refreshLeaders(ctx context.Context) {
 }
 
 // learnLeaders notes leadership changes the way the simulator notes
-// elections, so timelines read the same.
+// elections, so timelines read the same: of the run's own topics only
+// (a cluster a user runs checks on holds other runs' topics, and its own).
 func (l *live) learnLeaders(m broker.MetadataResponse) {
+	ours := map[string]bool{}
+	for _, t := range l.Spec.Topics {
+		ours[t.Name] = true
+	}
 	for _, p := range m.Partitions {
 		tp := p.TopicPartition
+		if !ours[tp.Topic] && (l.Spec.Workload.Group == "" || tp != l.Spec.GroupPartition()) {
+			continue
+		}
 		old, seen := l.leaders[tp]
 		if p.Leader < 0 {
 			continue

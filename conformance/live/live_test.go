@@ -81,4 +81,4 @@ func TestLiveUnsupportedNamesTheReason(t *testing.T) {
 // faults it.
 type inProcess struct{ *node.LocalCluster }
 
-func (inProcess) How(kind run.FaultKind) string { return "in process" }
+func (inProcess) How(run.FaultKind, int) string { return "in process" }

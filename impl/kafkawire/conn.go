@@ -263,6 +263,39 @@ func (c *Conn) open() (*session, error) {
 	return s, nil
 }
 
+// ErrNotListening: nothing accepted a connection at the address.
+var ErrNotListening = errors.New("nothing listens there")
+
+// ErrNegotiation: a connection was made, and the version negotiation
+// failed: no answer, an answer that does not decode, or an error code.
+var ErrNegotiation = errors.New("version negotiation failed")
+
+// Handshake dials addr (with dial; nil: net.Dialer) and negotiates versions
+// as a Conn does, returning the highest version of each API key the broker
+// takes. Its errors say which step failed: ErrNotListening (nothing
+// accepted the connection) or ErrNegotiation (what the broker answered,
+// and why that is not Kafka's answer), for a diagnosis better than "is it
+// running?".
+func Handshake(ctx context.Context, addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (map[int16]int16, error) {
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (%v)", addr, ErrNotListening, err)
+	}
+	defer nc.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	versions, err := negotiate(nc, bufio.NewReader(nc), "watermark-probe", DefaultMaxRequestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", addr, ErrNegotiation, err)
+	}
+	return versions, nil
+}
+
 // negotiate asks the broker which versions it takes: ApiVersions v3, and
 // v0 when it answers UNSUPPORTED_VERSION (KIP-511: it then answers in the
 // v0 layout, with its own range of ApiVersions).
@@ -288,10 +321,10 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (
 			// A broker that refuses v3 answers in the v0 layout.
 			resp = kmsg.NewPtrApiVersionsResponse()
 			if err0 := resp.ReadFrom(frame[4:]); err0 != nil {
-				return nil, fmt.Errorf("ApiVersions v%d: the answer does not decode at v%d (%v) nor v0 (%v)", v, v, err, err0)
+				return nil, fmt.Errorf("ApiVersions v%d: the answer does not decode at v%d (%v) nor v0 (%v); it begins % x", v, v, err, err0, head(frame))
 			}
 		} else if err != nil {
-			return nil, fmt.Errorf("ApiVersions v0: the answer does not decode: %w", err)
+			return nil, fmt.Errorf("ApiVersions v0: the answer does not decode: %w; it begins % x", err, head(frame))
 		}
 		if resp.ErrorCode == kerr.UnsupportedVersion.Code && v > 0 {
 			continue
@@ -307,6 +340,9 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (
 	}
 	return nil, errors.New("ApiVersions: the broker takes neither v3 nor v0")
 }
+
+// head is the first bytes of an answer, for messages.
+func head(b []byte) []byte { return b[:min(len(b), 32)] }
 
 // readLoop reads answers, which come in request order, and hands each to
 // the oldest request written.

@@ -78,6 +78,8 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	resumeCmd := fs.String("resume-cmd", "", "with --target kafka: shell command that resumes broker {id} (e.g. 'docker unpause kafka{id}')")
 	isolateCmd := fs.String("isolate-cmd", "", "with --target kafka: shell command that cuts broker {id} off from the other brokers and the clients")
 	healCmd := fs.String("heal-cmd", "", "with --target kafka: shell command that ends every isolation")
+	createTopicCmd := fs.String("create-topic-cmd", "", "with --target kafka: shell command that creates topic {topic} with {partitions} partitions, replication factor {rf} and the case's configs ({configs}: name=value,...; {config_flags}: --config name=value ...), instead of the harness's CreateTopics")
+	targetFile := fs.String("target-file", "", "with --target kafka: a YAML file with the cluster (bootstrap: [HOST:PORT]) and its commands (kill_cmd, restart_cmd, pause_cmd, resume_cmd, isolate_cmd, heal_cmd, create_topic_cmd), instead of those flags; replay lines name it")
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
 	failFast := fs.Bool("fail-fast", false, "stop at the first run that does not hold (the runs in flight finish); exit 1 with what ran")
@@ -140,6 +142,13 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"Build it with `make build` (bin/watermark), or leave those cases out with --case.\n", strings.Join(need, ", "))
 		return exitUsage
 	}
+	if *target != "kafka" {
+		for _, f := range []string{"bootstrap", "kill-cmd", "restart-cmd", "pause-cmd", "resume-cmd", "isolate-cmd", "heal-cmd", "create-topic-cmd", "target-file"} {
+			if fs.Changed(f) {
+				return usageError(stderr, "check", fmt.Errorf("--%s is for --target kafka (this is --target %s)", f, *target))
+			}
+		}
+	}
 	show := newProgress(stderr, *quiet || *asJSON)
 	switch *target {
 	case "sim":
@@ -168,12 +177,25 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				SettleMs: settle.Milliseconds(), Progress: show.runTime}
 			break
 		}
-		if len(*bootstrap) == 0 {
-			return usageError(stderr, "check", fmt.Errorf("--target kafka needs --bootstrap HOST:PORT"))
+		var kt *conformance.KafkaTarget
+		if *targetFile != "" {
+			for _, f := range []string{"bootstrap", "kill-cmd", "restart-cmd", "pause-cmd", "resume-cmd", "isolate-cmd", "heal-cmd", "create-topic-cmd"} {
+				if fs.Changed(f) {
+					return usageError(stderr, "check", fmt.Errorf("--%s with --target-file: give the target in the file or as flags, not both", f))
+				}
+			}
+			var err error
+			if kt, err = conformance.ReadTargetFile(*targetFile); err != nil {
+				return usageError(stderr, "check", err)
+			}
+		} else {
+			if len(*bootstrap) == 0 {
+				return usageError(stderr, "check", fmt.Errorf("--target kafka needs --bootstrap HOST:PORT (or --target-file FILE)"))
+			}
+			kt = &conformance.KafkaTarget{Bootstrap: *bootstrap, KillCmd: *killCmd, RestartCmd: *restartCmd,
+				PauseCmd: *pauseCmd, ResumeCmd: *resumeCmd, IsolateCmd: *isolateCmd, HealCmd: *healCmd, CreateTopicCmd: *createTopicCmd}
 		}
-		kt := &conformance.KafkaTarget{Bootstrap: *bootstrap, KillCmd: *killCmd, RestartCmd: *restartCmd,
-			PauseCmd: *pauseCmd, ResumeCmd: *resumeCmd, IsolateCmd: *isolateCmd, HealCmd: *healCmd,
-			DurationMs: duration.Milliseconds(), SettleMs: settle.Milliseconds(), Progress: show.runTime}
+		kt.DurationMs, kt.SettleMs, kt.Progress = duration.Milliseconds(), settle.Milliseconds(), show.runTime
 		// Fail fast, before any case, when nothing answers.
 		if _, _, err := kt.Probe(ctx); err != nil {
 			fmt.Fprintf(stderr, "watermark check: %v\n", err)
