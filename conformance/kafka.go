@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"maps"
 	"net"
 	"os/exec"
 	"slices"
@@ -36,6 +38,10 @@ type KafkaTarget struct {
 	// File is the target file this target was read from (ReadTargetFile),
 	// which replay lines name; "" when it came from flags.
 	File string
+	// MaxVersions caps the harness's requests per API key: what the user
+	// pins (--max-version KEY=V) and what the wire stage found to pass
+	// (wire.Result.Pins).
+	MaxVersions map[int16]int16
 	// Faults, for a system in the same process (a Go implementation
 	// checking itself), is a value implementing Crasher, Pauser and/or
 	// Isolator: its methods are used instead of the commands. If it has
@@ -71,6 +77,9 @@ func (t *KafkaTarget) ReplayArgs() []string {
 		if c.cmd != "" {
 			args = append(args, "--"+c.flag+"="+c.cmd)
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.MaxVersions)) {
+		args = append(args, fmt.Sprintf("--max-version=%s=%d", kmsg.NameForKey(k), t.MaxVersions[k]))
 	}
 	return append(args, durationArgs(t.DurationMs, t.SettleMs)...)
 }
@@ -195,7 +204,7 @@ func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkawire.
 		}
 		return d.DialContext(ctx, network, host)
 	}
-	cl, err := kafkawire.NewClientDialer(t.Bootstrap, dial)
+	cl, err := kafkawire.NewClientWith(t.Bootstrap, kafkawire.ClientOptions{Dial: dial, MaxVersions: t.MaxVersions})
 	if err == nil {
 		cl.ShiftBrokerIDs(shift)
 	}

@@ -41,6 +41,7 @@ type Client struct {
 	// the ordered connections (client_ordered.go).
 	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
 	conns *orderedConns
+	caps  map[int16]int16 // ClientOptions.MaxVersions
 }
 
 // ShiftBrokerIDs makes the client number brokers from the cluster's ids
@@ -73,6 +74,22 @@ func NewClient(seeds []string, opts ...kgo.Opt) (*Client, error) {
 // NewClientDialer is NewClient reaching every broker through dial (nil:
 // net.Dialer), its franz-go client and its ordered connections alike.
 func NewClientDialer(seeds []string, dial func(ctx context.Context, network, addr string) (net.Conn, error), opts ...kgo.Opt) (*Client, error) {
+	return NewClientWith(seeds, ClientOptions{Dial: dial}, opts...)
+}
+
+// ClientOptions shape a Client beyond franz-go's options.
+type ClientOptions struct {
+	// Dial reaches a broker's address (nil: net.Dialer).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxVersions caps API keys at these versions, below the caps the
+	// client has of its own (a broker known to answer one version
+	// wrongly is spoken to at one it answers).
+	MaxVersions map[int16]int16
+}
+
+// NewClientWith is NewClient with o.
+func NewClientWith(seeds []string, o ClientOptions, opts ...kgo.Opt) (*Client, error) {
+	dial := o.Dial
 	if dial != nil {
 		opts = append([]kgo.Opt{kgo.Dialer(dial)}, opts...)
 	}
@@ -81,12 +98,17 @@ func NewClientDialer(seeds []string, dial func(ctx context.Context, network, add
 	v.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
 	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 8)
 	v.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 8)
+	for k, max := range o.MaxVersions {
+		if have, ok := v.LookupMaxKeyVersion(k); ok && max < have {
+			v.SetMaxKeyVersion(k, max)
+		}
+	}
 	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MaxVersions(v), kgo.RequestRetries(0)}, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cl: cl, dial: dial}
+	c := &Client{cl: cl, dial: dial, caps: o.MaxVersions}
 	c.conns = &orderedConns{c: c, byID: map[int32]*Conn{}}
 	return c, nil
 }

@@ -78,6 +78,7 @@ func (o *orderedConns) get(id int32) *Conn {
 	}
 	cn := NewConn(fmt.Sprintf("broker %d", id), func(ctx context.Context) (string, error) { return o.addr(ctx, id) },
 		o.c.dial, "watermark-producer", 0)
+	cn.Caps = o.c.caps
 	o.byID[id] = cn
 	return cn
 }

@@ -32,6 +32,9 @@ type Conn struct {
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	clientID string
 	maxBytes int32
+	// Caps, when set before the first Issue, caps API keys at these
+	// versions, below what the broker takes.
+	Caps map[int16]int16
 
 	mu      sync.Mutex
 	queue   []*Pending // issued, not yet written, in order
@@ -201,6 +204,9 @@ func (c *Conn) writeLoop() {
 				}
 			}
 			max, ok := s.versions[p.req.Key()]
+			if limit, capped := c.Caps[p.req.Key()]; capped {
+				max = min(max, limit)
+			}
 			if !ok {
 				p.finish(nil, fmt.Errorf("%s: the broker does not take %s (key %d): %w", c.addr, kmsg.NameForKey(p.req.Key()), p.req.Key(), kerr.UnsupportedVersion))
 				continue

@@ -16,6 +16,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/report"
 	"github.com/watermarkhq/watermark/conformance/variant"
+	"github.com/watermarkhq/watermark/conformance/wire"
 	"github.com/watermarkhq/watermark/impl/broker"
 )
 
@@ -79,6 +80,8 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	isolateCmd := fs.String("isolate-cmd", "", "with --target kafka: shell command that cuts broker {id} off from the other brokers and the clients")
 	healCmd := fs.String("heal-cmd", "", "with --target kafka: shell command that ends every isolation")
 	createTopicCmd := fs.String("create-topic-cmd", "", "with --target kafka: shell command that creates topic {topic} with {partitions} partitions, replication factor {rf} and the case's configs ({configs}: name=value,...; {config_flags}: --config name=value ...), instead of the harness's CreateTopics")
+	maxVersions := fs.StringArray("max-version", nil, "with --target kafka: KEY=V caps API KEY (Produce, Metadata, ... or its number) at version V in the harness's requests (repeatable); the wire stage pins those a broker answers wrongly by itself")
+	wireOnly := fs.Bool("wire", false, "with --target kafka: run only the wire-protocol stage (every API and version the broker lists, and bad requests) and print its table")
 	targetFile := fs.String("target-file", "", "with --target kafka: a YAML file with the cluster (bootstrap: [HOST:PORT]) and its commands (kill_cmd, restart_cmd, pause_cmd, resume_cmd, isolate_cmd, heal_cmd, create_topic_cmd), instead of those flags; replay lines name it")
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
@@ -143,7 +146,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *target != "kafka" {
-		for _, f := range []string{"bootstrap", "kill-cmd", "restart-cmd", "pause-cmd", "resume-cmd", "isolate-cmd", "heal-cmd", "create-topic-cmd", "target-file"} {
+		for _, f := range []string{"bootstrap", "kill-cmd", "restart-cmd", "pause-cmd", "resume-cmd", "isolate-cmd", "heal-cmd", "create-topic-cmd", "target-file", "max-version", "wire"} {
 			if fs.Changed(f) {
 				return usageError(stderr, "check", fmt.Errorf("--%s is for --target kafka (this is --target %s)", f, *target))
 			}
@@ -196,10 +199,23 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				PauseCmd: *pauseCmd, ResumeCmd: *resumeCmd, IsolateCmd: *isolateCmd, HealCmd: *healCmd, CreateTopicCmd: *createTopicCmd}
 		}
 		kt.DurationMs, kt.SettleMs, kt.Progress = duration.Milliseconds(), settle.Milliseconds(), show.runTime
+		for _, mv := range *maxVersions {
+			k, v, err := wire.ParseMaxVersion(mv)
+			if err != nil {
+				return usageError(stderr, "check", err)
+			}
+			if kt.MaxVersions == nil {
+				kt.MaxVersions = map[int16]int16{}
+			}
+			kt.MaxVersions[k] = v
+		}
 		// Fail fast, before any case, when nothing answers.
 		if _, _, err := kt.Probe(ctx); err != nil {
 			fmt.Fprintf(stderr, "watermark check: %v\n", err)
 			return exitViolated
+		}
+		if code, done := wireStage(ctx, kt, *wireOnly, *asJSON, stdout, stderr); done {
+			return code
 		}
 		opts.Target = kt
 	default:

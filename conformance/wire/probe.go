@@ -1,0 +1,362 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
+)
+
+// skip names the API keys the stage does not send, and why: a default
+// request of theirs is not harmless, or needs more than one request.
+var skip = map[int16]string{
+	4: "inter-broker API", 5: "inter-broker API", 6: "inter-broker API", 7: "inter-broker API",
+	17: "needs a SASL exchange", 36: "needs a SASL exchange",
+	27: "inter-broker API", 38: "creates a delegation token",
+	52: "controller API", 53: "controller API", 54: "controller API", 56: "controller API",
+	57: "changes cluster features", 58: "controller API", 62: "controller API", 63: "controller API",
+	64: "controller API", 67: "controller API", 80: "controller API", 81: "controller API", 82: "controller API",
+}
+
+// prepare makes a default request of key safe and well formed: answers
+// expected (acks), nothing held, nothing changed in the cluster.
+func prepare(req kmsg.Request) {
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		r.Acks, r.TimeoutMillis = -1, 1000
+	case *kmsg.FetchRequest:
+		r.ReplicaID, r.MaxWaitMillis, r.SessionEpoch = -1, 0, -1
+	case *kmsg.ElectLeadersRequest:
+		r.Topics = []kmsg.ElectLeadersRequestTopic{} // null would elect everywhere
+	case *kmsg.InitProducerIDRequest:
+		r.TransactionTimeoutMillis = 60000
+	}
+}
+
+type prober struct {
+	addr string
+	o    Options
+	corr int32
+}
+
+// conn is one connection of the stage.
+type conn struct {
+	nc net.Conn
+}
+
+func (p *prober) dial(ctx context.Context) (*conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	nc, err := p.o.Dial(dctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{nc: nc}, nil
+}
+
+// send writes frame and reads one answer frame: the answer, or the outcome
+// that there was none (Closed, Gone).
+func (p *prober) send(c *conn, frame []byte) ([]byte, Outcome, string) {
+	c.nc.SetDeadline(time.Now().Add(p.o.Timeout))
+	if _, err := c.nc.Write(frame); err != nil {
+		return nil, Closed, fmt.Sprintf("write: %v", err)
+	}
+	answer, err := kafkawire.ReadFrame(c.nc, kafkawire.DefaultMaxRequestBytes)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil, Gone, fmt.Sprintf("no answer within %s", p.o.Timeout)
+	case err != nil:
+		return nil, Closed, fmt.Sprintf("the connection closed with no answer (%v)", err)
+	}
+	return answer, OK, ""
+}
+
+// request sends req at its version on c and checks the answer.
+func (p *prober) request(c *conn, req kmsg.Request) (kmsg.Response, Cell) {
+	p.corr++
+	corr := p.corr
+	cell := Cell{Key: req.Key(), Version: req.GetVersion()}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("watermark-wire")).AppendRequest(nil, req, corr)
+	answer, out, why := p.send(c, frame)
+	if out != OK {
+		cell.Outcome, cell.Why = out, why
+		return nil, cell
+	}
+	resp, why := decode(answer, corr, req)
+	if why != "" {
+		cell.Outcome, cell.Why, cell.Bytes = Malformed, why, answer[:min(len(answer), 48)]
+		return nil, cell
+	}
+	cell.Outcome = OK
+	return resp, cell
+}
+
+// decode checks an answer: its correlation id, its header's tagged fields
+// (none for ApiVersions), its body at the request's version, and that
+// every error code in it is one Kafka defines.
+func decode(answer []byte, corr int32, req kmsg.Request) (kmsg.Response, string) {
+	if len(answer) < 4 {
+		return nil, fmt.Sprintf("a %d-byte answer", len(answer))
+	}
+	if got := int32(binary.BigEndian.Uint32(answer)); got != corr {
+		return nil, fmt.Sprintf("correlation id %d, want %d", got, corr)
+	}
+	body := answer[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
+		r := kbin.Reader{Src: body}
+		for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+			r.Uvarint()
+			r.Span(int(r.Uvarint()))
+		}
+		if !r.Ok() {
+			return nil, "the answer header's tagged fields run past its end"
+		}
+		body = r.Src
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Sprintf("does not decode as %s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	if code, ok := unknownCode(reflect.ValueOf(resp)); ok {
+		return nil, fmt.Sprintf("error code %d, which Kafka does not define", code)
+	}
+	return resp, ""
+}
+
+// unknownCode walks an answer for an ErrorCode that kerr does not know.
+func unknownCode(v reflect.Value) (int16, bool) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return 0, false
+		}
+		return unknownCode(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if v.Type().Field(i).Name == "ErrorCode" && f.Kind() == reflect.Int16 {
+				if code := int16(f.Int()); code != 0 && code != -1 && kerr.ErrorForCode(code) == kerr.UnknownServerError {
+					return code, true
+				}
+				continue
+			}
+			if code, ok := unknownCode(f); ok {
+				return code, true
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if code, ok := unknownCode(v.Index(i)); ok {
+				return code, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// apiVersionsRanges asks ApiVersions v0 for every key's lowest version.
+func (p *prober) apiVersionsRanges(ctx context.Context) (map[int16]int16, error) {
+	c, err := p.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.nc.Close()
+	req := kmsg.NewPtrApiVersionsRequest()
+	resp, cell := p.request(c, req)
+	if cell.Outcome != OK {
+		return nil, fmt.Errorf("%s: ApiVersions v0: %s: %s", p.addr, cell.Outcome, cell.Why)
+	}
+	mins := map[int16]int16{}
+	for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+		mins[k.ApiKey] = k.MinVersion
+	}
+	return mins, nil
+}
+
+// apiVersionsCells asks ApiVersions at every version kmsg knows, each on a
+// connection of its own (it is the first request of one): a version the
+// broker takes must be answered at it; one it does not, with
+// UNSUPPORTED_VERSION in the v0 layout (KIP-511).
+func (p *prober) apiVersionsCells(ctx context.Context, versions map[int16]int16) []Cell {
+	var cells []Cell
+	max := versions[kmsg.ApiVersions.Int16()]
+	for v := int16(0); v <= kmsg.NewPtrApiVersionsRequest().MaxVersion(); v++ {
+		c, err := p.dial(ctx)
+		if err != nil {
+			cells = append(cells, Cell{Key: 18, Version: v, Outcome: Gone, Why: err.Error()})
+			continue
+		}
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "watermark", "1"
+		if v <= max {
+			resp, cell := p.request(c, req)
+			if cell.Outcome == OK && resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+				cell.Outcome, cell.Why = Malformed, fmt.Sprintf("error %v at a version it lists", kerr.ErrorForCode(resp.(*kmsg.ApiVersionsResponse).ErrorCode))
+			}
+			cells = append(cells, cell)
+		} else {
+			cells = append(cells, p.downgrade(c, req))
+		}
+		c.nc.Close()
+	}
+	return cells
+}
+
+// downgrade checks KIP-511's answer to an ApiVersions version the broker
+// does not take: UNSUPPORTED_VERSION, in the v0 layout, listing its own
+// range of ApiVersions.
+func (p *prober) downgrade(c *conn, req *kmsg.ApiVersionsRequest) Cell {
+	p.corr++
+	cell := Cell{Key: 18, Version: req.Version, Variant: "unsupported: KIP-511 downgrade"}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("watermark-wire")).AppendRequest(nil, req, p.corr)
+	answer, out, why := p.send(c, frame)
+	if out != OK {
+		cell.Outcome, cell.Why = out, why
+		return cell
+	}
+	v0 := kmsg.NewPtrApiVersionsRequest()
+	resp, why := decode(answer, p.corr, v0)
+	switch {
+	case why != "":
+		cell.Outcome, cell.Why, cell.Bytes = Malformed, "not in the v0 layout: "+why, answer[:min(len(answer), 48)]
+	case resp.(*kmsg.ApiVersionsResponse).ErrorCode != kerr.UnsupportedVersion.Code:
+		cell.Outcome, cell.Why = Malformed, fmt.Sprintf("error code %d, want UNSUPPORTED_VERSION (35)", resp.(*kmsg.ApiVersionsResponse).ErrorCode)
+	default:
+		cell.Outcome = OK
+	}
+	return cell
+}
+
+// keyCells sends a well-formed request of key at every version in rng
+// that kmsg knows, on one connection, dialed again after a close.
+func (p *prober) keyCells(ctx context.Context, key int16, rng [2]int16) []Cell {
+	probe := kmsg.RequestForKey(key)
+	switch {
+	case probe == nil:
+		return []Cell{{Key: key, Version: rng[1], Outcome: Skipped, Why: "kmsg does not know this key"}}
+	case skip[key] != "":
+		return []Cell{{Key: key, Version: rng[1], Outcome: Skipped, Why: skip[key]}}
+	}
+	var cells []Cell
+	var c *conn
+	defer func() {
+		if c != nil {
+			c.nc.Close()
+		}
+	}()
+	hi := min(rng[1], probe.MaxVersion())
+	for v := rng[0]; v <= hi; v++ {
+		for _, variant := range variants(key, v) {
+			if c == nil {
+				var err error
+				if c, err = p.dial(ctx); err != nil {
+					cells = append(cells, Cell{Key: key, Version: v, Variant: variant.name, Outcome: Gone, Why: err.Error()})
+					continue
+				}
+			}
+			req := kmsg.RequestForKey(key)
+			prepare(req)
+			variant.set(req)
+			req.SetVersion(v)
+			_, cell := p.request(c, req)
+			cell.Variant = variant.name
+			if cell.Outcome != OK {
+				c.nc.Close()
+				c = nil
+			}
+			cells = append(cells, cell)
+		}
+	}
+	return cells
+}
+
+// variant is one shape of a request.
+type variant struct {
+	name string
+	set  func(kmsg.Request)
+}
+
+// variants are the shapes each request is sent in: Metadata both with a
+// null topic list (every topic, v1+) and an empty one (none).
+func variants(key int16, v int16) []variant {
+	plain := variant{set: func(kmsg.Request) {}}
+	if key == kmsg.Metadata.Int16() && v >= 1 {
+		return []variant{
+			{name: "null topics", set: func(r kmsg.Request) { r.(*kmsg.MetadataRequest).Topics = nil }},
+			{name: "empty topics", set: func(r kmsg.Request) { r.(*kmsg.MetadataRequest).Topics = []kmsg.MetadataRequestTopic{} }},
+		}
+	}
+	return []variant{plain}
+}
+
+// badCells sends what a broker must refuse: an unknown API key, a version
+// past what it lists, a truncated body. Each passes when it gets an
+// answer (an error) or a closed connection, and a new connection is
+// answered after it.
+func (p *prober) badCells(ctx context.Context, versions map[int16]int16) []Cell {
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(min(versions[kmsg.Metadata.Int16()], meta.MaxVersion()))
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("watermark-wire"))
+	unknown := f.AppendRequest(nil, &rawRequest{key: 9999}, 1)
+	tooNew := f.AppendRequest(nil, meta, 2)
+	binary.BigEndian.PutUint16(tooNew[6:], uint16(versions[kmsg.Metadata.Int16()]+1))
+	truncated := f.AppendRequest(nil, meta, 3)
+	truncated = truncated[:len(truncated)-1]
+	binary.BigEndian.PutUint32(truncated, uint32(len(truncated)-4))
+	var cells []Cell
+	for _, bad := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"bad: unknown API key 9999", unknown},
+		{fmt.Sprintf("bad: Metadata v%d, past the broker's", versions[kmsg.Metadata.Int16()]+1), tooNew},
+		{"bad: Metadata with its body cut short", truncated},
+	} {
+		cell := Cell{Key: -1, Variant: bad.name, Outcome: OK}
+		c, err := p.dial(ctx)
+		if err != nil {
+			cell.Outcome, cell.Why = Gone, err.Error()
+			cells = append(cells, cell)
+			continue
+		}
+		if _, out, why := p.send(c, bad.frame); out == Gone {
+			cell.Outcome, cell.Why = Gone, why+": neither an error nor a closed connection"
+		}
+		c.nc.Close()
+		if cell.Outcome == OK {
+			hctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+			if _, err := kafkawire.Handshake(hctx, p.addr, p.o.Dial); err != nil {
+				cell.Outcome, cell.Why = Gone, "the next connection got no ApiVersions answer: "+err.Error()
+			}
+			cancel()
+		}
+		cells = append(cells, cell)
+	}
+	return cells
+}
+
+// rawRequest is a request of a key no broker has, with an empty body.
+type rawRequest struct{ key int16 }
+
+func (r *rawRequest) Key() int16                  { return r.key }
+func (r *rawRequest) MaxVersion() int16           { return 0 }
+func (r *rawRequest) SetVersion(int16)            {}
+func (r *rawRequest) GetVersion() int16           { return 0 }
+func (r *rawRequest) IsFlexible() bool            { return false }
+func (r *rawRequest) AppendTo(b []byte) []byte    { return b }
+func (r *rawRequest) ReadFrom([]byte) error       { return nil }
+func (r *rawRequest) ResponseKind() kmsg.Response { return nil }
+func (r *rawRequest) RequestWith(context.Context, kmsg.Requestor) (kmsg.Response, error) {
+	return nil, errors.New("not sent through a client")
+}

@@ -1,0 +1,189 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/node"
+)
+
+// The reference broker passes the whole stage: every API and version it
+// lists answers in kmsg's layout, ApiVersions downgrades as KIP-511 says,
+// and bad requests are refused with the broker answering after.
+func TestReferencePassesTheWireStage(t *testing.T) {
+	lc, err := node.StartLocalCluster(node.LocalOptions{
+		Brokers: 1, Dir: t.TempDir(),
+		Broker: func(id int) broker.Config {
+			cfg := run.DefaultSettings().BrokerConfig(id)
+			cfg.MinInsyncReplicas, cfg.OffsetsTopicReplicationFactor = 1, 1
+			return cfg
+		},
+		Controller: run.DefaultSettings().ControllerConfig(),
+	})
+	require.NoError(t, err)
+	defer lc.Close()
+	res, err := Run(context.Background(), lc.Bootstrap()[0], Options{})
+	require.NoError(t, err)
+	require.Empty(t, res.Failed(), res.Render())
+	pins := res.Pins()
+	require.Equal(t, res.Versions[kmsg.Produce.Int16()][1], pins[kmsg.Produce.Int16()], "every Produce version passed")
+	require.Len(t, res.Bad, 3)
+	require.Contains(t, res.Render(), "Metadata (empty topics)")
+}
+
+// TestMain lets the test binary play kfake in a process of its own
+// (WATERMARK_KFAKE_CHILD=1): the stage's bad requests may crash a broker,
+// and kfake in this process would take the test with it.
+func TestMain(m *testing.M) {
+	if os.Getenv("WATERMARK_KFAKE_CHILD") == "1" {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(c.ListenAddrs()[0])
+		io.Copy(io.Discard, os.Stdin) // until the test closes it
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// kfake answers every well-formed request in kmsg's layout, and dies on
+// the first bad one: an unknown API key makes it dereference the nil
+// request kmsg.RequestForKey returns (kfake client_conn.go, read), which
+// ends the process it runs in. The stage reports it as gone.
+func TestKfakeWireTable(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WATERMARK_KFAKE_CHILD=1")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = io.Discard
+	require.NoError(t, cmd.Start())
+	defer func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	res, err := Run(context.Background(), strings.TrimSpace(addr), Options{Timeout: 3 * time.Second})
+	require.NoError(t, err)
+	t.Logf("%s", res.Render())
+	for _, c := range res.Cells {
+		require.NotEqual(t, Malformed, c.Outcome, "%s: %s", c.Name(), c.Why)
+		require.NotEqual(t, Gone, c.Outcome, "%s: %s", c.Name(), c.Why)
+	}
+	require.Equal(t, Gone, res.Bad[0].Outcome, "kfake survived an unknown API key: %s", res.Bad[0].Why)
+}
+
+// A broker whose Metadata answer is not Metadata's layout is shown as
+// malformed, with its bytes, and Metadata is not pinned; its ApiVersions
+// passes.
+func TestMalformedAnswerIsShown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveBrokenMetadata(nc)
+		}
+	}()
+	res, err := Run(context.Background(), ln.Addr().String(), Options{})
+	require.NoError(t, err)
+	var malformed []string
+	for _, f := range res.Failed() {
+		if f.Outcome == Malformed {
+			malformed = append(malformed, f.Name())
+		}
+	}
+	require.Contains(t, malformed, "Metadata v1 (null topics)", res.Render())
+	_, pinned := res.Pins()[kmsg.Metadata.Int16()]
+	require.False(t, pinned)
+	require.Contains(t, res.Render(), "ff ff ff")
+	for _, c := range res.Cells {
+		if c.Key == kmsg.ApiVersions.Int16() && c.Version <= 1 {
+			require.Equal(t, OK, c.Outcome, c.Name())
+		}
+	}
+}
+
+// serveBrokenMetadata lists ApiVersions 0-1 and Metadata 0-1 and answers
+// Metadata with bytes in no layout.
+func serveBrokenMetadata(nc net.Conn) {
+	defer nc.Close()
+	for {
+		frame, err := kafkawire.ReadFrame(nc, 1<<20)
+		if err != nil {
+			return
+		}
+		r := kbin.Reader{Src: frame}
+		key, version, corr := r.Int16(), r.Int16(), r.Int32()
+		var body []byte
+		switch key {
+		case kmsg.ApiVersions.Int16():
+			resp := kmsg.NewPtrApiVersionsResponse()
+			if version > 1 {
+				resp.ErrorCode = 35
+			} else {
+				resp.Version = version
+			}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 1}, {ApiKey: 3, MaxVersion: 1}}
+			body = resp.AppendTo(nil)
+		case kmsg.Metadata.Int16():
+			body = []byte("\x7f" + strings.Repeat("\xff", 11)) // a count of 2^31-1 brokers, then nothing
+		default:
+			return
+		}
+		out := kbin.AppendInt32(nil, int32(4+len(body)))
+		out = kbin.AppendInt32(out, corr)
+		if _, err := nc.Write(append(out, body...)); err != nil {
+			return
+		}
+	}
+}
+
+// Pins take the highest version whose every request passed; a key whose
+// every version failed is not pinned.
+func TestPins(t *testing.T) {
+	r := &Result{Cells: []Cell{
+		{Key: 0, Version: 8, Outcome: OK}, {Key: 0, Version: 9, Outcome: Malformed}, {Key: 0, Version: 10, Outcome: OK},
+		{Key: 3, Version: 1, Variant: "null topics", Outcome: OK}, {Key: 3, Version: 1, Variant: "empty topics", Outcome: Malformed},
+		{Key: 3, Version: 0, Outcome: OK},
+		{Key: 1, Version: 4, Outcome: Closed},
+	}}
+	require.Equal(t, map[int16]int16{0: 10, 3: 0}, r.Pins())
+	require.Len(t, r.Failed(), 3)
+}
+
+func TestParseMaxVersion(t *testing.T) {
+	for in, want := range map[string][2]int16{"Produce=9": {0, 9}, "metadata=4": {3, 4}, "1=11": {1, 11}} {
+		k, v, err := ParseMaxVersion(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, [2]int16{k, v}, in)
+	}
+	for _, bad := range []string{"Produce", "Produce=x", "Nope=1", "Produce=-1"} {
+		_, _, err := ParseMaxVersion(bad)
+		require.Error(t, err, bad)
+	}
+}
