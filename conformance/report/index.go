@@ -13,7 +13,7 @@ import (
 
 // IndexFiles are the files of a run's folder that the summary page links
 // to, when they exist.
-var IndexFiles = []string{"verdict.txt", "history.html", "timeline.txt", "run.yaml", "history.jsonl"}
+var IndexFiles = []string{"verdict.txt", "history.html", "timeline.txt", "run.yaml", "history.jsonl", "porcupine.html"}
 
 type indexLink struct {
 	Name string

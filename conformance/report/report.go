@@ -31,7 +31,11 @@ func RunDir(root string, r *judge.RunResult) string {
 //	                operations, invariant violations with the steps before
 //	                them, porcupine's verdict
 //	anomalies.json  the anomalies, machine-readable
-//	history.html    porcupine's visualisation, faults and failpoints marked
+//	history.html    the run for a person: case, seed, verdict, the first
+//	                bad operation and the anomalies on the first screen,
+//	                offsets over time per partition with faults and
+//	                anomalies marked, porcupine's picture framed below
+//	porcupine.html  porcupine's visualisation, faults and failpoints marked
 //	run.yaml        the run as a run file (failpoints/RUNFILE.md), judged
 //	                as case c (nil: strictly), expecting what it found:
 //	                `watermark repro run.yaml` replays it
@@ -67,9 +71,10 @@ func WriteRun(root string, r *judge.RunResult, c *cases.Case) (string, error) {
 		{"anomalies.json", func(f *os.File) error {
 			return writeJSON(f, map[string]any{"found": nonNil(r.Found), "allowed": nonNil(r.Allowed)})
 		}},
-		{"history.html", func(f *os.File) error {
+		{"porcupine.html", func(f *os.File) error {
 			return linearizability.WriteVisualization(f, r.Linearizability, Annotations(r.Run))
 		}},
+		{"history.html", func(f *os.File) error { return writeHistoryPage(f, r, "porcupine.html") }},
 		{"run.yaml", func(f *os.File) error { _, err := f.Write(RunFileFor(r, c).Marshal()); return err }},
 		{"timeline.txt", func(f *os.File) error { return writeTimeline(f, r) }},
 	}

@@ -138,6 +138,7 @@ func TestWriteIndexLinksFailedRunsAndEscapes(t *testing.T) {
 		"acks-all-leader-crash/seed-1/timeline.txt",
 		"acks-all-leader-crash/seed-1/run.yaml",
 		"acks-all-leader-crash/seed-1/history.jsonl",
+		"acks-all-leader-crash/seed-1/porcupine.html",
 	}, links)
 }
 
@@ -181,4 +182,38 @@ func TestWriteRunSavesRunFile(t *testing.T) {
 	replay, err := os.ReadFile(filepath.Join(dir, "replay.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, r.Replay+"\n", string(replay))
+}
+
+// history.html explains itself: case, seed and verdict in its title and
+// at the top, the first bad operation and every anomaly before any
+// picture, a picture per partition with the anomaly ringed and labels on
+// hover, and porcupine's picture framed from a file of its own.
+func TestHistoryPageExplainsItself(t *testing.T) {
+	r := leaderCrashRun(t)
+	r.Verdict = judge.Violated
+	var acked *linearizability.Op
+	for i := range r.Run.History {
+		if op := &r.Run.History[i]; op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeOK && op.Offset >= 0 {
+			acked = op
+			break
+		}
+	}
+	require.NotNil(t, acked)
+	r.Found = []linearizability.Anomaly{{Name: linearizability.AnomalyLostWrite, Topic: acked.Topic, Partition: acked.Partition,
+		Offset: acked.Offset, Ops: []int{acked.ID}, Detail: "planted for the test"}}
+	dir, err := report.WriteRun(t.TempDir(), r, nil)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "history.html"))
+	require.NoError(t, err)
+	page := string(b)
+	assert.Contains(t, page, "<title>watermark: acks-all-leader-crash seed 1: VIOLATED</title>")
+	first := strings.Index(page, "First bad operation: op "+fmt.Sprint(acked.ID))
+	svg := strings.Index(page, "<svg")
+	require.Greater(t, first, 0)
+	require.Greater(t, svg, first, "the bad operation comes before the pictures")
+	assert.Contains(t, page, `class="anomaly"><title>lost-write at offset`)
+	assert.Contains(t, page, "<h3>t-0</h3>")
+	assert.Contains(t, page, `<iframe src="porcupine.html">`)
+	_, err = os.Stat(filepath.Join(dir, "porcupine.html"))
+	require.NoError(t, err)
 }
