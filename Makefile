@@ -18,7 +18,7 @@ STATICCHECK_VER := v0.8.2
 # Tests that need failpoints fail, instead of skipping, when this is set.
 export WATERMARK_REQUIRE_FAILPOINTS := 1
 
-.PHONY: all build test check random mutate lint bench fuzz tools clean
+.PHONY: all build test check random mutate lint bench fuzz tools clean peer-mock
 
 all: lint test
 
@@ -61,6 +61,13 @@ random: build
 ## the first case that caught it (ARGS='--check-args ""' runs them all)
 mutate: build
 	$(GO) run ./tools/mutate --check-args "--fail-fast" $(ARGS)
+
+## peer-mock: the kit against librdkafka's mock cluster (tools/rdkafkamock,
+## a module of its own: cgo, confluent-kafka-go's bundled librdkafka),
+## with fault commands through its HTTP controls; ARGS go to watermark
+## check (e.g. ARGS="--case no-faults"). Not part of test.
+peer-mock: build
+	tools/rdkafkamock/check.sh $(ARGS)
 
 ## lint: gofmt, go vet, staticcheck
 lint: $(STATICCHECK)

@@ -42,6 +42,9 @@ type KafkaTarget struct {
 	// pins (--max-version KEY=V) and what the wire stage found to pass
 	// (wire.Result.Pins).
 	MaxVersions map[int16]int16
+	// Notes say what the harness chose to do about the broker (a version
+	// it will not speak, and why), for the user to read.
+	Notes []string
 	// Faults, for a system in the same process (a Go implementation
 	// checking itself), is a value implementing Crasher, Pauser and/or
 	// Isolator: its methods are used instead of the commands. If it has
@@ -155,21 +158,58 @@ func (t *KafkaTarget) Probe(ctx context.Context) (brokers int, shift int32, err 
 	if len(t.Bootstrap) == 0 {
 		return 0, 0, fmt.Errorf("%w: no bootstrap address: give --bootstrap HOST:PORT", ErrNoBroker)
 	}
-	cl, err := kafkawire.NewClient(t.Bootstrap)
+	n, lowest, err := t.brokers(ctx)
+	if err != nil {
+		if n, lowest, err = t.downgraded(ctx, err); err != nil {
+			return 0, 0, err
+		}
+	}
+	if lowest < 1 {
+		shift = 1 - lowest
+	}
+	return n, shift, nil
+}
+
+// brokers asks the cluster for its brokers with the harness's client.
+func (t *KafkaTarget) brokers(ctx context.Context) (int, int32, error) {
+	cl, err := kafkawire.NewClientWith(t.Bootstrap, kafkawire.ClientOptions{MaxVersions: t.MaxVersions})
 	if err != nil {
 		return 0, 0, err
 	}
 	defer cl.Close()
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	n, lowest, err := cl.Brokers(pctx)
-	if err != nil {
+	return cl.Brokers(pctx)
+}
+
+// downgraded handles a broker that takes ApiVersions but fails franz-go's
+// negotiation (err): one whose answer to an ApiVersions version above its
+// own is not KIP-511's (librdkafka's mock answers in a layout of its
+// own). If the harness's client can speak to it with ApiVersions capped at
+// the broker's own highest version, the harness does so from then on
+// (MaxVersions) and says so (Notes); otherwise the error is diagnosed.
+func (t *KafkaTarget) downgraded(ctx context.Context, err error) (int, int32, error) {
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	versions, herr := kafkawire.Handshake(hctx, t.Bootstrap[0], nil)
+	cancel()
+	key := kmsg.ApiVersions.Int16()
+	if herr != nil || versions[key] >= kmsg.NewPtrApiVersionsRequest().MaxVersion() {
 		return 0, 0, t.diagnose(ctx, err)
 	}
-	if lowest < 1 {
-		shift = 1 - lowest
+	was := t.MaxVersions
+	t.MaxVersions = maps.Clone(t.MaxVersions)
+	if t.MaxVersions == nil {
+		t.MaxVersions = map[int16]int16{}
 	}
-	return n, shift, nil
+	t.MaxVersions[key] = versions[key]
+	n, lowest, err2 := t.brokers(ctx)
+	if err2 != nil {
+		t.MaxVersions = was
+		return 0, 0, t.diagnose(ctx, err)
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("the broker at %s fails ApiVersions v%d's downgrade (%v); the harness speaks ApiVersions v%d, its highest",
+		t.Bootstrap[0], kmsg.NewPtrApiVersionsRequest().MaxVersion(), err, versions[key]))
+	return n, lowest, nil
 }
 
 // diagnose says why the cluster could not be asked for its brokers (err):
@@ -215,7 +255,7 @@ func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkawire.
 // clients' links: by the harness's broker id, and the dial map from each
 // broker's address to its proxy.
 func (t *KafkaTarget) proxies(ctx context.Context, shift int32) (map[int]*cluster.Proxy, map[string]string, error) {
-	probe, err := kafkawire.NewClient(t.Bootstrap)
+	probe, err := kafkawire.NewClientWith(t.Bootstrap, kafkawire.ClientOptions{MaxVersions: t.MaxVersions})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/kafkawire"
 )
 
 // kfakeExpected is franz-go's kfake, run in-process as a third-party
@@ -199,4 +202,68 @@ func TestKafkaTargetDiagnosesABadNegotiation(t *testing.T) {
 	require.NotErrorIs(t, err, conformance.ErrNoBroker)
 	require.ErrorContains(t, err, "de ad be ef")
 	require.Less(t, time.Since(start), 20*time.Second)
+}
+
+// TestKafkaTargetSpeaksDownToABrokenDowngrade: a broker whose answer to an
+// ApiVersions version above its own is not KIP-511's (as librdkafka's mock
+// cluster's is not) is spoken to at its own highest ApiVersions version,
+// with a note saying so, instead of being reported as not there.
+func TestKafkaTargetSpeaksDownToABrokenDowngrade(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveBadDowngrade(nc, ln.Addr().(*net.TCPAddr).Port)
+		}
+	}()
+	target := &conformance.KafkaTarget{Bootstrap: []string{ln.Addr().String()}}
+	n, _, err := target.Probe(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, int16(2), target.MaxVersions[18])
+	require.Len(t, target.Notes, 1)
+	require.Contains(t, target.Notes[0], "speaks ApiVersions v2")
+}
+
+// serveBadDowngrade takes ApiVersions v0-2 and Metadata v0-1; to a higher
+// ApiVersions it answers error 35 in the flexible layout, not v0's.
+func serveBadDowngrade(nc net.Conn, port int) {
+	defer nc.Close()
+	for {
+		frame, err := kafkawire.ReadFrame(nc, 1<<20)
+		if err != nil {
+			return
+		}
+		r := kbin.Reader{Src: frame}
+		key, version, corr := r.Int16(), r.Int16(), r.Int32()
+		var body []byte
+		switch key {
+		case 18:
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 2}, {ApiKey: 3, MaxVersion: 1}}
+			if version > 2 {
+				resp.Version, resp.ErrorCode = 3, 35 // the flexible layout
+			} else {
+				resp.Version = version
+			}
+			body = resp.AppendTo(nil)
+		case 3:
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = version
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "127.0.0.1", Port: int32(port)}}
+			body = resp.AppendTo(nil)
+		default:
+			return
+		}
+		out := kbin.AppendInt32(nil, int32(4+len(body)))
+		out = kbin.AppendInt32(out, corr)
+		if _, err := nc.Write(append(out, body...)); err != nil {
+			return
+		}
+	}
 }

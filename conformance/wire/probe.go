@@ -38,6 +38,14 @@ func prepare(req kmsg.Request) {
 		r.Topics = []kmsg.ElectLeadersRequestTopic{} // null would elect everywhere
 	case *kmsg.InitProducerIDRequest:
 		r.TransactionTimeoutMillis = 60000
+	case *kmsg.JoinGroupRequest:
+		// As a consumer joins, with one protocol; the empty group id is
+		// INVALID_GROUP_ID at once on Kafka, and a broker that holds the
+		// join anyway may hold it for the rebalance timeout.
+		r.SessionTimeoutMillis, r.RebalanceTimeoutMillis, r.ProtocolType = 6000, 1000, "consumer"
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Topics = []string{"watermark-wire"}
+		r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
 	}
 }
 

@@ -302,12 +302,15 @@ func Handshake(ctx context.Context, addr string, dial func(ctx context.Context, 
 	return versions, nil
 }
 
-// negotiate asks the broker which versions it takes: ApiVersions v3, and
-// v0 when it answers UNSUPPORTED_VERSION (KIP-511: it then answers in the
-// v0 layout, with its own range of ApiVersions).
+// negotiate asks the broker which versions it takes, as KIP-511 has a
+// client do: ApiVersions at the highest version kmsg knows; on
+// UNSUPPORTED_VERSION (answered in the v0 layout, with the broker's own
+// range of ApiVersions) again at the broker's highest, or v0.
 func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (map[int16]int16, error) {
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))
-	for _, v := range []int16{3, 0} {
+	next := kmsg.NewPtrApiVersionsRequest().MaxVersion()
+	for tries := 0; tries < 3; tries++ {
+		v := next
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "watermark", "1"
@@ -333,6 +336,12 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (
 			return nil, fmt.Errorf("ApiVersions v0: the answer does not decode: %w; it begins % x", err, head(frame))
 		}
 		if resp.ErrorCode == kerr.UnsupportedVersion.Code && v > 0 {
+			next = 0
+			for _, k := range resp.ApiKeys {
+				if k.ApiKey == kmsg.ApiVersions.Int16() && k.MaxVersion < v {
+					next = k.MaxVersion
+				}
+			}
 			continue
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
@@ -344,7 +353,7 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (
 		}
 		return versions, nil
 	}
-	return nil, errors.New("ApiVersions: the broker takes neither v3 nor v0")
+	return nil, errors.New("ApiVersions: no version the broker takes answered")
 }
 
 // head is the first bytes of an answer, for messages.

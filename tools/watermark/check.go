@@ -209,12 +209,19 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			kt.MaxVersions[k] = v
 		}
+		if *wireOnly {
+			code, _ := wireStage(ctx, kt, true, *asJSON, stdout, stderr)
+			return code
+		}
 		// Fail fast, before any case, when nothing answers.
 		if _, _, err := kt.Probe(ctx); err != nil {
 			fmt.Fprintf(stderr, "watermark check: %v\n", err)
 			return exitViolated
 		}
-		if code, done := wireStage(ctx, kt, *wireOnly, *asJSON, stdout, stderr); done {
+		for _, n := range kt.Notes {
+			fmt.Fprintf(stderr, "watermark check: %s\n", n)
+		}
+		if code, done := wireStage(ctx, kt, false, *asJSON, stdout, stderr); done {
 			return code
 		}
 		opts.Target = kt
