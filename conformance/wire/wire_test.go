@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,6 @@ func TestKfakeWireTable(t *testing.T) {
 	defer func() {
 		stdin.Close()
 		cmd.Process.Kill()
-		cmd.Wait()
 	}()
 	addr, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err)
@@ -90,7 +90,18 @@ func TestKfakeWireTable(t *testing.T) {
 		require.NotEqual(t, Malformed, c.Outcome, "%s: %s", c.Name(), c.Why)
 		require.NotEqual(t, Gone, c.Outcome, "%s: %s", c.Name(), c.Why)
 	}
-	require.Equal(t, Gone, res.Bad[0].Outcome, "kfake survived an unknown API key: %s", res.Bad[0].Why)
+	// The crash takes kfake's process a moment: the unknown key's own
+	// cell may still see the next connection answered; one after it
+	// finds the broker gone, and the process has died.
+	require.True(t, slices.ContainsFunc(res.Bad, func(c Cell) bool { return c.Outcome == Gone }), "kfake survived the bad requests")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.Error(t, err, "kfake's process exited cleanly")
+	case <-time.After(10 * time.Second):
+		t.Fatal("kfake's process is still running after the bad requests")
+	}
 }
 
 // A broker whose Metadata answer is not Metadata's layout is shown as

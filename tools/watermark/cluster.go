@@ -59,6 +59,7 @@ func runClusterCtx(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fpHTTP := fs.Bool("failpoint-http", false, "give each broker pingcap/failpoint's HTTP endpoint on a port of its own")
 	env := fs.StringArray("env", nil, "KEY=VALUE added to every broker's environment (repeatable), e.g. GO_FAILPOINTS=...")
 	binary := fs.String("binary", "", "the watermark executable that runs the nodes (default: this one)")
+	control := fs.String("control", "", "serve HTTP fault controls on ADDR (e.g. 127.0.0.1:0): /kill/{id}, /restart/{id}, /pause/{id}, /resume/{id}, /isolate/{id} (with --proxies), /heal; for watermark check --target kafka's --kill-cmd 'curl -fsS http://ADDR/kill/{id}' and friends")
 	sf := addSettingsFlags(fs)
 	help := fs.BoolP("help", "h", false, "show this help")
 
@@ -116,6 +117,15 @@ func runClusterCtx(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fmt.Fprintf(out, "bootstrap: %s\n", strings.Join(c.Bootstrap(), ","))
 	fmt.Fprintf(out, "data and logs: %s\n", c.Dir())
 	c.Describe(out)
+	if *control != "" {
+		addr, err := serveControl(ctx, *control, c)
+		if err != nil {
+			fmt.Fprintf(stderr, "watermark cluster: --control %s: %v\n", *control, err)
+			_ = c.Stop()
+			return exitUsage
+		}
+		fmt.Fprintf(out, "control: http://%s (kill, restart, pause, resume, isolate: /VERB/{id}; /heal)\n", addr)
+	}
 	fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 
 	<-ctx.Done()

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -70,4 +73,34 @@ func TestClusterBadUsageExitsTwo(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	assert.Contains(t, out, "keeps the others running")
 	assert.Contains(t, out, "--proxies")
+}
+
+// --control serves the fault endpoints the kit's --target kafka commands
+// call: a broker killed through it stops answering, and restarted through
+// it answers again; a broker that does not exist is an error.
+func TestClusterControlEndpoint(t *testing.T) {
+	t.Setenv(asCLI, "1")
+	out, errOut, stop := background(t, clusterFn, "--brokers", "1", "--dir", t.TempDir(), "--fast", "--min-insync-replicas", "1",
+		"--offsets-topic-replication-factor", "1", "--control", "127.0.0.1:0")
+	control := waitLine(t, out, errOut, `(?m)^control: (\S+) `)[1]
+	boot := waitLine(t, out, errOut, `(?m)^bootstrap: (\S+)$`)[1]
+	get := func(path string) (int, string) {
+		resp, err := http.Get(control + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/kill/1")
+	require.Equal(t, http.StatusOK, code, body)
+	_, err := net.DialTimeout("tcp", boot, time.Second)
+	require.Error(t, err, "the broker is down")
+	code, body = get("/restart/1")
+	require.Equal(t, http.StatusOK, code, body)
+	nc, err := net.DialTimeout("tcp", boot, 5*time.Second)
+	require.NoError(t, err, "the broker is back")
+	nc.Close()
+	code, _ = get("/kill/7")
+	require.Equal(t, http.StatusInternalServerError, code)
+	require.Equal(t, exitOK, stop(), "stderr:\n%s", errOut)
 }

@@ -73,14 +73,17 @@ func TestViolatedRunLeavesAReportAndReplays(t *testing.T) {
 	const replay = "watermark check --case kip101-data-loss --seed 7 --variant hw"
 	require.Contains(t, out, "replay: "+replay)
 	run := filepath.Join(dir, "kip101-data-loss", "seed-7")
-	for _, f := range []string{"history.jsonl", "config.json", "replay.txt", "verdict.txt", "anomalies.json", "history.html"} {
+	for _, f := range []string{"history.jsonl", "config.json", "replay.txt", "verdict.txt", "anomalies.json", "history.html", "porcupine.html"} {
 		st, err := os.Stat(filepath.Join(run, f))
 		require.NoError(t, err, f)
 		assert.Positive(t, st.Size(), f)
 	}
-	html, err := os.ReadFile(filepath.Join(run, "history.html"))
+	html, err := os.ReadFile(filepath.Join(run, "porcupine.html"))
 	require.NoError(t, err)
-	assert.Contains(t, string(html), "failpoint hwCheckpointWrite fired", "faults and failpoints are marked in the picture")
+	assert.Contains(t, string(html), "failpoint hwCheckpointWrite fired", "faults and failpoints are marked in porcupine's picture")
+	page, err := os.ReadFile(filepath.Join(run, "history.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "crash broker 2 (failpoint hwCheckpointWrite)", "and in the offsets picture")
 
 	first, err := os.ReadFile(filepath.Join(run, "verdict.txt"))
 	require.NoError(t, err)

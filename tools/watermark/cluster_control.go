@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/watermarkhq/watermark/conformance/cluster"
+)
+
+// controlHandler is `watermark cluster --control`'s HTTP endpoint: the
+// faults the kit's --target kafka commands ask for, on this cluster's
+// processes, so that the cluster can be checked from outside exactly as
+// any Kafka-compatible cluster is:
+//
+//	/kill/{id}     SIGKILL broker {id}        (--kill-cmd)
+//	/restart/{id}  start it again on its data (--restart-cmd)
+//	/pause/{id}    SIGSTOP it                 (--pause-cmd)
+//	/resume/{id}   SIGCONT it                 (--resume-cmd)
+//	/isolate/{id}  cut its links (--proxies)  (--isolate-cmd)
+//	/heal          end every isolation        (--heal-cmd)
+//
+// Each answers 200 "ok", or 500 with what went wrong.
+func controlHandler(ctx context.Context, c *cluster.Cluster) http.Handler {
+	mux := http.NewServeMux()
+	withID := func(fn func(int) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			id, err := strconv.Atoi(r.PathValue("id"))
+			if err == nil {
+				err = fn(id)
+			}
+			answer(w, err)
+		}
+	}
+	mux.HandleFunc("/kill/{id}", withID(c.Kill))
+	mux.HandleFunc("/restart/{id}", withID(func(id int) error {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return c.Restart(rctx, id)
+	}))
+	mux.HandleFunc("/pause/{id}", withID(c.Pause))
+	mux.HandleFunc("/resume/{id}", withID(c.Resume))
+	mux.HandleFunc("/isolate/{id}", withID(c.Isolate))
+	mux.HandleFunc("/heal", func(w http.ResponseWriter, _ *http.Request) { answer(w, c.Heal()) })
+	return mux
+}
+
+func answer(w http.ResponseWriter, err error) {
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// serveControl listens on addr and serves the control endpoint until ctx
+// ends; it returns the address it listens on.
+func serveControl(ctx context.Context, addr string, c *cluster.Cluster) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: controlHandler(ctx, c), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return ln.Addr().String(), nil
+}
