@@ -126,7 +126,7 @@ type live struct {
 	opts    Options
 	ctx     context.Context
 	start   time.Time
-	answers chan broker.Envelope
+	answers chan answer
 	wg      sync.WaitGroup
 
 	ticks   []liveTimer
@@ -143,6 +143,9 @@ type live struct {
 	// joinWaitMs is the longest rebalance a JoinGroup asked for: how long
 	// a SyncGroup may be held.
 	joinWaitMs int64
+	// electedAt is when the runner first saw each partition's current
+	// leader epoch (zombie.go).
+	electedAt map[kafka.TopicPartition]int64
 }
 
 type liveTimer struct {
@@ -175,7 +178,7 @@ func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
 		},
 		opts:    opts,
 		ctx:     ctx,
-		answers: make(chan broker.Envelope, 4096),
+		answers: make(chan answer, 4096),
 		faulted: make([]int, cfg.Brokers+1),
 		down:    make([]bool, cfg.Brokers+1),
 		paused:  make([]bool, cfg.Brokers+1),
@@ -299,6 +302,12 @@ func (l *live) learnLeaders(m broker.MetadataResponse) {
 			continue // a broker behind the others
 		}
 		started := l.start != (time.Time{})
+		if p.LeaderEpoch > old.LeaderEpoch {
+			if l.electedAt == nil {
+				l.electedAt = map[kafka.TopicPartition]int64{}
+			}
+			l.electedAt[tp] = l.Now
+		}
 		if p.LeaderEpoch > old.LeaderEpoch && started {
 			// Seen from outside, an election is unclean when the new
 			// leader was not in the last ISR we saw (we may miss ISR
@@ -343,7 +352,9 @@ func (l *live) loop() error {
 		select {
 		case <-l.ctx.Done():
 			return l.ctx.Err()
-		case env := <-l.answers:
+		case a := <-l.answers:
+			env := a.env
+			l.noteZombie(a)
 			l.Now = time.Since(l.start).Milliseconds()
 			if m, ok := env.Msg.(broker.MetadataResponse); ok && env.To == metadataWatcher {
 				l.metaOut = false
@@ -419,6 +430,7 @@ func (l *live) Send(env broker.Envelope) {
 		exchange = is.Issue(env.To, env.Msg) // on the wire now, in order
 	}
 	timeout := l.requestTimeout(env.Msg)
+	known, _ := l.leaders[partitionOf(env.Msg)]
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -436,7 +448,7 @@ func (l *live) Send(env broker.Envelope) {
 			}
 		}
 		select {
-		case l.answers <- broker.Envelope{From: env.To, To: env.From, Msg: resp}:
+		case l.answers <- answer{env: broker.Envelope{From: env.To, To: env.From, Msg: resp}, known: known}:
 		case <-l.ctx.Done():
 		}
 	}()

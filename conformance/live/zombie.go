@@ -1,0 +1,56 @@
+package live
+
+import (
+	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
+
+// answer is a broker's answer and what the runner knew of its partition's
+// leadership when the request was sent.
+type answer struct {
+	env   broker.Envelope
+	known kafka.PartitionState
+}
+
+// zombieMarginMs is how long after the runner saw a newer leader an
+// answer from the old one must arrive to count as a zombie's: long past
+// any answer that was merely in flight as the election happened.
+const zombieMarginMs = 1000
+
+// partitionOf is the partition a client request is about ("" topic for
+// others).
+func partitionOf(msg any) kafka.TopicPartition {
+	switch m := msg.(type) {
+	case broker.ProduceRequest:
+		return m.TopicPartition
+	case broker.FetchRequest:
+		return m.TopicPartition
+	}
+	return kafka.TopicPartition{}
+}
+
+// noteZombie marks the situation a zombie leader answered, as seen from
+// outside: a produce or fetch answered with success by the broker that
+// led when it was sent, more than zombieMarginMs after the runner saw
+// another broker lead in a newer epoch (a leader paused across its own
+// replacement, answering what it held as it wakes). The simulator sees
+// it from inside (sim coverage); this is the live runner's view of it.
+func (l *live) noteZombie(a answer) {
+	var tp kafka.TopicPartition
+	var ok bool
+	switch m := a.env.Msg.(type) {
+	case broker.ProduceResponse:
+		tp, ok = m.TopicPartition, m.Err == nil
+	case broker.FetchResponse:
+		tp, ok = m.TopicPartition, m.Err == nil
+	}
+	if !ok || a.known.Leader != int32(a.env.From) {
+		return
+	}
+	now, seen := l.leaders[tp]
+	at, elected := l.electedAt[tp]
+	if seen && elected && now.LeaderEpoch > a.known.LeaderEpoch && now.Leader != int32(a.env.From) && l.Now-at > zombieMarginMs {
+		l.Reached(run.SitZombieAnswer)
+	}
+}
