@@ -8,18 +8,18 @@ import (
 	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafkawire/fakebroker"
 )
 
 // kfakeExpected is franz-go's kfake, run in-process as a third-party
@@ -175,29 +175,12 @@ func TestKafkaTargetSlowsBrokersThroughItsProxies(t *testing.T) {
 // from one that is not there: the error says negotiation failed and shows
 // what it sent, not "is it running?".
 func TestKafkaTargetDiagnosesABadNegotiation(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer nc.Close()
-				buf := make([]byte, 4096)
-				if _, err := nc.Read(buf); err != nil {
-					return
-				}
-				// A size, a correlation id, and a body in no layout.
-				nc.Write([]byte{0, 0, 0, 8, 0, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef})
-			}()
-		}
-	}()
-	target := &conformance.KafkaTarget{Bootstrap: []string{ln.Addr().String()}}
+	addr := fakebroker.Start(t, func(_, _ int, _, _ int16) ([]byte, bool) {
+		return []byte{0xde, 0xad, 0xbe, 0xef}, true // a body in no layout
+	})
+	target := &conformance.KafkaTarget{Bootstrap: []string{addr}}
 	start := time.Now()
-	_, _, err = target.Probe(context.Background())
+	_, _, err := target.Probe(context.Background())
 	require.ErrorIs(t, err, conformance.ErrNegotiation)
 	require.NotErrorIs(t, err, conformance.ErrNoBroker)
 	require.ErrorContains(t, err, "de ad be ef")
@@ -209,19 +192,12 @@ func TestKafkaTargetDiagnosesABadNegotiation(t *testing.T) {
 // cluster's is not) is spoken to at its own highest ApiVersions version,
 // with a note saying so, instead of being reported as not there.
 func TestKafkaTargetSpeaksDownToABrokenDowngrade(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var port int
+	addr := fakebroker.Start(t, func(_, _ int, key, version int16) ([]byte, bool) { return badDowngrade(port, key, version) })
+	_, p, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveBadDowngrade(nc, ln.Addr().(*net.TCPAddr).Port)
-		}
-	}()
-	target := &conformance.KafkaTarget{Bootstrap: []string{ln.Addr().String()}}
+	port, _ = strconv.Atoi(p)
+	target := &conformance.KafkaTarget{Bootstrap: []string{addr}}
 	n, _, err := target.Probe(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -230,40 +206,24 @@ func TestKafkaTargetSpeaksDownToABrokenDowngrade(t *testing.T) {
 	require.Contains(t, target.Notes[0], "speaks ApiVersions v2")
 }
 
-// serveBadDowngrade takes ApiVersions v0-2 and Metadata v0-1; to a higher
+// badDowngrade takes ApiVersions v0-2 and Metadata v0-1; to a higher
 // ApiVersions it answers error 35 in the flexible layout, not v0's.
-func serveBadDowngrade(nc net.Conn, port int) {
-	defer nc.Close()
-	for {
-		frame, err := kafkawire.ReadFrame(nc, 1<<20)
-		if err != nil {
-			return
-		}
-		r := kbin.Reader{Src: frame}
-		key, version, corr := r.Int16(), r.Int16(), r.Int32()
-		var body []byte
-		switch key {
-		case 18:
-			resp := kmsg.NewPtrApiVersionsResponse()
-			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 2}, {ApiKey: 3, MaxVersion: 1}}
-			if version > 2 {
-				resp.Version, resp.ErrorCode = 3, 35 // the flexible layout
-			} else {
-				resp.Version = version
-			}
-			body = resp.AppendTo(nil)
-		case 3:
-			resp := kmsg.NewPtrMetadataResponse()
+func badDowngrade(port int, key, version int16) ([]byte, bool) {
+	switch key {
+	case 18:
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 2}, {ApiKey: 3, MaxVersion: 1}}
+		if version > 2 {
+			resp.Version, resp.ErrorCode = 3, 35 // the flexible layout
+		} else {
 			resp.Version = version
-			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "127.0.0.1", Port: int32(port)}}
-			body = resp.AppendTo(nil)
-		default:
-			return
 		}
-		out := kbin.AppendInt32(nil, int32(4+len(body)))
-		out = kbin.AppendInt32(out, corr)
-		if _, err := nc.Write(append(out, body...)); err != nil {
-			return
-		}
+		return resp.AppendTo(nil), true
+	case 3:
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = version
+		resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "127.0.0.1", Port: int32(port)}}
+		return resp.AppendTo(nil), true
 	}
+	return nil, false
 }

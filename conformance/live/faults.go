@@ -37,49 +37,23 @@ func (l *live) inject(f run.Fault) {
 	}
 	switch f.Kind {
 	case run.FaultCrash:
-		if l.down[id] {
+		if !l.takeDown(id, dur, fail, func() error { return cl.Kill(id) }) {
 			return
 		}
-		if l.paused[id] {
-			l.paused[id] = false
-			l.faulted[id]--
-		}
-		if fail(cl.Kill(id)) {
-			return
-		}
-		l.down[id] = true
-		l.faulted[id]++
-		l.Stats.Faults++
 		l.Stats.Crashes++
 		l.fault(run.FaultCrash, id, "crash broker %d (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
-		l.at(l.Now+dur, func() { l.restart(id) })
 	case run.FaultReplaceDisk:
 		r, ok := cl.(DiskReplacer)
-		if !ok || l.down[id] {
+		if !ok || !l.takeDown(id, dur, fail, func() error { return r.ReplaceDisk(id) }) {
 			return // refused before the run (Capabilities) if !ok
 		}
-		if l.paused[id] {
-			l.paused[id] = false
-			l.faulted[id]--
-		}
-		if fail(r.ReplaceDisk(id)) {
-			return
-		}
-		l.down[id] = true
-		l.faulted[id]++
-		l.Stats.Faults++
 		l.Stats.DiskReplacements++
 		l.Reached(run.SitEmptyDiskReturn)
 		l.fault(run.FaultReplaceDisk, id, "broker %d's machine dies; it comes back on an empty disk", id)
-		l.at(l.Now+dur, func() { l.restart(id) })
 	case run.FaultDamageLog:
 		r, ok := cl.(DiskReplacer)
-		if !ok || l.down[id] {
-			return // refused before the run (Capabilities) if !ok
-		}
-		if l.paused[id] {
-			l.paused[id] = false
-			l.faulted[id]--
+		if !ok {
+			return // refused before the run (Capabilities)
 		}
 		var tps []kafka.TopicPartition
 		last := false
@@ -90,13 +64,10 @@ func (l *live) inject(f run.Fault) {
 				last = last || slices.Equal(p.ISR, []int32{int32(id)})
 			}
 		}
-		what, err := r.DamageLog(id, tps, f.DamagedBytes())
-		if fail(err) {
+		var what []string
+		if !l.takeDown(id, dur, fail, func() (err error) { what, err = r.DamageLog(id, tps, f.DamagedBytes()); return err }) {
 			return
 		}
-		l.down[id] = true
-		l.faulted[id]++
-		l.Stats.Faults++
 		l.Stats.Crashes++
 		l.fault(run.FaultCrash, id, "crash broker %d to damage its log (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
 		for _, w := range what {
@@ -107,7 +78,6 @@ func (l *live) inject(f run.Fault) {
 			}
 			l.fault(run.FaultDamageLog, id, "damage broker %d's log: %s%s", id, w, map[bool]string{true: " (the only ISR member)"}[last])
 		}
-		l.at(l.Now+dur, func() { l.restart(id) })
 	case run.FaultPause:
 		if l.down[id] || l.paused[id] || fail(cl.Pause(id)) {
 			return
@@ -141,6 +111,27 @@ func (l *live) inject(f run.Fault) {
 			}
 		})
 	}
+}
+
+// takeDown stops broker id's process with stop (a kill, a disk replaced
+// or damaged) unless it is down already, ends a pause it was in, counts
+// the fault and schedules the restart after dur; false if it did not.
+func (l *live) takeDown(id int, dur int64, fail func(error) bool, stop func() error) bool {
+	if l.down[id] {
+		return false
+	}
+	if l.paused[id] {
+		l.paused[id] = false
+		l.faulted[id]--
+	}
+	if fail(stop()) {
+		return false
+	}
+	l.down[id] = true
+	l.faulted[id]++
+	l.Stats.Faults++
+	l.at(l.Now+dur, func() { l.restart(id) })
+	return true
 }
 
 func (l *live) restart(id int) {

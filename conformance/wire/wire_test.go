@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,12 +13,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafkawire/fakebroker"
 	"github.com/watermarkhq/watermark/impl/node"
 )
 
@@ -108,19 +106,8 @@ func TestKfakeWireTable(t *testing.T) {
 // malformed, with its bytes, and Metadata is not pinned; its ApiVersions
 // passes.
 func TestMalformedAnswerIsShown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveBrokenMetadata(nc)
-		}
-	}()
-	res, err := Run(context.Background(), ln.Addr().String(), Options{})
+	addr := fakebroker.Start(t, brokenMetadata)
+	res, err := Run(context.Background(), addr, Options{})
 	require.NoError(t, err)
 	var malformed []string
 	for _, f := range res.Failed() {
@@ -139,39 +126,23 @@ func TestMalformedAnswerIsShown(t *testing.T) {
 	}
 }
 
-// serveBrokenMetadata lists ApiVersions 0-1 and Metadata 0-1 and answers
+// brokenMetadata lists ApiVersions 0-1 and Metadata 0-1 and answers
 // Metadata with bytes in no layout.
-func serveBrokenMetadata(nc net.Conn) {
-	defer nc.Close()
-	for {
-		frame, err := kafkawire.ReadFrame(nc, 1<<20)
-		if err != nil {
-			return
+func brokenMetadata(_, _ int, key, version int16) ([]byte, bool) {
+	switch key {
+	case kmsg.ApiVersions.Int16():
+		resp := kmsg.NewPtrApiVersionsResponse()
+		if version > 1 {
+			resp.ErrorCode = 35
+		} else {
+			resp.Version = version
 		}
-		r := kbin.Reader{Src: frame}
-		key, version, corr := r.Int16(), r.Int16(), r.Int32()
-		var body []byte
-		switch key {
-		case kmsg.ApiVersions.Int16():
-			resp := kmsg.NewPtrApiVersionsResponse()
-			if version > 1 {
-				resp.ErrorCode = 35
-			} else {
-				resp.Version = version
-			}
-			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 1}, {ApiKey: 3, MaxVersion: 1}}
-			body = resp.AppendTo(nil)
-		case kmsg.Metadata.Int16():
-			body = []byte("\x7f" + strings.Repeat("\xff", 11)) // a count of 2^31-1 brokers, then nothing
-		default:
-			return
-		}
-		out := kbin.AppendInt32(nil, int32(4+len(body)))
-		out = kbin.AppendInt32(out, corr)
-		if _, err := nc.Write(append(out, body...)); err != nil {
-			return
-		}
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 1}, {ApiKey: 3, MaxVersion: 1}}
+		return resp.AppendTo(nil), true
+	case kmsg.Metadata.Int16():
+		return []byte("\x7f" + strings.Repeat("\xff", 11)), true // a count of 2^31-1 brokers, then nothing
 	}
+	return nil, false
 }
 
 // Pins take the highest version whose every request passed; a key whose

@@ -2,15 +2,15 @@ package kafkawire
 
 import (
 	"context"
-	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/impl/kafkawire/fakebroker"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -68,19 +68,8 @@ func TestConnKeepsIssueOrder(t *testing.T) {
 // caps each request at the versions that answer lists. A broker that goes
 // away fails what waits, and the next request dials again.
 func TestConnNegotiatesDownAndRedials(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for first := true; ; first = false {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveOldBroker(nc, first)
-		}
-	}()
-	cn := NewConn("old broker", fixedAddr(ln.Addr().String()), nil, "test", 0)
+	addr := fakebroker.Start(t, oldBroker())
+	cn := NewConn("old broker", fixedAddr(addr), nil, "test", 0)
 	defer cn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -101,19 +90,12 @@ func TestConnNegotiatesDownAndRedials(t *testing.T) {
 	require.Equal(t, int32(7), raw.(*kmsg.MetadataResponse).Brokers[0].NodeID)
 }
 
-// serveOldBroker plays a broker that knows ApiVersions v0 and Metadata v0-1
+// oldBroker plays a broker that knows ApiVersions v0 and Metadata v0-1
 // only; on the first connection it closes after one Metadata answer.
-func serveOldBroker(nc net.Conn, first bool) {
-	defer nc.Close()
-	answered := 0
-	for {
-		frame, err := ReadFrame(nc, 1<<20)
-		if err != nil {
-			return
-		}
-		r := kbin.Reader{Src: frame}
-		key, version, corr := r.Int16(), r.Int16(), r.Int32()
-		var body []byte
+func oldBroker() fakebroker.Script {
+	var mu sync.Mutex
+	answered := map[int]int{}
+	return func(conn, _ int, key, version int16) ([]byte, bool) {
 		switch key {
 		case kmsg.ApiVersions.Int16():
 			resp := kmsg.NewPtrApiVersionsResponse()
@@ -121,23 +103,19 @@ func serveOldBroker(nc net.Conn, first bool) {
 				resp.ErrorCode = kerr.UnsupportedVersion.Code
 			}
 			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 0}, {ApiKey: 3, MaxVersion: 1}}
-			body = resp.AppendTo(nil) // the v0 layout, whatever was asked
+			return resp.AppendTo(nil), true // the v0 layout, whatever was asked
 		case kmsg.Metadata.Int16():
-			if first && answered == 1 {
-				return
+			mu.Lock()
+			defer mu.Unlock()
+			if conn == 0 && answered[conn] == 1 {
+				return nil, false
 			}
+			answered[conn]++
 			resp := kmsg.NewPtrMetadataResponse()
 			resp.Version = version
 			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 7, Host: "h", Port: 1}}
-			body = resp.AppendTo(nil)
-			answered++
-		default:
-			return
+			return resp.AppendTo(nil), true
 		}
-		out := kbin.AppendInt32(nil, int32(4+len(body)))
-		out = kbin.AppendInt32(out, corr)
-		if _, err := nc.Write(append(out, body...)); err != nil {
-			return
-		}
+		return nil, false
 	}
 }
