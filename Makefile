@@ -18,7 +18,7 @@ STATICCHECK_VER := v0.8.2
 # Tests that need failpoints fail, instead of skipping, when this is set.
 export WATERMARK_REQUIRE_FAILPOINTS := 1
 
-.PHONY: all build test check random mutate lint bench fuzz tools clean peer-mock
+.PHONY: all build test check random mutate lint bench fuzz tools clean peer-mock peer-self
 
 all: lint test
 
@@ -68,6 +68,13 @@ mutate: build
 ## check (e.g. ARGS="--case no-faults"). Not part of test.
 peer-mock: build
 	tools/rdkafkamock/check.sh $(ARGS)
+
+## peer-self: the kit against the reference itself, from outside
+## (--target kafka on `watermark cluster --control`): every case, each on
+## a cluster with the settings it needs (tools/selfcheck/check.sh); with
+## ARGS="--case NAME", one cluster with CLUSTER_FLAGS. Not part of test.
+peer-self: build
+	tools/selfcheck/check.sh $(ARGS)
 
 ## lint: gofmt, go vet, staticcheck
 lint: $(STATICCHECK)

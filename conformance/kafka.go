@@ -42,6 +42,13 @@ type KafkaTarget struct {
 	// pins (--max-version KEY=V) and what the wire stage found to pass
 	// (wire.Result.Pins).
 	MaxVersions map[int16]int16
+	// Settings are the cluster's broker and controller settings by
+	// run-file key, as far as the user knows (a target file's settings:);
+	// the harness cannot set them. A case that needs another value of
+	// one of them is skipped; one that needs a setting not listed runs
+	// with the cluster's own, and an unknown verdict says so
+	// (clusterSettings).
+	Settings map[string]string
 	// Notes say what the harness chose to do about the broker (a version
 	// it will not speak, and why), for the user to read.
 	Notes []string
@@ -304,6 +311,10 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 		}
 	}
 	cfg.Brokers = n
+	unset, err := t.clusterSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
 	prefix := t.Prefix
 	if prefix == "" {
 		prefix = "watermark"
@@ -368,6 +379,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 	res, err := live.Run(ctx, cfg, live.Options{Cluster: &cmdCluster{t: t, n: n, shift: shift, ctx: ctx, proxies: proxies}, Net: net, NetFor: netFor, Progress: t.Progress})
 	if err == nil {
 		res.BrokerIDShift = shift
+		res.Unapplied = unset
 	}
 	return res, err
 }

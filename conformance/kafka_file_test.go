@@ -32,6 +32,8 @@ func TestReadTargetFile(t *testing.T) {
 		{"kill_cmd: x\n", "no bootstrap"},
 		{"bootstrap: [a:1]\nkil_cmd: x\n", "line 2: field kil_cmd not found"},
 		{"bootstrap: [a:1]\nkill_cmd: x\n", "kill_cmd and restart_cmd go together"},
+		{"bootstrap: [a:1]\nsettings: {replica_fetch_max: 1}\n", "replica_fetch_max: no such setting"},
+		{"bootstrap: [a:1]\nsettings: {auto_leader_rebalance: maybe}\n", "auto_leader_rebalance: \"maybe\": want true or false"},
 	} {
 		_, err := ReadTargetFile(write("bad.yaml", tc.body))
 		require.ErrorContains(t, err, tc.want, "%q", tc.body)

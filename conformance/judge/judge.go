@@ -125,13 +125,28 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 			} else if res.Live {
 				// Real time decides what a run on real processes gets
 				// to exercise; missing it is no pass, and no violation.
-				fail(Unknown, "the run did not exercise what the case is about (%v); rerun it, or with a longer --duration", err)
+				fail(Unknown, "the run did not exercise what the case is about (%v); rerun it, or with a longer --duration%s", err, unapplied(res))
 			} else {
 				fail(Violated, "case expectation: %v", err)
 			}
 		}
 	}
 	return r
+}
+
+// unapplied names the settings the case needed of a cluster the harness
+// could not configure, as the fix for a run that missed its point.
+func unapplied(res *run.Result) string {
+	if len(res.Unapplied) == 0 {
+		return ""
+	}
+	var flags, names []string
+	for _, s := range res.Unapplied {
+		names = append(names, s.String())
+		flags = append(flags, "--"+strings.ReplaceAll(s.Key, "_", "-")+"="+s.Value)
+	}
+	return fmt.Sprintf("; the case sets %s on its brokers, which the harness cannot: the cluster ran with its own (start one with them, e.g. watermark cluster %s, and say so under settings: in the target file)",
+		strings.Join(names, ", "), strings.Join(flags, " "))
 }
 
 // summarize counts anomalies by name: "lost-write x2, unseen x1".

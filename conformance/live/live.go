@@ -146,6 +146,9 @@ type live struct {
 	// electedAt is when the runner first saw each partition's current
 	// leader epoch (zombie.go).
 	electedAt map[kafka.TopicPartition]int64
+	// hws and seenBy: the HWs and ISRs seen from outside (outside.go).
+	hws    map[kafka.TopicPartition]*hwView
+	seenBy map[broker.NodeID]map[kafka.TopicPartition]kafka.PartitionState
 }
 
 type liveTimer struct {
@@ -232,6 +235,7 @@ func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
 	l.wg.Wait()
 	l.Close()
 	l.Stats.EndMs = l.Now
+	l.noteRefusedAfterAppend()
 	return &run.Result{Spec: cfg, History: l.History, Notes: l.Notes, Stats: l.Stats, Live: true, Reached: l.Situations}, err
 }
 
@@ -354,10 +358,12 @@ func (l *live) loop() error {
 			return l.ctx.Err()
 		case a := <-l.answers:
 			env := a.env
-			l.noteZombie(a)
 			l.Now = time.Since(l.start).Milliseconds()
+			l.noteZombie(a)
+			l.noteHW(a)
 			if m, ok := env.Msg.(broker.MetadataResponse); ok && env.To == metadataWatcher {
 				l.metaOut = false
+				l.noteISRGrowth(env.From, m)
 				l.learnLeaders(m)
 				continue
 			}
@@ -431,6 +437,7 @@ func (l *live) Send(env broker.Envelope) {
 	}
 	timeout := l.requestTimeout(env.Msg)
 	known, _ := l.leaders[partitionOf(env.Msg)]
+	sentAt := l.Now
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -448,7 +455,7 @@ func (l *live) Send(env broker.Envelope) {
 			}
 		}
 		select {
-		case l.answers <- answer{env: broker.Envelope{From: env.To, To: env.From, Msg: resp}, known: known}:
+		case l.answers <- answer{env: broker.Envelope{From: env.To, To: env.From, Msg: resp}, req: env.Msg, known: known, sentAt: sentAt}:
 		case <-l.ctx.Done():
 		}
 	}()

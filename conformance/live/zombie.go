@@ -6,11 +6,14 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
-// answer is a broker's answer and what the runner knew of its partition's
-// leadership when the request was sent.
+// answer is a broker's answer, its request, and what the runner knew of
+// its partition's leadership when the request was sent.
 type answer struct {
 	env   broker.Envelope
+	req   any // the request it answers
 	known kafka.PartitionState
+	// sentAt is when the request went out (ms into the run).
+	sentAt int64
 }
 
 // zombieMarginMs is how long after the runner saw a newer leader an

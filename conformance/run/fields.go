@@ -167,3 +167,26 @@ func keys(fs []Field) []string {
 	}
 	return out
 }
+
+// Setting is one protocol setting by its run-file key, with a value as
+// Field.Set reads it and its doc line.
+type Setting struct {
+	Key, Value, Doc string
+}
+
+// String is key=value.
+func (s Setting) String() string { return s.Key + "=" + s.Value }
+
+// Diff lists the broker and controller settings of s that differ from
+// base, in run-file order.
+func (s Settings) Diff(base Settings) []Setting {
+	mine := append(Fields(&s.Broker), Fields(&s.Controller)...)
+	theirs := append(Fields(&base.Broker), Fields(&base.Controller)...)
+	var out []Setting
+	for i, f := range mine {
+		if v := f.String(); v != theirs[i].String() {
+			out = append(out, Setting{Key: f.Key, Value: v, Doc: f.Doc})
+		}
+	}
+	return out
+}

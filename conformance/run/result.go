@@ -27,6 +27,11 @@ type Result struct {
 	// Dir is where a run on real processes left their data and logs; ""
 	// for the simulator.
 	Dir string
+	// Unapplied are settings the case gives its brokers that the target
+	// could not (a cluster running with its own, which the user did not
+	// say): a run that did not get to what the case is about may owe it
+	// to them.
+	Unapplied []Setting
 	// BrokerIDShift is what the harness added to the cluster's own broker
 	// ids (a cluster numbering its brokers from 0), 0 if nothing.
 	BrokerIDShift int32

@@ -349,13 +349,29 @@ func usageError(w io.Writer, cmd string, err error) int {
 
 func runCases(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(stdout, "usage: watermark cases\n\nLists the conformance cases, a line each: what the case does and what it allows.\n"+
-			"`watermark check --case NAME` runs one.")
+		fmt.Fprintln(stdout, "usage: watermark cases [--cluster-flags]\n\nLists the conformance cases, a line each: what the case does and what it allows.\n"+
+			"`watermark check --case NAME` runs one.\n\n"+
+			"--cluster-flags lists instead, a line each, the cases that give their brokers settings a\n"+
+			"topic cannot carry, with the `watermark cluster` flags that start a cluster with them:\n"+
+			"what --target kafka needs of the cluster to run the case as --target cluster does.")
 		return exitOK
 	}
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "watermark cases: takes no arguments\n")
+	flags := len(args) == 1 && args[0] == "--cluster-flags"
+	if len(args) > 0 && !flags {
+		fmt.Fprintf(stderr, "watermark cases: unknown argument %q (the one flag is --cluster-flags)\n", args[0])
 		return exitUsage
+	}
+	if flags {
+		for _, c := range cases.Cases {
+			var fl []string
+			for _, s := range conformance.ClusterSettings(c.Spec(1)) {
+				fl = append(fl, "--"+strings.ReplaceAll(s.Key, "_", "-")+"="+s.Value)
+			}
+			if len(fl) > 0 {
+				fmt.Fprintf(stdout, "%s\t%s\n", c.Name, strings.Join(fl, " "))
+			}
+		}
+		return exitOK
 	}
 	tw := newTable(stdout)
 	for _, c := range cases.Cases {

@@ -60,6 +60,7 @@ func runClusterCtx(ctx context.Context, args []string, stdout, stderr io.Writer)
 	env := fs.StringArray("env", nil, "KEY=VALUE added to every broker's environment (repeatable), e.g. GO_FAILPOINTS=...")
 	binary := fs.String("binary", "", "the watermark executable that runs the nodes (default: this one)")
 	control := fs.String("control", "", "serve HTTP fault controls on ADDR (e.g. 127.0.0.1:0): /kill/{id}, /restart/{id}, /pause/{id}, /resume/{id}, /isolate/{id} (with --proxies), /heal; for watermark check --target kafka's --kill-cmd 'curl -fsS http://ADDR/kill/{id}' and friends")
+	targetFile := fs.String("target-file", "", "write a target file for watermark check --target kafka --target-file to PATH: the bootstrap, every setting, and with --control the fault commands through it (curl)")
 	sf := addSettingsFlags(fs)
 	help := fs.BoolP("help", "h", false, "show this help")
 
@@ -117,6 +118,7 @@ func runClusterCtx(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fmt.Fprintf(out, "bootstrap: %s\n", strings.Join(c.Bootstrap(), ","))
 	fmt.Fprintf(out, "data and logs: %s\n", c.Dir())
 	c.Describe(out)
+	controlAddr := ""
 	if *control != "" {
 		addr, err := serveControl(ctx, *control, c)
 		if err != nil {
@@ -125,6 +127,15 @@ func runClusterCtx(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return exitUsage
 		}
 		fmt.Fprintf(out, "control: http://%s (kill, restart, pause, resume, isolate: /VERB/{id}; /heal)\n", addr)
+		controlAddr = addr
+	}
+	if *targetFile != "" {
+		if err := writeTargetFile(*targetFile, c.Bootstrap(), controlAddr, *proxies, settings); err != nil {
+			fmt.Fprintf(stderr, "watermark cluster: --target-file: %v\n", err)
+			_ = c.Stop()
+			return exitUsage
+		}
+		fmt.Fprintf(out, "target file: %s\n", *targetFile)
 	}
 	fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 

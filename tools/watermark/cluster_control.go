@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
+	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/conformance/run"
+	"gopkg.in/yaml.v3"
 )
 
 // controlHandler is `watermark cluster --control`'s HTTP endpoint: the
@@ -70,4 +74,30 @@ func serveControl(ctx context.Context, addr string, c *cluster.Cluster) (string,
 		srv.Close()
 	}()
 	return ln.Addr().String(), nil
+}
+
+// writeTargetFile writes what watermark check --target kafka needs to
+// check this cluster from outside: its bootstrap, every setting it runs
+// with (so cases that need others are skipped with the flag to give),
+// and, with the HTTP controls, a fault command for each (isolation only
+// with proxies).
+func writeTargetFile(path string, bootstrap []string, control string, proxies bool, s run.Settings) error {
+	f := conformance.TargetFile{Bootstrap: bootstrap, Settings: map[string]string{}}
+	if control != "" {
+		c := "curl -fsS http://" + control
+		f.KillCmd, f.RestartCmd = c+"/kill/{id}", c+"/restart/{id}"
+		f.PauseCmd, f.ResumeCmd = c+"/pause/{id}", c+"/resume/{id}"
+		if proxies {
+			f.IsolateCmd, f.HealCmd = c+"/isolate/{id}", c+"/heal"
+		}
+	}
+	for _, fld := range append(run.Fields(&s.Broker), run.Fields(&s.Controller)...) {
+		f.Settings[fld.Key] = fld.String()
+	}
+	data, err := yaml.Marshal(&f)
+	if err != nil {
+		return err
+	}
+	head := "# watermark cluster's target file: watermark check --target kafka --target-file " + path + "\n"
+	return os.WriteFile(path, append([]byte(head), data...), 0o644)
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/watermarkhq/watermark/conformance"
 )
 
 // asCLI makes this test binary act as the watermark command, so that
@@ -77,13 +79,23 @@ func TestClusterBadUsageExitsTwo(t *testing.T) {
 
 // --control serves the fault endpoints the kit's --target kafka commands
 // call: a broker killed through it stops answering, and restarted through
-// it answers again; a broker that does not exist is an error.
+// it answers again; a broker that does not exist is an error. The
+// target file it writes names the cluster, its commands and settings.
 func TestClusterControlEndpoint(t *testing.T) {
 	t.Setenv(asCLI, "1")
+	tf := filepath.Join(t.TempDir(), "target.yaml")
 	out, errOut, stop := background(t, clusterFn, "--brokers", "1", "--dir", t.TempDir(), "--fast", "--min-insync-replicas", "1",
-		"--offsets-topic-replication-factor", "1", "--control", "127.0.0.1:0")
+		"--offsets-topic-replication-factor", "1", "--control", "127.0.0.1:0", "--target-file", tf, "--replica-fetch-max-bytes=7")
 	control := waitLine(t, out, errOut, `(?m)^control: (\S+) `)[1]
 	boot := waitLine(t, out, errOut, `(?m)^bootstrap: (\S+)$`)[1]
+	waitLine(t, out, errOut, `(?m)^target file: `)
+	kt, err := conformance.ReadTargetFile(tf)
+	require.NoError(t, err)
+	require.Equal(t, []string{boot}, kt.Bootstrap)
+	require.Equal(t, "curl -fsS "+control+"/kill/{id}", kt.KillCmd)
+	require.Empty(t, kt.IsolateCmd, "no proxies, no isolation")
+	require.Equal(t, "7", kt.Settings["replica_fetch_max_bytes"])
+	require.Equal(t, "1500", kt.Settings["session_timeout_ms"], "--fast")
 	get := func(path string) (int, string) {
 		resp, err := http.Get(control + path)
 		require.NoError(t, err)
@@ -93,7 +105,7 @@ func TestClusterControlEndpoint(t *testing.T) {
 	}
 	code, body := get("/kill/1")
 	require.Equal(t, http.StatusOK, code, body)
-	_, err := net.DialTimeout("tcp", boot, time.Second)
+	_, err = net.DialTimeout("tcp", boot, time.Second)
 	require.Error(t, err, "the broker is down")
 	code, body = get("/restart/1")
 	require.Equal(t, http.StatusOK, code, body)
