@@ -135,6 +135,9 @@ func decode(answer []byte, corr int32, req kmsg.Request) (kmsg.Response, string)
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, fmt.Sprintf("does not decode as %s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
+	if why := trailing(body, resp); why != "" {
+		return nil, why
+	}
 	if code, ok := unknownCode(reflect.ValueOf(resp)); ok {
 		return nil, fmt.Sprintf("error code %d, which Kafka does not define", code)
 	}
@@ -277,8 +280,13 @@ func (p *prober) keyCells(ctx context.Context, key int16, rng [2]int16) []Cell {
 			prepare(req)
 			variant.set(req)
 			req.SetVersion(v)
-			_, cell := p.request(c, req)
+			resp, cell := p.request(c, req)
 			cell.Variant = variant.name
+			if cell.Outcome == OK && variant.check != nil {
+				if why := variant.check(req, resp); why != "" {
+					cell.Outcome, cell.Why = Malformed, why
+				}
+			}
 			if cell.Outcome != OK {
 				c.nc.Close()
 				c = nil
@@ -289,23 +297,11 @@ func (p *prober) keyCells(ctx context.Context, key int16, rng [2]int16) []Cell {
 	return cells
 }
 
-// variant is one shape of a request.
+// variant is one shape of a request, and what its answer must keep.
 type variant struct {
-	name string
-	set  func(kmsg.Request)
-}
-
-// variants are the shapes each request is sent in: Metadata both with a
-// null topic list (every topic, v1+) and an empty one (none).
-func variants(key int16, v int16) []variant {
-	plain := variant{set: func(kmsg.Request) {}}
-	if key == kmsg.Metadata.Int16() && v >= 1 {
-		return []variant{
-			{name: "null topics", set: func(r kmsg.Request) { r.(*kmsg.MetadataRequest).Topics = nil }},
-			{name: "empty topics", set: func(r kmsg.Request) { r.(*kmsg.MetadataRequest).Topics = []kmsg.MetadataRequestTopic{} }},
-		}
-	}
-	return []variant{plain}
+	name  string
+	set   func(kmsg.Request)
+	check rule // nil: decoding is enough
 }
 
 // badCells sends what a broker must refuse: an unknown API key, a version

@@ -169,3 +169,54 @@ func TestParseMaxVersion(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// Answers that decode but break what the request asked are malformed:
+// a Metadata answer listing a topic to a request for none or for
+// another, a Produce answer without the partition written to, an answer
+// with bytes past its end. The plain requests they answer right pass.
+func TestAnswersKeepTheRequestsShape(t *testing.T) {
+	addr := fakebroker.Start(t, func(_, _ int, key, version int16) ([]byte, bool) {
+		switch key {
+		case kmsg.ApiVersions.Int16():
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version = min(version, 1)
+			if version > 1 {
+				resp.ErrorCode = 35
+			}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 1}, {ApiKey: 3, MinVersion: 4, MaxVersion: 4},
+				{ApiKey: 0, MinVersion: 3, MaxVersion: 3}, {ApiKey: 2, MinVersion: 1, MaxVersion: 1}}
+			return resp.AppendTo(nil), true
+		case kmsg.Metadata.Int16():
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = version
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "localhost", Port: 9092}}
+			tp := kmsg.NewMetadataResponseTopic()
+			tp.Topic = kmsg.StringPtr("other")
+			resp.Topics = []kmsg.MetadataResponseTopic{tp}
+			return resp.AppendTo(nil), true
+		case kmsg.Produce.Int16():
+			resp := kmsg.NewPtrProduceResponse()
+			resp.Version = version
+			return resp.AppendTo(nil), true
+		case kmsg.ListOffsets.Int16():
+			resp := kmsg.NewPtrListOffsetsResponse()
+			resp.Version = version
+			return append(resp.AppendTo(nil), 0xca, 0xfe), true
+		}
+		return nil, false
+	})
+	res, err := Run(context.Background(), addr, Options{})
+	require.NoError(t, err)
+	why := map[string]string{}
+	for _, f := range res.Failed() {
+		if f.Outcome == Malformed {
+			why[f.Name()] = f.Why
+		}
+	}
+	require.Contains(t, why["Metadata v4 (empty topics)"], "1 topics in the answer to a request for 0", res.Render())
+	require.Contains(t, why["Metadata v4 (unknown topic)"], `lists topic "other"`)
+	require.NotContains(t, why, "Metadata v4 (null topics)")
+	require.Contains(t, why["Produce v3 (unknown topic)"], "the answer has 0 partitions")
+	require.NotContains(t, why, "Produce v3")
+	require.Contains(t, why["ListOffsets v1"], "2 bytes past the end of the answer: ca fe")
+}
