@@ -45,7 +45,9 @@ var kfakeExpected = map[string]kfakeRow{
 	// broker ever leaves an ISR.
 	"slow-follower": {verdict: conformance.Unknown},
 	// What the case is about, a produce answered with an error after its
-	// append, only the simulator sees.
+	// append (seen from outside as a refused write a reader then read),
+	// never happens: kfake does not replicate, so no produce waits on
+	// slowed followers and none times out.
 	"slow-replication-no-retries": {verdict: conformance.Unknown},
 }
 

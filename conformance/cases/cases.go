@@ -82,19 +82,28 @@ const (
 func requireMinISRRefuses(r *run.Result) error {
 	down := map[int]int64{}
 	for _, n := range r.Notes {
-		if n.Kind == run.NoteFault && n.Fault == run.FaultCrash && (n.Node == 2 || n.Node == 3) {
+		if n.Kind == run.NoteFault && n.Fault == run.FaultCrash && n.Node > 0 {
 			if _, ok := down[n.Node]; !ok {
 				down[n.Node] = n.AtMs
 			}
 		}
 	}
 	if len(down) == 2 {
-		from := max(down[2], down[3])
-		until := min(down[2], down[3]) + r.Spec.Faults[0].ForMs
+		var ids []int
+		var from, first int64 = 0, -1
+		for id, at := range down {
+			ids = append(ids, id)
+			from = max(from, at)
+			if first < 0 || at < first {
+				first = at
+			}
+		}
+		slices.Sort(ids)
+		until := first + r.Spec.Faults[0].ForMs
 		for _, op := range r.History {
 			if op.Kind == linearizability.KindProduce && op.Outcome == linearizability.OutcomeOK && op.Call > from && op.Return < until {
-				return Broken(PromiseMinISR, "an acks=all send made at %d ms, with brokers 2 and 3 down since %d ms, was acknowledged at %d ms (offset %d): one replica cannot make min.insync.replicas %d",
-					op.Call, from, op.Return, op.Offset, r.Spec.Broker.MinInsyncReplicas)
+				return Broken(PromiseMinISR, "an acks=all send made at %d ms, with brokers %v (the followers) down since %d ms, was acknowledged at %d ms (offset %d): one replica cannot make min.insync.replicas %d",
+					op.Call, ids, from, op.Return, op.Offset, r.Spec.Broker.MinInsyncReplicas)
 			}
 		}
 	}
@@ -212,10 +221,10 @@ var brokerCases = []Case{
 			// One attempt per send, so a refusal reaches the history as it
 			// is, not after retries outlast the fault.
 			cfg.Workload.Idempotent, cfg.Workload.Retries = false, false
-			// Partition 0's replicas are [1 2 3], led by broker 1.
+			// Both followers of partition 0, whichever broker leads it.
 			cfg.Faults = []run.Fault{
-				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultCrash, Node: 2, ForMs: 8000},
-				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultCrash, Node: 3, ForMs: 8000},
+				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultCrash, Role: run.RoleFollower, ForMs: 8000},
+				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultCrash, Role: run.RoleFollower, ForMs: 8000},
 			}
 			return cfg
 		},

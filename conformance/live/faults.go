@@ -1,12 +1,14 @@
 package live
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -197,6 +199,27 @@ func (l *live) Partition(tp kafka.TopicPartition) (kafka.PartitionState, bool) {
 	l.refreshLeaders(l.ctx)
 	p, ok := l.leaders[tp]
 	return p, ok
+}
+
+// Coordinator implements nemesis.Coordinators: the broker that a live
+// broker names as the group's coordinator, asked now. The partition of
+// the offsets topic a group maps to is the cluster's business (Kafka's
+// has 50 by default; the harness cannot know), so the runner asks, as a
+// consumer does.
+func (l *live) Coordinator() (int, bool) {
+	for id := 1; id <= l.Spec.Brokers; id++ {
+		if l.down[id] || l.paused[id] {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, 2*time.Second)
+		resp, err := l.opts.Net.Exchange(ctx, broker.NodeID(id), broker.FindCoordinatorRequest{Group: l.Spec.Workload.Group})
+		cancel()
+		if r, ok := resp.(broker.FindCoordinatorResponse); ok && err == nil && r.Err == nil && r.Coordinator > 0 {
+			return int(r.Coordinator), true
+		}
+	}
+	l.Notef(run.NoteHarness, 0, "no broker named group %s's coordinator (FindCoordinator): no coordinator fault this round", l.Spec.Workload.Group)
+	return 0, false
 }
 
 // fault records a fault of kind striking broker id.

@@ -27,6 +27,15 @@ type Cluster interface {
 	ConsumersUp() []int
 }
 
+// Coordinators is a Cluster that asks the system which broker
+// coordinates the run's group (FindCoordinator): a live runner's, whose
+// cluster maps groups onto an offsets topic of its own making. A Cluster
+// without it has the coordinator lead the partition run.Spec's
+// GroupPartition names.
+type Coordinators interface {
+	Coordinator() (int, bool)
+}
+
 // Delay draws the time until the nemesis's next fault: uniform in
 // [IntervalMs/2, 3*IntervalMs/2] (IntervalMs 0 means 2000).
 func Delay(nm run.Nemesis, rng *rand.Rand) int64 {
@@ -129,6 +138,9 @@ func Strike(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) (int, bool) {
 		tp = *f.Partition
 	}
 	if f.Role == run.RoleCoordinator {
+		if cc, ok := c.(Coordinators); ok {
+			return cc.Coordinator()
+		}
 		tp = s.GroupPartition()
 	}
 	p, ok := c.Partition(tp)
@@ -138,11 +150,20 @@ func Strike(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) (int, bool) {
 	if f.Role == run.RoleLeader || f.Role == run.RoleCoordinator {
 		return int(p.Leader), p.Leader > 0
 	}
-	var followers []int32
+	// A follower with a fault in force already is struck only when every
+	// follower has one: two follower faults at once strike two followers.
+	var followers, faulted []int32
 	for _, id := range p.Replicas {
-		if id != p.Leader {
+		switch {
+		case id == p.Leader:
+		case c.Faulted(int(id)):
+			faulted = append(faulted, id)
+		default:
 			followers = append(followers, id)
 		}
+	}
+	if len(followers) == 0 {
+		followers = faulted
 	}
 	if len(followers) == 0 {
 		return 0, false

@@ -128,7 +128,7 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 			snap = nil
 		}
 	}
-	r, err := partition.New(b.replicaCfg, tp, batches, hw, epochs, snap)
+	r, err := partition.New(b.replicaConfig(tp), tp, batches, hw, epochs, snap)
 	if err != nil {
 		return nil, err
 	}
@@ -383,4 +383,16 @@ func swapSyncMarker(d storage.Disk, flush bool) (bool, error) {
 		return false, fmt.Errorf("write %s: %w", syncMarker, err)
 	}
 	return was, nil
+}
+
+// replicaConfig is the replica settings for tp: the broker's, with its
+// topic's min.insync.replicas where the topic has its own (the
+// controller publishes topic configs with, or before, the topic's first
+// partition states).
+func (b *Broker) replicaConfig(tp kafka.TopicPartition) partition.Config {
+	cfg := b.replicaCfg
+	if m := b.topicConfigs[tp.Topic].MinInsyncReplicas; m > 0 {
+		cfg.MinInsyncReplicas = int(m)
+	}
+	return cfg
 }

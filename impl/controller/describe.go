@@ -87,13 +87,13 @@ func (c *Controller) checkPartition(p *kafka.PartitionState) error {
 		if !c.IsAlive(p.Leader) {
 			return fmt.Errorf("leader %d is dead", p.Leader)
 		}
-		if c.lostData(p.Leader, p.TopicPartition) && !c.cfg.UncleanLeaderElection {
+		if c.lostData(p.Leader, p.TopicPartition) && !c.unclean(p.TopicPartition) {
 			return fmt.Errorf("leader %d lost the partition's committed records", p.Leader)
 		}
 		return nil
 	}
 	for _, r := range p.Replicas {
-		if c.IsAlive(r) && (c.cfg.UncleanLeaderElection || (slices.Contains(p.ISR, r) && !c.lostData(r, p.TopicPartition) && !c.yields(p, p.ISR, r))) {
+		if c.IsAlive(r) && (c.unclean(p.TopicPartition) || (slices.Contains(p.ISR, r) && !c.lostData(r, p.TopicPartition) && !c.yields(p, p.ISR, r))) {
 			return fmt.Errorf("offline although replica %d is alive and eligible", r)
 		}
 	}

@@ -37,7 +37,7 @@ func (c *Controller) settle(p *kafka.PartitionState) (kafka.PartitionState, Even
 		next.ISR = []int32{l}
 		return next, ElectionEligible
 	}
-	if c.cfg.UncleanLeaderElection {
+	if c.unclean(p.TopicPartition) {
 		l, ok := c.firstAlive(p.TopicPartition, p.Replicas, nil, false)
 		if !ok {
 			l, ok = c.firstAlive(p.TopicPartition, p.Replicas, nil, true)

@@ -80,9 +80,18 @@ func (c *Controller) replicaOf(id int32) []kafka.TopicPartition {
 	return tps
 }
 
-// eligibleMin is p's min ISR for the ELR rules; below 2 there is no ELR.
+// eligibleMin is p's min ISR for the ELR rules: its topic's
+// min.insync.replicas where it has one, else EligibleMinISR (the
+// brokers'); 0 when the rules are off; below 2 there is no ELR.
 func (c *Controller) eligibleMin(p *kafka.PartitionState) int {
-	return min(c.cfg.EligibleMinISR, len(p.Replicas))
+	if c.cfg.EligibleMinISR == 0 {
+		return 0
+	}
+	m := c.cfg.EligibleMinISR
+	if own := c.configs[p.Topic].MinInsyncReplicas; own > 0 {
+		m = int(own)
+	}
+	return min(m, len(p.Replicas))
 }
 
 // updateELR applies rules 1-3 to p, which just moved from old.

@@ -194,3 +194,34 @@ func TestUncleanLastISRMemberWaitsForAnEligibleReplica(t *testing.T) {
 	assert.Equal(t, int32(1), h.state(p).Leader)
 	h.check()
 }
+
+// A topic's own min.insync.replicas and unclean.leader.election.enable
+// replace the brokers' for it. With the brokers' min ISR 2, a topic of
+// min ISR 1 keeps no eligible replicas (its HW moves with one member, so
+// a replica that left may lack committed records) and waits for its last
+// ISR member; a topic that allows unclean elections, on a controller
+// that does not, elects the live out-of-sync replica.
+func TestTopicConfigsReplaceTheBrokers(t *testing.T) {
+	h := newHarness(t, Config{EligibleMinISR: 2}, 1, 2)
+	yes := true
+	require.NoError(t, h.c.CreateTopicWithConfig("own", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1}, h.now))
+	require.NoError(t, h.c.CreateTopicWithConfig("loose", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1, UncleanLeaderElection: &yes}, h.now))
+	h.createTopic("shared", 1, 2)
+	h.c.Ready()
+	own, loose, shared := tp("own", 0), tp("loose", 0), tp("shared", 0)
+	for _, p := range []kafka.TopicPartition{own, loose, shared} {
+		require.Equal(t, int32(1), h.state(p).Leader, p)
+	}
+
+	h.kill(2)
+	assert.Nil(t, h.c.ELR(own), "ISR [1] is at the topic's min ISR 1: no ELR")
+	assert.Equal(t, []int32{2}, h.c.ELR(shared), "below the brokers' min ISR 2")
+	h.kill(1)
+	h.inc[2]++
+	require.NoError(t, h.c.Register(2, h.inc[2], h.now, Registration{Synced: true}))
+	h.c.Ready()
+	assert.Equal(t, kafka.NoLeader, h.state(own).Leader, "2 left the ISR and is not eligible: the topic waits for 1")
+	assert.Equal(t, int32(2), h.state(shared).Leader, "2 is eligible")
+	assert.Equal(t, int32(2), h.state(loose).Leader, "the topic allows unclean elections")
+	h.check()
+}

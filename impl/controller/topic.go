@@ -40,6 +40,9 @@ func (c *Controller) CreateTopicWithConfig(name string, partitions int32, replic
 	if cfg.MaxMessageBytes < 0 {
 		return kafka.With(kafka.ErrInvalidConfig, "create topic %q with max.message.bytes %d", name, cfg.MaxMessageBytes)
 	}
+	if cfg.MinInsyncReplicas < 0 {
+		return kafka.With(kafka.ErrInvalidConfig, "create topic %q with min.insync.replicas %d", name, cfg.MinInsyncReplicas)
+	}
 	c.topics[name] = partitions
 	if !cfg.IsZero() {
 		c.configs[name] = cfg
@@ -82,4 +85,13 @@ func (c *Controller) TopicConfigs() map[string]kafka.TopicConfig {
 		return nil
 	}
 	return maps.Clone(c.configs)
+}
+
+// unclean reports whether tp's topic lets a replica outside the ISR lead
+// (its unclean.leader.election.enable, else the controller's).
+func (c *Controller) unclean(tp kafka.TopicPartition) bool {
+	if u := c.configs[tp.Topic].UncleanLeaderElection; u != nil {
+		return *u
+	}
+	return c.cfg.UncleanLeaderElection
 }

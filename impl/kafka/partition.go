@@ -111,6 +111,14 @@ type TopicConfig struct {
 	// comes on the wire (max.message.bytes); 0: the broker's
 	// message.max.bytes.
 	MaxMessageBytes int32 `json:",omitempty"`
+	// MinInsyncReplicas is the ISR size an acks=all produce needs, and
+	// below which the HW stands still and KIP-966's eligible replicas are
+	// kept (min.insync.replicas); 0: the broker's.
+	MinInsyncReplicas int32 `json:",omitempty"`
+	// UncleanLeaderElection, when set, says whether a replica outside the
+	// ISR may lead when no ISR member can (unclean.leader.election.enable);
+	// nil: the controller's.
+	UncleanLeaderElection *bool `json:",omitempty"`
 }
 
 // IsZero reports whether c sets nothing.

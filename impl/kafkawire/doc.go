@@ -30,9 +30,10 @@
 //   - CreateTopics v0-7, forwarded to the controller. Partitions -1 means 1,
 //     replication factor -1 means min(3, live brokers). Explicit replica
 //     assignments get INVALID_REQUEST; of the topic configs
-//     max.message.bytes is kept per topic (malformed: INVALID_CONFIG), the
-//     others are ignored (those settings are broker-wide). ValidateOnly
-//     checks arguments only.
+//     max.message.bytes, min.insync.replicas and
+//     unclean.leader.election.enable are kept per topic (malformed:
+//     INVALID_CONFIG), the others are ignored (those settings are
+//     broker-wide). ValidateOnly checks arguments only.
 //   - Produce v3-11: exactly one v2 record batch per partition per request,
 //     since the broker appends one batch per ProduceRequest and splitting a
 //     batch would break its sequence numbers; more gets INVALID_RECORD. The

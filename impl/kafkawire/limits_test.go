@@ -191,3 +191,31 @@ func TestDecompressionIsBoundedPerBroker(t *testing.T) {
 		r()
 	}
 }
+
+// A topic's min.insync.replicas replaces the broker's for that topic: on
+// one broker, a topic that asks for two in-sync replicas refuses acks=all
+// with NOT_ENOUGH_REPLICAS, and one without takes it. Malformed topic
+// configs the reference keeps are INVALID_CONFIG, naming the config.
+func TestTopicMinInsyncReplicas(t *testing.T) {
+	c := startTestCluster(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
+	require.NoError(t, err)
+	defer admin.Close()
+	createTopic(t, admin, "strict", 1, "min.insync.replicas", "2", "unclean.leader.election.enable", "false")
+	createTopic(t, admin, "plain", 1)
+	for _, kv := range [][2]string{{"min.insync.replicas", "0"}, {"min.insync.replicas", "two"}, {"unclean.leader.election.enable", "maybe"}} {
+		rt := createTopicRequest(t, admin, "bad", 1, kv[0], kv[1])
+		require.Equal(t, kerr.InvalidConfig.Code, rt.ErrorCode, "%s=%s", kv[0], kv[1])
+		require.Contains(t, *rt.ErrorMessage, kv[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	produce := func(topic string) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1), kgo.RequiredAcks(kgo.AllISRAcks()))
+		require.NoError(t, err)
+		defer cl.Close()
+		return cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr()
+	}
+	require.ErrorIs(t, produce("strict"), kerr.NotEnoughReplicas)
+	require.NoError(t, produce("plain"))
+}

@@ -141,9 +141,10 @@ func validTopicName(name string) bool {
 // createTopics forwards each topic to the controller. Partitions -1 means
 // 1 and replication factor -1 means min(3, live brokers). Explicit replica
 // assignments are refused (the controller assigns replicas itself). Of
-// the topic configs, max.message.bytes is the topic's own (a positive
-// integer, else INVALID_CONFIG); the others are accepted and ignored
-// (those settings are broker-wide here). ValidateOnly checks the
+// the topic configs, max.message.bytes, min.insync.replicas and
+// unclean.leader.election.enable are the topic's own (malformed:
+// INVALID_CONFIG); the others are accepted and ignored (those settings
+// are broker-wide here). ValidateOnly checks the
 // arguments against the local metadata.
 func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrCreateTopicsResponse()
@@ -228,19 +229,35 @@ func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsReques
 	return resp, nil
 }
 
-// topicConfig reads the topic configs the reference keeps per topic; a
-// message saying what is wrong when one is malformed.
+// topicConfig reads the topic configs the reference keeps per topic
+// (max.message.bytes, min.insync.replicas, unclean.leader.election.enable);
+// a message saying what is wrong when one is malformed.
 func topicConfig(configs []kmsg.CreateTopicsRequestTopicConfig) (kafka.TopicConfig, string) {
 	var cfg kafka.TopicConfig
 	for _, c := range configs {
-		if c.Name != "max.message.bytes" || c.Value == nil {
+		if c.Value == nil {
 			continue
 		}
-		n, err := strconv.ParseInt(*c.Value, 10, 32)
-		if err != nil || n <= 0 {
-			return cfg, fmt.Sprintf("max.message.bytes %q: want a positive number of bytes (Kafka's default is %d)", *c.Value, broker.DefaultMessageMaxBytes)
+		switch c.Name {
+		case "max.message.bytes":
+			n, err := strconv.ParseInt(*c.Value, 10, 32)
+			if err != nil || n <= 0 {
+				return cfg, fmt.Sprintf("max.message.bytes %q: want a positive number of bytes (Kafka's default is %d)", *c.Value, broker.DefaultMessageMaxBytes)
+			}
+			cfg.MaxMessageBytes = int32(n)
+		case "min.insync.replicas":
+			n, err := strconv.ParseInt(*c.Value, 10, 32)
+			if err != nil || n <= 0 {
+				return cfg, fmt.Sprintf("min.insync.replicas %q: want a number of replicas >= 1 (Kafka's default is 1)", *c.Value)
+			}
+			cfg.MinInsyncReplicas = int32(n)
+		case "unclean.leader.election.enable":
+			v, err := strconv.ParseBool(*c.Value)
+			if err != nil {
+				return cfg, fmt.Sprintf("unclean.leader.election.enable %q: want true or false (Kafka's default is false)", *c.Value)
+			}
+			cfg.UncleanLeaderElection = &v
 		}
-		cfg.MaxMessageBytes = int32(n)
 	}
 	return cfg, ""
 }
