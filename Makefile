@@ -39,10 +39,14 @@ build: $(TOOLEXEC)
 ## processes run bin/watermark (WATERMARK_BIN), built with failpoints too.
 ## Progress: each package as it finishes, and every 30 s the tests still
 ## running (tools/testprogress reads go test -json; it fails the target
-## when a test, a package or the build failed).
+## when a test, a package or the build failed). Then the slice of the
+## peer suite that needs a module of its own: the wire table and two
+## cases on librdkafka's mock cluster (tools/rdkafkamock, cgo).
 test: build
 	$(GO) build -o bin/testprogress ./tools/testprogress
 	WATERMARK_BIN=$(CURDIR)/bin/watermark $(FP_GO) test $(FP_FLAGS) -json -count=1 -timeout 20m ./... | bin/testprogress
+	@echo "tools/rdkafkamock: the kit against librdkafka's mock cluster (its own module, cgo; about 90 s)"
+	cd tools/rdkafkamock && $(GO) test -count=1 -timeout 10m .
 
 ## check: the main job, `watermark check` on the embedded simulated cluster
 check: build

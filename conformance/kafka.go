@@ -32,6 +32,12 @@ type KafkaTarget struct {
 	// Fault commands: e.g. "docker kill kafka{id}" and "docker start
 	// kafka{id}". Restart must bring the broker back on its data.
 	KillCmd, RestartCmd, PauseCmd, ResumeCmd, IsolateCmd, HealCmd string
+	// SlowCmd, when set, adds {ms} ms to broker {id}'s links to the
+	// other brokers ({ms} 0: back to none), e.g. with tc netem: a slow
+	// fault then slows replication as well as the harness's own links to
+	// the broker (its proxy), as on --target cluster. Without it a slowed
+	// broker is slow to the clients only.
+	SlowCmd string
 	// CreateTopicCmd, when set, creates each run's topics instead of the
 	// harness's CreateTopics request (kafka_file.go: createTopicWithCmd).
 	CreateTopicCmd string
@@ -61,7 +67,8 @@ type KafkaTarget struct {
 	Faults any
 	// DurationMs and SettleMs, when > 0, replace the cases' own times;
 	// a group case whose members crash runs longer where its sessions had
-	// to grow (scaleMemberFaults).
+	// to grow (scaleMemberFaults), and without SettleMs a group case
+	// settles two sessions' growth longer.
 	DurationMs, SettleMs int64
 	// Prefix starts every topic and group name (default "watermark").
 	Prefix   string
@@ -82,7 +89,7 @@ func (t *KafkaTarget) ReplayArgs() []string {
 	for _, c := range []struct{ flag, cmd string }{
 		{"kill-cmd", t.KillCmd}, {"restart-cmd", t.RestartCmd}, {"pause-cmd", t.PauseCmd},
 		{"resume-cmd", t.ResumeCmd}, {"isolate-cmd", t.IsolateCmd}, {"heal-cmd", t.HealCmd},
-		{"create-topic-cmd", t.CreateTopicCmd},
+		{"slow-cmd", t.SlowCmd}, {"create-topic-cmd", t.CreateTopicCmd},
 	} {
 		if c.cmd != "" {
 			args = append(args, "--"+c.flag+"="+c.cmd)
@@ -340,6 +347,12 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 		was := cfg.Workload.ConsumerSessionTimeoutMs
 		cfg.Workload.ConsumerSessionTimeoutMs = max(cfg.Workload.ConsumerSessionTimeoutMs, KafkaMinSessionTimeoutMs)
 		scaleMemberFaults(&cfg, was, cfg.Workload.ConsumerSessionTimeoutMs)
+		if t.SettleMs == 0 && was > 0 {
+			// Whatever the faults, a group heals a session at a time:
+			// after the last one it may rebalance twice before it
+			// consumes on, and the longer sessions make that longer.
+			cfg.SettleMs += 2 * max(cfg.Workload.ConsumerSessionTimeoutMs-was, 0)
+		}
 	}
 	proxies, via, err := t.proxies(ctx, shift)
 	if err != nil {
@@ -417,7 +430,7 @@ func (c *cmdCluster) Brokers() int { return c.n }
 // How says how the user's cluster carries out a fault on broker id, for
 // the run's notes: the command as run, or the in-process fault's type.
 func (c *cmdCluster) How(kind run.FaultKind, id int) string {
-	cmd := map[run.FaultKind]string{run.FaultCrash: c.t.KillCmd, run.FaultPause: c.t.PauseCmd, run.FaultIsolate: c.t.IsolateCmd}[kind]
+	cmd := map[run.FaultKind]string{run.FaultCrash: c.t.KillCmd, run.FaultPause: c.t.PauseCmd, run.FaultIsolate: c.t.IsolateCmd, run.FaultSlow: c.t.SlowCmd}[kind]
 	switch {
 	case c.t.Faults != nil && cmd == "":
 		return fmt.Sprintf("%T", c.t.Faults)
@@ -507,6 +520,10 @@ func (c *cmdCluster) SetLatency(id int, d time.Duration) error {
 		return fmt.Errorf("no proxy in front of broker %d", id)
 	}
 	p.SetLatency(d)
+	if c.t.SlowCmd != "" {
+		cmd := strings.ReplaceAll(c.t.SlowCmd, "{ms}", strconv.FormatInt(d.Milliseconds(), 10))
+		return c.run("slow", cmd, id)
+	}
 	return nil
 }
 

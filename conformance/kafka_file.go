@@ -43,6 +43,7 @@ type TargetFile struct {
 	ResumeCmd      string            `yaml:"resume_cmd"`
 	IsolateCmd     string            `yaml:"isolate_cmd"`
 	HealCmd        string            `yaml:"heal_cmd"`
+	SlowCmd        string            `yaml:"slow_cmd"`
 	CreateTopicCmd string            `yaml:"create_topic_cmd"`
 	Settings       map[string]string `yaml:"settings,omitempty"`
 }
@@ -62,7 +63,7 @@ func ReadTargetFile(path string) (*KafkaTarget, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty target file: want at least bootstrap: [HOST:PORT]", path)
 		}
-		return nil, fmt.Errorf("%s: %v (fields: bootstrap, kill_cmd, restart_cmd, pause_cmd, resume_cmd, isolate_cmd, heal_cmd, create_topic_cmd, settings)", path, err)
+		return nil, fmt.Errorf("%s: %v (fields: bootstrap, kill_cmd, restart_cmd, pause_cmd, resume_cmd, isolate_cmd, heal_cmd, slow_cmd, create_topic_cmd, settings)", path, err)
 	}
 	if len(f.Bootstrap) == 0 {
 		return nil, fmt.Errorf("%s: no bootstrap: add bootstrap: [HOST:PORT, ...]", path)
@@ -78,7 +79,7 @@ func ReadTargetFile(path string) (*KafkaTarget, error) {
 		return nil, fmt.Errorf("%s: settings: %v", path, err)
 	}
 	return &KafkaTarget{Bootstrap: f.Bootstrap, KillCmd: f.KillCmd, RestartCmd: f.RestartCmd, PauseCmd: f.PauseCmd,
-		ResumeCmd: f.ResumeCmd, IsolateCmd: f.IsolateCmd, HealCmd: f.HealCmd, CreateTopicCmd: f.CreateTopicCmd,
+		ResumeCmd: f.ResumeCmd, IsolateCmd: f.IsolateCmd, HealCmd: f.HealCmd, SlowCmd: f.SlowCmd, CreateTopicCmd: f.CreateTopicCmd,
 		Settings: f.Settings, File: path}, nil
 }
 

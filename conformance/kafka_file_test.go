@@ -18,11 +18,12 @@ func TestReadTargetFile(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 		return p
 	}
-	good := write("good.yaml", "bootstrap: [a:9092, b:9092]\nkill_cmd: docker kill kafka{id}\nrestart_cmd: docker start kafka{id}\n")
+	good := write("good.yaml", "bootstrap: [a:9092, b:9092]\nkill_cmd: docker kill kafka{id}\nrestart_cmd: docker start kafka{id}\nslow_cmd: tc {id} {ms}\n")
 	kt, err := ReadTargetFile(good)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a:9092", "b:9092"}, kt.Bootstrap)
 	require.Equal(t, "docker kill kafka{id}", kt.KillCmd)
+	require.Equal(t, "tc {id} {ms}", kt.SlowCmd)
 	require.True(t, kt.Capabilities().Crash)
 	kt.DurationMs = 5000
 	require.Equal(t, []string{"--target-file=" + good, "--duration=5000ms"}, kt.ReplayArgs())

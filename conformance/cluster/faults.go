@@ -59,6 +59,22 @@ func (c *Cluster) SetLatency(id int, d time.Duration) error {
 	return nil
 }
 
+// SetPeerLatency delays broker id's links to the other brokers and the
+// controller, not its clients' (what a slow fault of --target kafka asks
+// of a cluster whose clients' links the harness slows itself).
+func (c *Cluster) SetPeerLatency(id int, d time.Duration) error {
+	if err := c.needProxies(id); err != nil {
+		return err
+	}
+	c.opts.Logf("latency %v on broker %d's links to its peers", d, id)
+	for _, px := range c.proxiesOf(id) {
+		if px != c.clientProxy[id] {
+			px.SetLatency(d)
+		}
+	}
+	return nil
+}
+
 // proxiesOf is every proxy on a link of broker id.
 func (c *Cluster) proxiesOf(id int) []*Proxy {
 	out := []*Proxy{c.clientProxy[id], c.ctrlProxy[id]}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Issue sends msg to broker to and returns how to wait for its answer.
@@ -55,6 +57,17 @@ func produceAnswer(m broker.ProduceRequest, resp *kmsg.ProduceResponse) (any, er
 			if rt.Topic == m.Topic && rp.Partition == m.Partition {
 				out.BaseOffset = rp.BaseOffset
 				out.Err = wireError(rp.ErrorCode, rp.ErrorMessage)
+				if rp.ErrorCode == kerr.NotLeaderForPartition.Code {
+					// On the wire a refusal before the append and the
+					// answer to a produce parked on a leader that then
+					// stepped down (Kafka's purgatory, the reference's
+					// ErrLeaderChanged) are one code: the write may be
+					// in the log and commit, so it is not a refusal.
+					out.Err = kafka.ErrLeaderChanged
+					if msg := rp.ErrorMessage; msg != nil && *msg != "" && *msg != kafka.ErrLeaderChanged.Error() {
+						out.Err = fmt.Errorf("%w (%s)", kafka.ErrLeaderChanged, *msg)
+					}
+				}
 				return out, nil
 			}
 		}

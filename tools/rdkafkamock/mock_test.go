@@ -67,7 +67,7 @@ func TestKitAgainstTheMock(t *testing.T) {
 	}
 
 	target := &conformance.KafkaTarget{Bootstrap: boot, MaxVersions: res.Pins(), Faults: faults{mc},
-		DurationMs: 6000, SettleMs: 5000, Prefix: "mock"}
+		Prefix: "mock"}
 	for _, tc := range []struct {
 		name    string
 		verdict conformance.Verdict

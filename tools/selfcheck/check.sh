@@ -12,7 +12,7 @@
 # what is asked. Arguments go to watermark check.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="$root/bin/watermark"
+bin="${WATERMARK:-$root/bin/watermark}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 status=0
@@ -32,7 +32,11 @@ pass() {
 		sleep 0.5
 	done
 	echo "== the reference (watermark cluster --fast $flags) at $(sed -n 's/^bootstrap: //p' "$dir/out")"
-	"$bin" check --target kafka --target-file "$dir/target.yaml" "$@" || status=1
+	if ! "$bin" check --target kafka --target-file "$dir/target.yaml" "$@"; then
+		status=1
+		echo "(that cluster and its target file go when this pass ends: replay a run above with"
+		echo " CLUSTER_FLAGS='$flags' $0 --case NAME --seed N)"
+	fi
 	kill $cluster 2>/dev/null || true
 	wait $cluster 2>/dev/null || true
 }

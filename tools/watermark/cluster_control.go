@@ -26,6 +26,8 @@ import (
 //	/resume/{id}   SIGCONT it                 (--resume-cmd)
 //	/isolate/{id}  cut its links (--proxies)  (--isolate-cmd)
 //	/heal          end every isolation        (--heal-cmd)
+//	/slow/{id}?ms=N  delay its links to the other brokers and the
+//	               controller by N ms, 0 for none (--proxies; --slow-cmd)
 //
 // Each answers 200 "ok", or 500 with what went wrong.
 func controlHandler(ctx context.Context, c *cluster.Cluster) http.Handler {
@@ -49,6 +51,14 @@ func controlHandler(ctx context.Context, c *cluster.Cluster) http.Handler {
 	mux.HandleFunc("/resume/{id}", withID(c.Resume))
 	mux.HandleFunc("/isolate/{id}", withID(c.Isolate))
 	mux.HandleFunc("/heal", func(w http.ResponseWriter, _ *http.Request) { answer(w, c.Heal()) })
+	mux.HandleFunc("/slow/{id}", func(w http.ResponseWriter, r *http.Request) {
+		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+		if err != nil || ms < 0 {
+			http.Error(w, "ms: want a number of milliseconds >= 0", http.StatusBadRequest)
+			return
+		}
+		withID(func(id int) error { return c.SetPeerLatency(id, time.Duration(ms)*time.Millisecond) })(w, r)
+	})
 	return mux
 }
 
@@ -89,6 +99,7 @@ func writeTargetFile(path string, bootstrap []string, control string, proxies bo
 		f.PauseCmd, f.ResumeCmd = c+"/pause/{id}", c+"/resume/{id}"
 		if proxies {
 			f.IsolateCmd, f.HealCmd = c+"/isolate/{id}", c+"/heal"
+			f.SlowCmd = "curl -fsS 'http://" + control + "/slow/{id}?ms={ms}'"
 		}
 	}
 	for _, fld := range append(run.Fields(&s.Broker), run.Fields(&s.Controller)...) {

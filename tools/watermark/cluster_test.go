@@ -95,6 +95,7 @@ func TestClusterControlEndpoint(t *testing.T) {
 	require.Equal(t, "curl -fsS "+control+"/kill/{id}", kt.KillCmd)
 	require.Empty(t, kt.IsolateCmd, "no proxies, no isolation")
 	require.Equal(t, "7", kt.Settings["replica_fetch_max_bytes"])
+	require.Empty(t, kt.SlowCmd, "no proxies, no slow links")
 	require.Equal(t, "1500", kt.Settings["session_timeout_ms"], "--fast")
 	get := func(path string) (int, string) {
 		resp, err := http.Get(control + path)
