@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -77,7 +78,11 @@ var ErrNoProxies = errors.New("network faults need proxies: start the cluster wi
 
 // Cluster is a running local cluster.
 type Cluster struct {
-	opts       Options
+	opts Options
+	// up is set once Start has the whole cluster running: a node that
+	// dies in an attempt Start gives up on (a port taken) is that
+	// attempt's error, not an exit OnExit reports.
+	up         atomic.Bool
 	dir        string
 	controller *process
 	brokers    map[int]*process
@@ -146,6 +151,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		err := c.start(ctx)
 		if err == nil {
+			c.up.Store(true)
 			return c, nil
 		}
 		_ = c.Stop()
@@ -284,7 +290,15 @@ func (c *Cluster) newProcess(name string, id int, args []string) *process {
 	}
 	return &process{
 		name: name, id: id, binary: c.opts.Binary, args: args,
-		logPath: filepath.Join(c.dir, file), onExit: c.opts.OnExit, logf: c.opts.Logf,
+		logPath: filepath.Join(c.dir, file), onExit: c.onExit, logf: c.opts.Logf,
+	}
+}
+
+// onExit passes a node's unexpected exit to Options.OnExit once the
+// cluster is up.
+func (c *Cluster) onExit(e Exit) {
+	if c.up.Load() && c.opts.OnExit != nil {
+		c.opts.OnExit(e)
 	}
 }
 
