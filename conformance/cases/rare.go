@@ -295,6 +295,11 @@ var rareCases = []Case{
 		Spec: func(seed uint64) run.Spec {
 			cfg := onePartition(seed)
 			cfg.Broker.ReplicaFetchMaxBytes = 1
+			// A broker serves a connection's requests one at a time, so
+			// on real connections each producer has one produce at the
+			// leader at once: held by the slowed follower, two would
+			// write no faster than it copies. Six write faster.
+			cfg.Workload.Producers = 6
 			// Partition 0's replicas are [1 2 3], led by broker 1.
 			cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: slowFrom}, Kind: run.FaultSlow, Node: 3, ForMs: 8000, DelayMs: 300}}
 			return cfg
