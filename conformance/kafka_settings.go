@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/run"
 )
@@ -41,8 +40,8 @@ func (t *KafkaTarget) clusterSettings(cfg run.Spec) ([]run.Setting, error) {
 			continue
 		}
 		if !sameSetting(need.Key, have, need.Value) {
-			return nil, &SkipError{Reason: fmt.Sprintf("needs %s on the brokers (%s); the cluster has %s, by its target file: start one with it (watermark cluster --%s=%s) and list it under settings:",
-				need, need.Doc, have, strings.ReplaceAll(need.Key, "_", "-"), need.Value)}
+			return nil, &SkipError{Reason: fmt.Sprintf("needs %s on the brokers (%s); the cluster has %s, by its target file: start one with it (watermark cluster %s) and list it under settings:",
+				need, need.Doc, have, need.Flag())}
 		}
 	}
 	return unknown, nil

@@ -143,7 +143,7 @@ func unapplied(res *run.Result) string {
 	var flags, names []string
 	for _, s := range res.Unapplied {
 		names = append(names, s.String())
-		flags = append(flags, "--"+strings.ReplaceAll(s.Key, "_", "-")+"="+s.Value)
+		flags = append(flags, s.Flag())
 	}
 	return fmt.Sprintf("; the case sets %s on its brokers, which the harness cannot: the cluster ran with its own (start one with them, e.g. watermark cluster %s, and say so under settings: in the target file)",
 		strings.Join(names, ", "), strings.Join(flags, " "))

@@ -177,6 +177,10 @@ type Setting struct {
 // String is key=value.
 func (s Setting) String() string { return s.Key + "=" + s.Value }
 
+// Flag is the setting as the flag of watermark serve and cluster that
+// gives it: --key-with-dashes=value.
+func (s Setting) Flag() string { return "--" + strings.ReplaceAll(s.Key, "_", "-") + "=" + s.Value }
+
 // Diff lists the broker and controller settings of s that differ from
 // base, in run-file order.
 func (s Settings) Diff(base Settings) []Setting {

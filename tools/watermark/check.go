@@ -366,7 +366,7 @@ func runCases(args []string, stdout, stderr io.Writer) int {
 		for _, c := range cases.Cases {
 			var fl []string
 			for _, s := range conformance.ClusterSettings(c.Spec(1)) {
-				fl = append(fl, "--"+strings.ReplaceAll(s.Key, "_", "-")+"="+s.Value)
+				fl = append(fl, s.Flag())
 			}
 			if len(fl) > 0 {
 				fmt.Fprintf(stdout, "%s\t%s\n", c.Name, strings.Join(fl, " "))
