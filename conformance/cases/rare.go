@@ -64,6 +64,13 @@ var rareCases = []Case{
 			// A short request timeout moves the producers on from the
 			// dead leader quickly.
 			cfg.Workload.RequestTimeoutMs = 800
+			// Broker 3's links are slow throughout, so a leader holds each
+			// acks=all produce until 3 has fetched it: when leadership
+			// moves back to broker 1 (fast, so it rejoins the ISR at once),
+			// the broker stepping down holds produces that 1 has copied.
+			// On a simulated network or on loopback, where replication
+			// otherwise takes microseconds.
+			cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 500}, Kind: run.FaultSlow, Node: 3, ForMs: cfg.DurationMs, DelayMs: 20}}
 			for at := int64(3000); at < 18000; at += 5000 {
 				cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultCrash, Node: 1, ForMs: 3500})
 			}

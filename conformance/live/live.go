@@ -314,10 +314,18 @@ func (l *live) learnLeaders(m broker.MetadataResponse) {
 		}
 		if p.LeaderEpoch > old.LeaderEpoch && started {
 			// Seen from outside, an election is unclean when the new
-			// leader was not in the last ISR we saw (we may miss ISR
-			// changes between polls, so this can only undercount).
+			// leader was not in the last ISR we saw and leads an ISR of
+			// itself alone, as an unclean election leaves it. Polls miss
+			// ISR changes between them, so either test alone misleads: a
+			// preferred leader that rejoined the ISR and took over between
+			// two polls was not in the last ISR seen, and an ISR member
+			// left alone is elected cleanly with an ISR of one. Both
+			// together can still miss an unclean election (the leader
+			// left the ISR between polls), and invent one only if, between
+			// two polls, the leader joined the ISR and every other member
+			// left it.
 			l.Stats.Elections++
-			unclean := !slices.Contains(old.ISR, p.Leader)
+			unclean := !slices.Contains(old.ISR, p.Leader) && slices.Equal(p.ISR, []int32{p.Leader})
 			if unclean {
 				l.Stats.UncleanElections++
 			}
