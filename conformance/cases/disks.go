@@ -24,6 +24,22 @@ var diskCases = []Case{
 		Require: reached(run.SitDamagedLog),
 	},
 	{
+		Name:    "segment-roll-power-loss",
+		Summary: "logs in 1 KiB segments, synced every second; one broker at a time loses power, often with a segment rolled since its last sync: recovery joins what each segment kept into one log with no gap, and nothing acknowledged is lost",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			// A segment rolls every ten batches or so, several times a
+			// second: a power loss often finds the end of one segment and
+			// the start of the next both unsynced.
+			cfg.Broker.LogSegmentBytes = 1024
+			cfg.Broker.LogIndexIntervalBytes = 256
+			cfg.Broker.FlushIntervalMs = 1000
+			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultPowerLoss}, IntervalMs: 2500, FaultMs: 1500, MaxFaulty: 1, PowerLossOnlyInSync: true}
+			return cfg
+		},
+		Require: reached(run.SitRollPowerLoss),
+	},
+	{
 		Name: "damaged-last-isr-member",
 		Summary: "RF 3, min ISR 2, every append synced; both followers go down, the ISR shrinks to the leader, and the leader goes down and comes back with its log damaged; " +
 			"the follower that left the ISR last holds every committed record (an eligible leader replica, KIP-966) and leads: none is lost, none is truncated to the damaged log",

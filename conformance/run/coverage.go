@@ -47,6 +47,10 @@ const (
 	SitISRChangeRefused Situation = "isr-change-refused"
 	// SitTornTail: recovery after a power loss dropped a torn tail.
 	SitTornTail Situation = "torn-tail-recovery"
+	// SitRollPowerLoss: a broker lost power while one of its logs held
+	// unsynced bytes in two segments or more: a segment had rolled since
+	// the last sync, and recovery had to join what each kept.
+	SitRollPowerLoss Situation = "power-loss-mid-roll"
 	// SitEmptyDiskReturn: a broker came back on an empty disk while its
 	// partitions held records.
 	SitEmptyDiskReturn Situation = "empty-disk-return"
@@ -77,6 +81,6 @@ const (
 var Situations = []Situation{
 	SitStaleReplicaElection, SitLeaderReturned, SitNewLeaderHWBehind, SitExpandWhileHWBehind,
 	SitEpochTruncation, SitEpochUnknownToLeader, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
-	SitTornTail, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
+	SitTornTail, SitRollPowerLoss, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
 	SitZombieCommit, SitMemberDownPastSession, SitDamagedLog, SitDamagedLastISR,
 }

@@ -65,6 +65,22 @@ func TestTornTailsAreRecovered(t *testing.T) {
 	assert.Positive(t, torn, "no power loss tore a tail")
 }
 
+// A power loss with a segment rolled since the last sync is counted as
+// one mid-roll; with segments too big to roll in the run, it never is.
+func TestPowerLossMidRollIsCounted(t *testing.T) {
+	for _, tt := range []struct {
+		segmentBytes int64
+		want         bool
+	}{{1024, true}, {1 << 30, false}} {
+		cfg := run.DefaultSpec(1)
+		cfg.Broker.LogSegmentBytes = tt.segmentBytes
+		cfg.Broker.FlushIntervalMs = 1000
+		cfg.Faults = []run.Fault{{When: run.Trigger{AtMs: 4500}, Kind: run.FaultPowerLoss, Node: 2, ForMs: 1500}}
+		res := holds(t, cfg)
+		assert.Equal(t, tt.want, res.Reached[run.SitRollPowerLoss] > 0, "segments of %d bytes", tt.segmentBytes)
+	}
+}
+
 func TestMessageFaults(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		cfg := run.DefaultSpec(seed)

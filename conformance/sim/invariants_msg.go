@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -191,9 +192,19 @@ func hwProblem(r replicaState) string {
 func (inv *invariants) beforePowerLoss(n *node) {
 	names, _ := n.disk.List("")
 	synced := map[string]int64{}
+	unsynced := map[string]int{} // segments with unsynced bytes, by log
 	for _, name := range names {
-		if strings.HasSuffix(name, "/"+storage.LogFile) {
+		if storage.IsSegmentFile(name) {
 			synced[name] = n.disk.Stable(name)
+			if n.disk.UnsyncedBytes(name) > 0 {
+				unsynced[path.Dir(name)]++
+			}
+		}
+	}
+	for _, k := range unsynced {
+		if k >= 2 {
+			inv.s.Reached(run.SitRollPowerLoss)
+			break
 		}
 	}
 	inv.synced[n.id] = synced

@@ -20,9 +20,9 @@ func partitionDir(tp kafka.TopicPartition) string {
 	return fmt.Sprintf("%s%s/%d", partitionsRoot, tp.Topic, tp.Partition)
 }
 
-// LogFile names tp's log on a broker's disk (a storage.Disk name; on a
-// real disk, relative to the data directory), for harnesses that damage
-// it on purpose.
+// LogFile names the first segment of tp's log on a broker's disk (a
+// storage.Disk name; on a real disk, relative to the data directory), for
+// harnesses that damage it on purpose.
 func LogFile(tp kafka.TopicPartition) string { return partitionDir(tp) + "/" + storage.LogFile }
 
 // listPartitions finds every partition directory that holds a file.
@@ -53,10 +53,17 @@ func listPartitions(d storage.Disk) ([]kafka.TopicPartition, error) {
 // load opens (or creates) tp's storage and builds its replica from it.
 func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	dir := partitionDir(tp)
-	log, rec, err := storage.OpenLog(b.disk, dir)
+	log, _, err := storage.OpenLog(b.disk, dir, b.cfg.LogConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
+	// The replica holds its batches in memory: Load reads them all, and
+	// finds damage below the recovery point that opening did not scan.
+	batches, err := log.Load()
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	}
+	rec := log.Recovery()
 	if !rec.Clean() {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered", Detail: rec.String()})
 	}
@@ -81,7 +88,6 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	case err != nil:
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
-	batches := log.Batches()
 	// The cache on disk can disagree with the log after a crash: it is
 	// written before each append (a crash between leaves it ahead), and a
 	// power loss can undo an unsynced truncation, bringing back batches of

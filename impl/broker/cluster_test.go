@@ -423,7 +423,7 @@ func values(batches []record.Batch) []string {
 // restart would, without touching the disk itself (recovery may truncate).
 func storedValues(t *testing.T, d *storage.SimDisk, tp kafka.TopicPartition) []string {
 	t.Helper()
-	l, _, err := storage.OpenLog(d.Clone(), fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
+	l, _, err := storage.OpenLog(d.Clone(), fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition), storage.LogConfig{})
 	require.NoError(t, err)
 	return values(l.Batches())
 }

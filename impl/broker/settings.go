@@ -6,6 +6,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // Settings are a broker's settings: its replicas' protocol settings and
@@ -26,6 +27,11 @@ type Settings struct {
 	FlushEveryAppend bool `yaml:"flush_every_append" doc:"fsync the log after every append (log.flush.interval.messages=1)"`
 	// FlushIntervalMs syncs every log this often; 0 never syncs on a timer.
 	FlushIntervalMs int64 `yaml:"flush_interval_ms" doc:"fsync every log this often; 0 leaves it to the OS (log.flush.interval.ms)"`
+	// LogSegmentBytes, LogIndexIntervalBytes and LogRollMs shape each
+	// log's segments (storage.LogConfig).
+	LogSegmentBytes       int64 `yaml:"log_segment_bytes" doc:"the most a log segment file holds; the batch that would pass it starts a new one (log.segment.bytes)"`
+	LogIndexIntervalBytes int64 `yaml:"log_index_interval_bytes" doc:"bytes of batches between two entries of a segment's offset index (log.index.interval.bytes)"`
+	LogRollMs             int64 `yaml:"log_roll_ms" doc:"a batch whose records are this much newer than the segment's first batch starts a new segment (log.roll.ms)"`
 	// MessageMaxBytes bounds a produced record batch as it comes on the
 	// wire (compressed as the producer sent it), as Kafka's
 	// message.max.bytes does; a bigger one is MESSAGE_TOO_LARGE.
@@ -59,6 +65,9 @@ func DefaultSettings() Settings {
 		HeartbeatIntervalMs:    2000,
 		HWCheckpointIntervalMs: 5000,
 		MessageMaxBytes:        DefaultMessageMaxBytes,
+		LogSegmentBytes:        storage.DefaultSegmentBytes,
+		LogIndexIntervalBytes:  storage.DefaultIndexIntervalBytes,
+		LogRollMs:              storage.DefaultRollMs,
 		GroupSettings: GroupSettings{
 			OffsetsTopicPartitions:        50,
 			OffsetsTopicReplicationFactor: 3,
@@ -84,6 +93,12 @@ func (s Settings) Validate() error {
 	if s.MessageMaxBytes <= 0 {
 		bad("message_max_bytes must be > 0, got %d (Kafka's default is %d)", s.MessageMaxBytes, DefaultMessageMaxBytes)
 	}
+	if s.LogSegmentBytes <= 0 || s.LogIndexIntervalBytes <= 0 || s.LogRollMs <= 0 {
+		bad("log_segment_bytes, log_index_interval_bytes and log_roll_ms must be > 0, got %d, %d and %d (Kafka's defaults are %d, %d and %d)",
+			s.LogSegmentBytes, s.LogIndexIntervalBytes, s.LogRollMs, storage.DefaultSegmentBytes, storage.DefaultIndexIntervalBytes, storage.DefaultRollMs)
+	} else if err := s.LogConfig().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if s.HWCheckpointIntervalMs < 0 {
 		bad("hw_checkpoint_interval_ms must be >= 0, got %d", s.HWCheckpointIntervalMs)
 	}
@@ -100,6 +115,11 @@ func (s Settings) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// LogConfig is the shape of the broker's logs.
+func (s Settings) LogConfig() storage.LogConfig {
+	return storage.LogConfig{SegmentBytes: s.LogSegmentBytes, IndexIntervalBytes: s.LogIndexIntervalBytes, RollMs: s.LogRollMs}
 }
 
 // Config is one broker's configuration: its settings and who it is.

@@ -74,20 +74,35 @@ func decodeCheckpoint(name, kind string, data []byte) ([]string, error) {
 // WriteHW durably and atomically stores the high watermark of the partition
 // in dir.
 func WriteHW(d Disk, dir string, hw int64) error {
-	name := path.Join(dir, HWFile)
-	if hw < 0 {
-		return fmt.Errorf("write %s: negative high watermark %d", name, hw)
-	}
-	if err := d.WriteFileAtomic(name, encodeCheckpoint("hw", []string{strconv.FormatInt(hw, 10)})); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
+	return writeOffsetCheckpoint(d, dir, HWFile, hw)
 }
 
 // ReadHW returns the high watermark checkpointed in dir, or 0 if there is no
 // checkpoint yet (a new replica has committed nothing).
 func ReadHW(d Disk, dir string) (int64, error) {
-	name := path.Join(dir, HWFile)
+	return readOffsetCheckpoint(d, dir, HWFile)
+}
+
+// offsetKinds names the checkpoint kind of each one-offset checkpoint file.
+var offsetKinds = map[string]string{HWFile: "hw", RecoveryPointFile: "recovery-point"}
+
+// writeOffsetCheckpoint durably and atomically stores one offset in the
+// checkpoint file of dir.
+func writeOffsetCheckpoint(d Disk, dir, file string, offset int64) error {
+	name := path.Join(dir, file)
+	if offset < 0 {
+		return fmt.Errorf("write %s: negative offset %d", name, offset)
+	}
+	if err := d.WriteFileAtomic(name, encodeCheckpoint(offsetKinds[file], []string{strconv.FormatInt(offset, 10)})); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// readOffsetCheckpoint returns the offset the checkpoint file of dir
+// holds, or 0 if there is none.
+func readOffsetCheckpoint(d Disk, dir, file string) (int64, error) {
+	name := path.Join(dir, file)
 	data, err := d.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -95,18 +110,18 @@ func ReadHW(d Disk, dir string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", name, err)
 	}
-	body, err := decodeCheckpoint(name, "hw", data)
+	body, err := decodeCheckpoint(name, offsetKinds[file], data)
 	if err != nil {
 		return 0, err
 	}
 	if len(body) != 1 {
 		return 0, fmt.Errorf("read %s: %w: %d body lines, want 1", name, ErrCorruptCheckpoint, len(body))
 	}
-	hw, err := strconv.ParseInt(body[0], 10, 64)
-	if err != nil || hw < 0 {
-		return 0, fmt.Errorf("read %s: %w: high watermark %q", name, ErrCorruptCheckpoint, body[0])
+	v, err := strconv.ParseInt(body[0], 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("read %s: %w: offset %q", name, ErrCorruptCheckpoint, body[0])
 	}
-	return hw, nil
+	return v, nil
 }
 
 // WriteEpochCache durably and atomically stores the leader-epoch cache of the

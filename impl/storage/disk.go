@@ -29,6 +29,11 @@ type Disk interface {
 	// ReadFile returns the file's current contents in a new slice that
 	// the caller owns: Log keeps the batches it decodes from it.
 	ReadFile(name string) ([]byte, error)
+	// ReadAt reads len(p) bytes from the file at offset off, as
+	// io.ReaderAt does: fewer only at the end of the file, with io.EOF.
+	ReadAt(name string, p []byte, off int64) (int, error)
+	// FileSize returns the file's current size.
+	FileSize(name string) (int64, error)
 	// Append adds data at the end of the file, creating it if missing. It
 	// does not retain data.
 	Append(name string, data []byte) error
@@ -97,6 +102,30 @@ func (d *FileDisk) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	return os.ReadFile(d.path(name))
+}
+
+// ReadAt implements Disk, through the file's cached handle (pread).
+func (d *FileDisk) ReadAt(name string, p []byte, off int64) (int, error) {
+	if err := checkName("read", name); err != nil {
+		return 0, err
+	}
+	f, err := d.handle(name, false)
+	if err != nil {
+		return 0, err
+	}
+	return f.ReadAt(p, off)
+}
+
+// FileSize implements Disk.
+func (d *FileDisk) FileSize(name string) (int64, error) {
+	if err := checkName("stat", name); err != nil {
+		return 0, err
+	}
+	st, err := os.Stat(d.path(name))
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
 }
 
 // handle returns the cached append handle of name, opening it (and creating

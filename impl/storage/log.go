@@ -1,200 +1,109 @@
 package storage
 
 import (
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math"
-	"path"
 	"sort"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
-// LogFile is the name of the log file inside a partition's directory.
-const LogFile = "log"
+// LogFile is the name of a log's first segment file inside a partition's
+// directory, while the log still starts at offset 0.
+var LogFile = SegmentName("", 0)
 
 // ErrNonContiguous is returned by Log.Append for a batch whose base offset is
 // not the log end offset: the log has no gaps and no overlaps.
 var ErrNonContiguous = errors.New("batch not contiguous with the log end offset")
 
-// Every write to a Log after a write, truncate or sync of its file failed
-// returns kafka.ErrStorage (KAFKA_STORAGE_ERROR): the file may then hold a
-// partial frame or differ from the in-memory index, so appending after it
-// would bury good batches behind garbage. Reopen the log (OpenLog recovers
-// the file) to go on.
+// Every write to a Log after a write, truncate or sync of its files failed
+// returns kafka.ErrStorage (KAFKA_STORAGE_ERROR): a file may then hold a
+// partial frame or differ from what the Log keeps of it, so appending after
+// it would bury good batches behind garbage. Reopen the log (OpenLog
+// recovers it) to go on.
 
-// Log is a partition's log of record batches, stored as one file of frames
-// (see codec.go) on a Disk.
+// Log is a partition's log of record batches, kept on a Disk as segments
+// (segment.go).
 //
-// The Log does not keep the batches in memory: the replica that owns the log
-// already does. It keeps an index of 16 bytes per batch, enough to append,
-// truncate and find a batch in the file: the batch's next offset and the file
-// position just past its frame. A batch's base offset is the previous batch's
-// next offset (StartOffset() for the first), and its frame starts where the
-// previous one ends (0 for the first). Reading batches back (Read, ReadAll)
-// decodes them from the file.
+// The Log does not keep the batches in memory: reads decode them from the
+// segment files. It keeps a few words per segment and the active segment's
+// sparse index.
+//
+// The recovery point is a checkpoint of an offset below which every
+// segment is synced: all segments before the one holding it are durable
+// and unchanged since. OpenLog trusts those and scans only from the
+// segment holding it (Kafka's recovery-point-offset-checkpoint, per log).
+// Sync moves it to the LEO when that is in a later segment, so it is
+// written once per roll, not per sync; a truncation below it lowers it
+// first.
 //
 // Invariants:
-//  1. index[i].next > base(i), where base(0) == StartOffset() (0 for now:
-//     nothing deletes old batches yet) and base(i+1) == index[i].next.
-//  2. The file holds exactly one frame per index entry, in order: frame i
-//     spans [pos(i), index[i].end), pos(0) == 0 and pos(i+1) == index[i].end,
-//     and decodes to a batch with BaseOffset base(i) and NextOffset
-//     index[i].next.
-//  3. recovered is nil, or holds exactly the batches of the index, decoded
-//     by OpenLog and not yet handed over by Batches.
+//  1. segs[0].base == start when segs is not empty; segs[i+1].base ==
+//     segs[i].next; every segment holds at least one batch.
+//  2. Every segment file holds exactly its frames, contiguous in offsets.
+//  3. Every segment before segOf(recoveryPoint) is durable.
 //
 // A Log is not safe for concurrent use.
 type Log struct {
-	disk      Disk
-	name      string
-	index     []indexEntry
-	recovered []record.Batch
-	exists    bool  // the file exists, so Sync has something to sync
-	failed    error // sticky I/O failure, see kafka.ErrStorage
-	buf       []byte
+	disk          Disk
+	dir           string
+	cfg           LogConfig
+	segs          []*segment
+	start         int64 // the log start offset
+	recoveryPoint int64 // as the checkpoint holds it
+	scanFrom      int   // segments before it were trusted by OpenLog, not scanned
+	rec           Recovery
+	failed        error // sticky I/O failure, see kafka.ErrStorage
+	buf           []byte
 }
 
-// indexEntry locates one batch of a Log; see the Log's invariants.
-type indexEntry struct {
-	next int64 // the batch's NextOffset
-	end  int64 // the file position just past the batch's frame
+// File returns the name of the active segment's file: the one the next
+// append goes to, unless it rolls.
+func (l *Log) File() string {
+	if len(l.segs) == 0 {
+		return SegmentName(l.dir, l.LEO())
+	}
+	return SegmentName(l.dir, l.active().base)
 }
 
-// logStart is the offset of the first batch of every log, until retention or
-// DeleteRecords give logs another start.
-const logStart = 0
-
-// Recovery reports what OpenLog found in a log file and what it dropped.
-type Recovery struct {
-	File           string // the log's file name on the Disk
-	KeptBatches    int    // batches recovered
-	KeptBytes      int64  // length of the valid prefix, the file's size after recovery
-	LEO            int64  // log end offset after recovery
-	DroppedBytes   int64  // bytes truncated from the end of the file
-	DroppedBatches int    // intact frames found by following lengths in the dropped bytes (best effort)
-	Reason         string // why recovery stopped before the end of the file; empty when it did not
+// Segments returns the names of the log's segment files, oldest first.
+func (l *Log) Segments() []string {
+	out := make([]string, len(l.segs))
+	for i, s := range l.segs {
+		out[i] = SegmentName(l.dir, s.base)
+	}
+	return out
 }
-
-// Clean reports whether the whole file was valid.
-func (r Recovery) Clean() bool { return r.DroppedBytes == 0 }
-
-// String renders the recovery for a broker's log.
-func (r Recovery) String() string {
-	s := fmt.Sprintf("log %s: kept %d batches (%d bytes), LEO %d", r.File, r.KeptBatches, r.KeptBytes, r.LEO)
-	if r.Clean() {
-		return s + ", clean"
-	}
-	return fmt.Sprintf("%s; dropped %d bytes holding %d intact batches: %s",
-		s, r.DroppedBytes, r.DroppedBatches, r.Reason)
-}
-
-// OpenLog opens the log stored in dir on d, or an empty log if there is none.
-//
-// Recovery reads frames from the start and keeps the longest valid prefix: it
-// stops at the first frame that is torn (runs past the end of the file), has a
-// length out of range, fails its CRC, does not decode, breaks a batch
-// invariant, or does not start at the previous batch's NextOffset (the first
-// must start at 0). That frame and everything after it are truncated from the
-// file and the truncation is synced, so the file on disk matches the log.
-// Frames after a bad one may be intact, but without the bad one they would
-// leave a gap in the offsets, and the replication protocol refetches them.
-//
-// Recovery decodes every batch it keeps. The Log holds on to them only until
-// the caller takes them with Batches.
-func OpenLog(d Disk, dir string) (*Log, Recovery, error) {
-	name := path.Join(dir, LogFile)
-	l := &Log{disk: d, name: name}
-	rec := Recovery{File: name, LEO: l.LEO()}
-	data, err := d.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, rec, nil
-	}
-	if err != nil {
-		return nil, rec, fmt.Errorf("open log %s: %w", name, err)
-	}
-	l.exists = true
-	pos := 0
-	for pos < len(data) {
-		b, n, err := decodeFrame(data[pos:])
-		if err == nil && b.BaseOffset != l.LEO() {
-			err = fmt.Errorf("%w: batch at offset %d, want %d", ErrNonContiguous, b.BaseOffset, l.LEO())
-		}
-		if err != nil {
-			rec.Reason = fmt.Sprintf("frame at byte %d: %v", pos, err)
-			break
-		}
-		pos += n
-		l.recovered = append(l.recovered, b)
-		l.index = append(l.index, indexEntry{next: b.NextOffset(), end: int64(pos)})
-	}
-	rec.KeptBatches, rec.KeptBytes, rec.LEO = len(l.index), int64(pos), l.LEO()
-	if pos == len(data) {
-		return l, rec, nil
-	}
-	rec.DroppedBytes = int64(len(data) - pos)
-	rec.DroppedBatches = countIntactFrames(data[pos:])
-	if err := d.Truncate(name, int64(pos)); err != nil {
-		return nil, rec, fmt.Errorf("recover log %s: %w", name, err)
-	}
-	if err := d.Sync(name); err != nil {
-		return nil, rec, fmt.Errorf("recover log %s: %w", name, err)
-	}
-	return l, rec, nil
-}
-
-// countIntactFrames counts the frames in buf that decode, following length
-// fields for as long as they can be followed.
-func countIntactFrames(buf []byte) int {
-	count := 0
-	for len(buf) > 0 {
-		_, n, err := decodeFrame(buf)
-		if n == 0 {
-			break
-		}
-		if err == nil {
-			count++
-		}
-		buf = buf[n:]
-	}
-	return count
-}
-
-// File returns the log's file name on its Disk.
-func (l *Log) File() string { return l.name }
 
 // LEO returns the log end offset: the offset the next appended batch gets.
-func (l *Log) LEO() int64 { return l.base(len(l.index)) }
-
-// StartOffset returns the offset of the log's first record (always 0 for now).
-func (l *Log) StartOffset() int64 { return logStart }
-
-// base is the base offset of batch i, or LEO() for i == len(index).
-func (l *Log) base(i int) int64 {
-	if i == 0 {
-		return l.StartOffset()
+func (l *Log) LEO() int64 {
+	if len(l.segs) == 0 {
+		return l.start
 	}
-	return l.index[i-1].next
+	return l.active().next
 }
 
-// pos is the file position where the frame of batch i starts, or the file's
-// length for i == len(index).
-func (l *Log) pos(i int) int64 {
-	if i == 0 {
-		return 0
-	}
-	return l.index[i-1].end
-}
+// StartOffset returns the offset of the log's first record.
+func (l *Log) StartOffset() int64 { return l.start }
 
-// size is the length of the log file.
-func (l *Log) size() int64 { return l.pos(len(l.index)) }
+// RecoveryPoint returns the offset the log's recovery scan starts at, as
+// its checkpoint holds it.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint }
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// segOf is the index of the segment holding offset: the last whose base is
+// at or below it (0 when none is).
+func (l *Log) segOf(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	return max(i-1, 0)
+}
 
 // fail makes err sticky; see kafka.ErrStorage.
-func (l *Log) fail(op string, err error) error {
-	l.failed = fmt.Errorf("%w: %s %s: %w", kafka.ErrStorage, op, l.name, err)
+func (l *Log) fail(op, name string, err error) error {
+	l.failed = fmt.Errorf("%w: %s %s: %w", kafka.ErrStorage, op, name, err)
 	return l.failed
 }
 
@@ -204,201 +113,257 @@ func (l *Log) fail(op string, err error) error {
 // fresh buffer and its zeroing.
 const maxRetainedBuf = 2 << 20
 
-// Append writes b at the end of the log. b.BaseOffset must equal LEO(). The
-// write reaches the page cache only; call Sync to make it durable.
+// Append writes b at the end of the log, in a new segment when the active
+// one is full by size (SegmentBytes) or by age (RollMs). b.BaseOffset must
+// equal LEO(). The write reaches the page cache only; call Sync to make it
+// durable.
 //
-// Append does not retain b: it encodes b into the file and keeps only b's
+// Append does not retain b: it encodes b into the file and keeps only its
 // offsets and position, so the caller may modify or reuse b when it returns.
-// Appending drops the batches recovered by OpenLog if Batches has not taken
-// them yet; Batches then decodes them from the file.
 func (l *Log) Append(b record.Batch) error {
 	if l.failed != nil {
 		return l.failed
 	}
 	if err := validateBatch(&b); err != nil {
-		return fmt.Errorf("append to %s: %w", l.name, err)
+		return fmt.Errorf("append to %s: %w", l.File(), err)
 	}
 	if leo := l.LEO(); b.BaseOffset != leo {
 		return fmt.Errorf("append to %s: %w: base offset %d, log end offset %d",
-			l.name, ErrNonContiguous, b.BaseOffset, leo)
+			l.File(), ErrNonContiguous, b.BaseOffset, leo)
 	}
 	frame, err := appendFrame(l.buf[:0], &b)
 	if err != nil {
-		return fmt.Errorf("append to %s: %w", l.name, err)
+		return fmt.Errorf("append to %s: %w", l.File(), err)
 	}
 	// Keep the encode buffer for the next append unless one huge batch
 	// grew it.
 	if cap(frame) <= maxRetainedBuf {
 		l.buf = frame
 	}
-	if err := l.disk.Append(l.name, frame); err != nil {
-		return l.fail("append to", err)
+	ts := maxTimestamp(&b)
+	if len(l.segs) == 0 || l.full(l.active(), int64(len(frame)), ts) {
+		l.roll()
 	}
-	l.exists = true
-	l.index = append(l.index, indexEntry{next: b.NextOffset(), end: l.size() + int64(len(frame))})
-	l.recovered = nil
+	s := l.active()
+	if s.size > 0 && s.sinceIndex >= l.cfg.IndexIntervalBytes {
+		e := indexEntry{offset: b.BaseOffset, pos: s.size}
+		if err := l.disk.Append(indexName(l.dir, s.base), encodeIndexEntry(nil, s.base, e)); err != nil {
+			return l.fail("append to", indexName(l.dir, s.base), err)
+		}
+		s.index = append(s.index, e)
+		s.sinceIndex = 0
+	}
+	name := SegmentName(l.dir, s.base)
+	if err := l.disk.Append(name, frame); err != nil {
+		return l.fail("append to", name, err)
+	}
+	if s.size == 0 {
+		s.firstTS = ts
+	}
+	s.size += int64(len(frame))
+	s.sinceIndex += int64(len(frame))
+	s.next = b.NextOffset()
+	s.dirty = true
 	return nil
 }
 
-// Sync makes every append and truncation so far durable.
+// full reports whether a frame of n bytes whose batch's largest timestamp
+// is ts must go to a new segment.
+func (l *Log) full(s *segment, n, ts int64) bool {
+	if s.size == 0 {
+		return false
+	}
+	return s.size+n > l.cfg.SegmentBytes || (s.firstTS >= 0 && ts-s.firstTS >= l.cfg.RollMs)
+}
+
+// roll starts a new active segment at the LEO. Its file appears with its
+// first append; the segment before keeps its index on disk only.
+func (l *Log) roll() {
+	if len(l.segs) > 0 {
+		l.active().index = nil
+	}
+	leo := l.LEO()
+	l.segs = append(l.segs, &segment{base: leo, next: leo, firstTS: -1})
+}
+
+// Sync makes every append and truncation so far durable, and then moves
+// the recovery point to the LEO if that is in a later segment than the
+// checkpoint says.
 func (l *Log) Sync() error {
 	if l.failed != nil {
 		return l.failed
 	}
-	if !l.exists {
-		return nil
+	for _, s := range l.segs {
+		if !s.dirty {
+			continue
+		}
+		if err := l.syncSegment(s); err != nil {
+			// After a failed fsync the kernel may have dropped the dirty
+			// pages, so a retry that succeeds proves nothing.
+			return err
+		}
 	}
-	if err := l.disk.Sync(l.name); err != nil {
-		// After a failed fsync the kernel may have dropped the dirty pages,
-		// so a retry that succeeds proves nothing.
-		return l.fail("sync", err)
+	if leo := l.LEO(); len(l.segs) > 0 && l.segOf(leo) != l.segOf(l.recoveryPoint) {
+		return l.setRecoveryPoint(leo)
 	}
 	return nil
 }
 
-// search returns the index of the batch holding offset, or of the first batch
-// after it, or len(index) if offset >= LEO.
-func (l *Log) search(offset int64) int {
-	return sort.Search(len(l.index), func(i int) bool { return l.index[i].next > offset })
-}
-
-// Read returns consecutive batches starting with the one that holds offset,
-// as many as fit in maxBytes (measured by Batch.Size), but at least one, so
-// that a reader is never stuck behind a batch larger than its limit (Kafka
-// does the same). The first batch may start before offset: batches are
-// atomic. Read returns no batches and no error when offset is outside
-// [StartOffset(), LEO()).
-//
-// Read decodes the batches from the file, which it reads whole with
-// Disk.ReadFile, so every call costs time in the file's size: it is for tests
-// and tools, not for serving fetches, which the replica answers from memory.
-// The batches belong to the caller and read back exactly as appended (nil and
-// empty byte slices stay apart); they share one buffer that holds their own
-// frames only. A frame that no longer matches the index (the file changed
-// under the log) fails the log with kafka.ErrStorage.
-func (l *Log) Read(offset int64, maxBytes int) ([]record.Batch, error) {
-	if offset < l.StartOffset() {
-		return nil, nil
+func (l *Log) syncSegment(s *segment) error {
+	name := SegmentName(l.dir, s.base)
+	if err := l.disk.Sync(name); err != nil {
+		return l.fail("sync", name, err)
 	}
-	i := l.search(offset)
-	if i == len(l.index) {
-		return nil, nil
-	}
-	return l.read(i, maxBytes)
-}
-
-// ReadAll decodes every batch of the log from its file, like Read from
-// StartOffset() without a byte limit. It returns nil for an empty log.
-func (l *Log) ReadAll() ([]record.Batch, error) {
-	if len(l.index) == 0 {
-		return nil, nil
-	}
-	return l.read(0, math.MaxInt)
-}
-
-// Batches hands over the batches OpenLog recovered, to load a replica's state
-// on startup.
-//
-// The first call after OpenLog returns the slice OpenLog decoded, without
-// copying it, and the Log drops its reference: the caller then holds the only
-// copy in memory. The batches' byte slices share the buffer the file was read
-// into (each capped, so that appending to one cannot overwrite another), which
-// stays in memory as long as any of them does, and they read back exactly as
-// appended. A TruncateTo before that call shortens the slice.
-//
-// Any later call, and a call after Append (which drops the recovered slice),
-// decodes the file again as ReadAll does, and panics if ReadAll fails: a
-// caller that can handle the error should call ReadAll instead.
-func (l *Log) Batches() []record.Batch {
-	if b := l.recovered; b != nil {
-		l.recovered = nil
-		return b
-	}
-	b, err := l.ReadAll()
-	if err != nil {
-		panic(fmt.Sprintf("storage: Log.Batches: %v", err))
-	}
-	return b
-}
-
-// read decodes batches from index i on, as many as fit in maxBytes but at
-// least one, checking each against the index.
-func (l *Log) read(i, maxBytes int) ([]record.Batch, error) {
-	data, err := l.disk.ReadFile(l.name)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", l.name, err)
-	}
-	// The file may be longer than the index after a failed append left a
-	// partial frame; the frames the index covers must all be there.
-	if int64(len(data)) < l.size() {
-		return nil, l.fail("read", fmt.Errorf("%w: file has %d bytes, index covers %d",
-			errIndexMismatch, len(data), l.size()))
-	}
-	start := l.pos(i)
-	var out []record.Batch
-	total := 0
-	for j := i; j < len(l.index); j++ {
-		pos, end := l.pos(j), l.index[j].end
-		b, n, err := decodeFrame(data[pos:end])
-		switch {
-		case err != nil:
-		case int64(n) != end-pos:
-			err = fmt.Errorf("frame of %d bytes, index says %d", n, end-pos)
-		case b.BaseOffset != l.base(j) || b.NextOffset() != l.index[j].next:
-			err = fmt.Errorf("batch holds offsets [%d, %d), index says [%d, %d)",
-				b.BaseOffset, b.NextOffset(), l.base(j), l.index[j].next)
+	if idx := indexName(l.dir, s.base); l.exists(idx) {
+		if err := l.disk.Sync(idx); err != nil {
+			return l.fail("sync", idx, err)
 		}
-		if err != nil {
-			return nil, l.fail("read", fmt.Errorf("%w: frame at byte %d: %w", errIndexMismatch, pos, err))
-		}
-		size := b.Size()
-		if len(out) > 0 && total+size > maxBytes {
-			break
-		}
-		out = append(out, b)
-		total += size
 	}
-	end := l.pos(i + len(out))
-	if start == 0 && end == int64(len(data)) {
-		return out, nil
-	}
-	// The batches alias data. Decode them again from a copy of their own
-	// frames, so that a short read does not pin the whole file in memory.
-	frames := bytes.Clone(data[start:end])
-	for k := range out {
-		b, n, err := decodeFrame(frames)
-		if err != nil { // cannot happen: the same bytes decoded above
-			return nil, fmt.Errorf("read %s: %w", l.name, err)
-		}
-		out[k], frames = b, frames[n:]
-	}
-	return out, nil
+	s.dirty = false
+	return nil
 }
 
-// errIndexMismatch reports a log file that no longer holds the frames its
-// Log's index describes: something other than the Log changed it.
-var errIndexMismatch = errors.New("log file does not match its index")
+// exists reports whether the Disk holds name.
+func (l *Log) exists(name string) bool {
+	_, err := l.disk.FileSize(name)
+	return err == nil
+}
+
+// setRecoveryPoint writes the recovery point checkpoint.
+func (l *Log) setRecoveryPoint(offset int64) error {
+	if err := writeOffsetCheckpoint(l.disk, l.dir, RecoveryPointFile, offset); err != nil {
+		return l.fail("write", RecoveryPointFile, err)
+	}
+	l.recoveryPoint = offset
+	return nil
+}
 
 // TruncateTo removes every batch that holds an offset >= offset, so that a
 // batch containing offset goes whole (batches are atomic), and returns the new
 // LEO, which can therefore be below offset. Truncating at or beyond LEO does
-// nothing. Like Append, the truncation is durable only after Sync; until then
-// a power loss can bring the removed batches back.
+// nothing. Segments past the cut are removed (durably, at once); the cut
+// within a segment, like an append, is durable only after Sync, and until
+// then a power loss can bring the removed batches of that segment back.
 func (l *Log) TruncateTo(offset int64) (newLEO int64, err error) {
 	if l.failed != nil {
 		return l.LEO(), l.failed
 	}
-	i := l.search(offset)
-	if i == len(l.index) {
+	if offset >= l.LEO() {
 		return l.LEO(), nil
 	}
-	if err := l.disk.Truncate(l.name, l.pos(i)); err != nil {
-		return l.LEO(), l.fail("truncate", err)
+	i, pos, cut := 0, int64(0), l.start
+	if offset > l.start {
+		i = l.segOf(offset)
+		if pos, cut, err = l.batchAt(i, offset); err != nil {
+			return l.LEO(), err
+		}
 	}
-	l.index = l.index[:i]
-	if l.recovered != nil {
-		clear(l.recovered[i:]) // let the removed records be collected
-		l.recovered = l.recovered[:i]
+	if cut < l.recoveryPoint {
+		if err := l.setRecoveryPoint(cut); err != nil {
+			return l.LEO(), err
+		}
+	}
+	wasActive := i == len(l.segs)-1
+	if err := l.dropFrom(i + 1); err != nil {
+		return l.LEO(), err
+	}
+	if pos == 0 {
+		if err := l.dropFrom(i); err != nil {
+			return l.LEO(), err
+		}
+		wasActive = false
+	}
+	if len(l.segs) == 0 {
+		return l.LEO(), nil
+	}
+	if !wasActive {
+		if err := l.activate(l.active()); err != nil {
+			return l.LEO(), err
+		}
+	}
+	if pos > 0 {
+		if err := l.shorten(i, pos, cut); err != nil {
+			return l.LEO(), err
+		}
 	}
 	return l.LEO(), nil
+}
+
+// dropFrom removes segments i and after, newest first, so that what a
+// crash leaves is still a prefix of the log. The caller activates the
+// segment that is then the last.
+func (l *Log) dropFrom(i int) error {
+	for len(l.segs) > i {
+		if err := l.removeSegment(len(l.segs) - 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shorten cuts segment i, the last and active one, at byte pos, where the
+// batch at offset next starts.
+func (l *Log) shorten(i int, pos, next int64) error {
+	s := l.segs[i]
+	name := SegmentName(l.dir, s.base)
+	if err := l.disk.Truncate(name, pos); err != nil {
+		return l.fail("truncate", name, err)
+	}
+	keep := 0
+	for keep < len(s.index) && s.index[keep].pos < pos {
+		keep++
+	}
+	if keep < len(s.index) {
+		idx := indexName(l.dir, s.base)
+		if err := l.disk.Truncate(idx, int64(keep)*indexEntrySize); err != nil {
+			return l.fail("truncate", idx, err)
+		}
+		s.index = s.index[:keep]
+	}
+	s.size, s.next, s.dirty = pos, next, true
+	s.sinceIndex = pos
+	if keep > 0 {
+		s.sinceIndex = pos - s.index[keep-1].pos
+	}
+	return nil
+}
+
+// activate loads the index of s, which has just become the active segment
+// again, and the timestamp its rolling is measured from.
+func (l *Log) activate(s *segment) error {
+	index, err := l.loadIndex(s)
+	if err != nil {
+		return err
+	}
+	s.index = index
+	s.sinceIndex = s.size
+	if len(index) > 0 {
+		s.sinceIndex = s.size - index[len(index)-1].pos
+	}
+	s.firstTS = l.firstTimestamp(s)
+	return nil
+}
+
+// firstTimestamp is the largest timestamp of s's first batch, or -1 if it
+// does not decode: a segment OpenLog trusted without reading can be
+// damaged, and Load, not this, is where that is found and handled.
+func (l *Log) firstTimestamp(s *segment) int64 {
+	name := SegmentName(l.dir, s.base)
+	head := make([]byte, frameHeaderSize)
+	if n, _ := l.disk.ReadAt(name, head, 0); n < frameHeaderSize {
+		return -1
+	}
+	length := int64(binary.BigEndian.Uint32(head))
+	if length > maxFrameSize || frameHeaderSize+length > s.size {
+		return -1
+	}
+	buf := make([]byte, frameHeaderSize+length)
+	if n, _ := l.disk.ReadAt(name, buf, 0); n < len(buf) {
+		return -1
+	}
+	b, _, err := decodeFrame(buf)
+	if err != nil {
+		return -1
+	}
+	return maxTimestamp(&b)
 }

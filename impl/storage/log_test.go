@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -95,8 +96,12 @@ func frameEnds(t testing.TB, batches []record.Batch) []int64 {
 	return ends
 }
 
+// oneSegment keeps a log in one segment: the tests of frames and recovery
+// within a file use random timestamps, which would roll by time.
+var oneSegment = LogConfig{RollMs: math.MaxInt64}
+
 func openLog(t testing.TB, d Disk, dir string) (*Log, Recovery) {
-	l, rec, err := OpenLog(d, dir)
+	l, rec, err := OpenLog(d, dir, oneSegment)
 	require.NoError(t, err)
 	return l, rec
 }
@@ -132,7 +137,6 @@ func TestLogRoundTrip(t *testing.T) {
 		assert.Equal(t, l.LEO(), l2.LEO())
 		assert.Equal(t, written[len(written)-1].NextOffset(), l2.LEO())
 		assert.Equal(t, written, l2.Batches(), "every field reads back, nil and empty apart")
-		assert.Nil(t, l2.recovered, "the log let go of the recovered batches")
 		assert.Equal(t, written, l2.Batches(), "a second call decodes the file again")
 	})
 }
@@ -147,37 +151,6 @@ func TestLogDoesNotRetainBatches(t *testing.T) {
 	assert.Equal(t, "abc", string(got[0].Records[0].Value), "caller's later writes do not reach the log")
 	got[0].Records[0].Value[0] = 'Y'
 	assert.Equal(t, "abc", string(l.Batches()[0].Records[0].Value), "reader's writes do not reach the log")
-}
-
-// TestLogBatchesHandsOver checks that Batches hands over OpenLog's decoded
-// batches once, kept in step with truncation, and that appending drops them.
-func TestLogBatchesHandsOver(t *testing.T) {
-	d := NewSimDisk()
-	l, _ := openLog(t, d, "p")
-	rng := rand.New(rand.NewPCG(21, 22))
-	written := appendN(t, l, rng, 6)
-	assert.Nil(t, l.recovered, "appending keeps no batches")
-
-	t.Run("truncate first", func(t *testing.T) {
-		l, _ := openLog(t, d, "p")
-		require.Len(t, l.recovered, 6)
-		leo, err := l.TruncateTo(written[4].BaseOffset)
-		require.NoError(t, err)
-		assert.Equal(t, written[3].NextOffset(), leo)
-		got := l.Batches()
-		assert.Equal(t, written[:4], got, "the recovered batches, truncated")
-		assert.Nil(t, l.recovered)
-		assert.Equal(t, got, l.Batches(), "the file holds the same")
-		written = written[:4]
-	})
-	t.Run("append first", func(t *testing.T) {
-		l, _ := openLog(t, d, "p")
-		require.Len(t, l.recovered, 4)
-		b := genBatch(rng, l.LEO(), 1)
-		require.NoError(t, l.Append(b))
-		assert.Nil(t, l.recovered, "appending drops the recovered batches")
-		assert.Equal(t, append(written, b), l.Batches(), "decoded from the file")
-	})
 }
 
 // TestLogReadChecksTheFile checks that a log whose file changed under it
@@ -363,9 +336,9 @@ func TestLogFailsAfterIOError(t *testing.T) {
 }
 
 func TestRecoveryString(t *testing.T) {
-	clean := Recovery{File: "p/log", KeptBatches: 2, KeptBytes: 100, LEO: 5}
-	assert.Equal(t, "log p/log: kept 2 batches (100 bytes), LEO 5, clean", clean.String())
+	clean := Recovery{File: "p", Segments: 2, ScannedFrom: 3, ScannedBytes: 60, KeptBatches: 2, KeptBytes: 100, LEO: 5}
+	assert.Equal(t, "log p: 2 segments, 100 bytes, LEO 5; scanned 60 bytes from offset 3, kept 2 batches, clean", clean.String())
 	torn := clean
-	torn.DroppedBytes, torn.Reason = 7, "frame at byte 100: torn frame"
-	assert.Equal(t, "log p/log: kept 2 batches (100 bytes), LEO 5; dropped 7 bytes holding 0 intact batches: frame at byte 100: torn frame", torn.String())
+	torn.DroppedBytes, torn.Reason = 7, "p/00000000000000000003.log at byte 100: torn frame"
+	assert.Equal(t, "log p: 2 segments, 100 bytes, LEO 5; scanned 60 bytes from offset 3, kept 2 batches; dropped 7 bytes holding 0 intact batches: p/00000000000000000003.log at byte 100: torn frame", torn.String())
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"sort"
@@ -76,6 +77,38 @@ func (d *SimDisk) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte{}, f.data...), nil
+}
+
+// ReadAt implements Disk.
+func (d *SimDisk) ReadAt(name string, p []byte, off int64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, err := d.file("read", name)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("negative offset %d", off)}
+	}
+	if off >= int64(len(f.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// FileSize implements Disk.
+func (d *SimDisk) FileSize(name string) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, err := d.file("stat", name)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(f.data)), nil
 }
 
 // Append implements Disk.
@@ -205,8 +238,12 @@ func (d *SimDisk) Crash() {
 // PowerLoss drops what the page cache held and the platter did not. For each
 // file, in name order (so that rng draws replay):
 //
-//  1. A file that was never synced nor written atomically vanishes, whatever
-//     was appended to it: its directory entry was never made durable.
+//  1. A file that was never synced nor written atomically survives or
+//     vanishes on a fair coin from rng: its directory entry was never made
+//     durable, but a journaling file system may have written it back
+//     anyway. If it survives, rule 2 applies to all of it (it may come
+//     back empty). A log's newest segment can so outlive the unsynced end
+//     of the one before it.
 //  2. Otherwise the bytes appended since the last sync survive as a prefix of
 //     k bytes, k drawn uniformly from [0, appended bytes]. The page cache
 //     writes back in order, so a run of unsynced appends loses a suffix: some
@@ -219,7 +256,7 @@ func (d *SimDisk) Crash() {
 //
 // Afterwards every surviving file is fully durable (current equals durable).
 func (d *SimDisk) PowerLoss(rng *rand.Rand) {
-	d.powerLoss(func(f *simFile) {
+	d.powerLoss(func(*simFile) bool { return rng.IntN(2) == 0 }, func(f *simFile) {
 		if len(f.cut) > 0 && rng.IntN(2) == 0 {
 			f.data = append(f.data[:f.stable], f.cut...)
 		} else if appended := len(f.data) - f.stable; appended > 0 {
@@ -228,21 +265,21 @@ func (d *SimDisk) PowerLoss(rng *rand.Rand) {
 	})
 }
 
-// powerLoss drops the files that were never durable and lets settle decide
-// what each other file keeps of its unsynced writes; what it keeps is then
-// durable.
-func (d *SimDisk) powerLoss(settle func(f *simFile)) {
+// powerLoss drops the files that were never durable unless keep says
+// otherwise and lets settle decide what each file kept keeps of its
+// unsynced writes; what it keeps is then durable.
+func (d *SimDisk) powerLoss(keep func(f *simFile) bool, settle func(f *simFile)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.powerLosses++
 	for _, name := range sortedKeys(d.files) {
 		f := d.files[name]
-		if !f.durable {
+		if !f.durable && !keep(f) {
 			delete(d.files, name)
 			continue
 		}
 		settle(f)
-		f.stable, f.cut = len(f.data), nil
+		f.stable, f.cut, f.durable = len(f.data), nil, true
 	}
 }
 
@@ -252,7 +289,7 @@ func (d *SimDisk) powerLoss(settle func(f *simFile)) {
 // gone). A scenario that needs one exact outcome uses it; PowerLoss draws
 // one of the outcomes a real disk allows.
 func (d *SimDisk) PowerLossWorst() {
-	d.powerLoss(func(f *simFile) { f.data = append(f.data[:f.stable], f.cut...) })
+	d.powerLoss(func(*simFile) bool { return false }, func(f *simFile) { f.data = append(f.data[:f.stable], f.cut...) })
 }
 
 // Crashes returns how many times Crash was called.

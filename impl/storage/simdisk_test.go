@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"io/fs"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,17 +40,37 @@ func TestSimDiskPowerLossKeepsPrefixOfUnsynced(t *testing.T) {
 	assert.Len(t, seen, 4, "every prefix length occurs")
 }
 
-func TestSimDiskPowerLossDropsNeverSyncedFiles(t *testing.T) {
-	d := NewSimDisk()
-	require.NoError(t, d.Append("new", []byte("data")))
-	require.NoError(t, d.WriteFileAtomic("ckpt", []byte("x")))
-	_, ok := d.Durable("new")
-	assert.False(t, ok)
-	d.PowerLoss(rand.New(rand.NewPCG(1, 1)))
-	_, err := d.ReadFile("new")
-	require.ErrorIs(t, err, fs.ErrNotExist, "a file never synced vanishes")
-	assert.Equal(t, "x", read(t, d, "ckpt"), "an atomic write is durable at once")
-	assert.Equal(t, 1, d.PowerLosses())
+func TestSimDiskPowerLossNeverSyncedFiles(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range uint64(100) {
+		d := NewSimDisk()
+		require.NoError(t, d.Append("new", []byte("data")))
+		require.NoError(t, d.WriteFileAtomic("ckpt", []byte("x")))
+		_, ok := d.Durable("new")
+		assert.False(t, ok)
+		d.PowerLoss(rand.New(rand.NewPCG(seed, 1)))
+		got, err := d.ReadFile("new")
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			seen["vanished"] = true
+		case err == nil:
+			require.True(t, strings.HasPrefix("data", string(got)), "a prefix of what was appended: %q", got)
+			seen[map[bool]string{true: "whole", false: "part"}[string(got) == "data"]] = true
+			_, ok := d.Durable("new")
+			assert.True(t, ok, "what survived is durable")
+		default:
+			t.Fatal(err)
+		}
+		assert.Equal(t, "x", read(t, d, "ckpt"), "an atomic write is durable at once")
+		assert.Equal(t, 1, d.PowerLosses())
+
+		w := NewSimDisk()
+		require.NoError(t, w.Append("new", []byte("data")))
+		w.PowerLossWorst()
+		_, err = w.ReadFile("new")
+		require.ErrorIs(t, err, fs.ErrNotExist, "at worst a file never synced vanishes")
+	}
+	assert.Len(t, seen, 3, "a file never synced vanishes, or keeps some or all of what was appended: %v", seen)
 }
 
 // TestSimDiskPowerLossAfterTruncate checks that an unsynced truncation either

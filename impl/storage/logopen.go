@@ -1,0 +1,231 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+)
+
+// Recovery reports what OpenLog (and Load, which reads what OpenLog
+// trusted) found in a log's files and what they dropped.
+type Recovery struct {
+	File           string // the log's directory on the Disk
+	Segments       int    // segment files after recovery
+	ScannedFrom    int64  // offset the scan started at: the recovery point's segment
+	ScannedBytes   int64  // bytes of the segments scanned (the rest was trusted)
+	KeptBatches    int    // batches the scan kept
+	KeptBytes      int64  // bytes of every segment after recovery
+	LEO            int64  // log end offset after recovery
+	DroppedBytes   int64  // bytes truncated or removed
+	DroppedBatches int    // intact frames found by following lengths in the dropped bytes (best effort)
+	Reason         string // why recovery stopped before the end of the log; empty when it did not
+	Notes          []string
+}
+
+// Clean reports whether the whole log was valid.
+func (r Recovery) Clean() bool { return r.DroppedBytes == 0 }
+
+// String renders the recovery for a broker's log.
+func (r Recovery) String() string {
+	s := fmt.Sprintf("log %s: %d segments, %d bytes, LEO %d; scanned %d bytes from offset %d, kept %d batches",
+		r.File, r.Segments, r.KeptBytes, r.LEO, r.ScannedBytes, r.ScannedFrom, r.KeptBatches)
+	for _, n := range r.Notes {
+		s += "; " + n
+	}
+	if r.Clean() {
+		return s + ", clean"
+	}
+	return fmt.Sprintf("%s; dropped %d bytes holding %d intact batches: %s",
+		s, r.DroppedBytes, r.DroppedBatches, r.Reason)
+}
+
+// Recovery returns what opening the log (and Load) found and dropped.
+func (l *Log) Recovery() Recovery {
+	r := l.rec
+	r.Segments, r.LEO, r.KeptBytes = len(l.segs), l.LEO(), l.size()
+	return r
+}
+
+// ErrOldFormat refuses a partition directory in the format before
+// segments.
+var ErrOldFormat = errors.New("log in the format before segments")
+
+// OpenLog opens the log stored in dir on d, or an empty log if there is none.
+//
+// Recovery trusts the segments below the recovery point (see Log) and
+// scans the rest, from the segment holding it: it keeps the longest valid
+// prefix, stopping at the first frame that is torn (runs past the end of
+// its file), has a length out of range, fails its CRC, does not decode,
+// breaks a batch invariant, or does not start at the previous batch's
+// NextOffset, and at a segment that does not start where the one before
+// ends (a power loss while a segment rolled can keep the new segment and
+// lose the old one's tail). That frame and everything after it are cut
+// (the segment truncated, later segments removed) and the cut is synced,
+// so the files match the log. Frames after a bad one may be intact, but
+// without the bad one they would leave a gap in the offsets, and the
+// replication protocol refetches them. Each scanned segment's index is
+// rebuilt.
+func OpenLog(d Disk, dir string, cfg LogConfig) (*Log, Recovery, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, Recovery{}, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	l := &Log{disk: d, dir: dir, cfg: cfg.withDefaults()}
+	l.rec.File = dir
+	if _, err := d.FileSize(path.Join(dir, legacyLogFile)); err == nil {
+		return nil, l.rec, fmt.Errorf("open log %s: %w (one file named %s): this version cannot read it; move the directory away, and the replica copies the partition again from its leader",
+			dir, ErrOldFormat, legacyLogFile)
+	}
+	bases, err := l.listSegments()
+	if err != nil {
+		return nil, l.rec, err
+	}
+	rp, err := readOffsetCheckpoint(d, dir, RecoveryPointFile)
+	if errors.Is(err, ErrCorruptCheckpoint) {
+		l.rec.Notes = append(l.rec.Notes, fmt.Sprintf("%v: scanning every segment", err))
+		rp, err = 0, nil
+	}
+	if err != nil {
+		return nil, l.rec, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	l.recoveryPoint = rp
+	if len(bases) > 0 {
+		l.start = bases[0]
+	}
+	for _, b := range bases {
+		l.segs = append(l.segs, &segment{base: b, next: b, firstTS: -1})
+	}
+	if len(l.segs) == 0 {
+		l.rec.ScannedFrom = l.start
+		return l, l.Recovery(), nil
+	}
+	if err := l.recover(); err != nil {
+		return nil, l.rec, err
+	}
+	return l, l.Recovery(), nil
+}
+
+// listSegments returns the base offsets of dir's segment files, in order,
+// and removes index files whose segment is gone (a crash between the two
+// removals of a segment leaves one).
+func (l *Log) listSegments() ([]int64, error) {
+	names, err := l.disk.List(l.dir + "/")
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", l.dir, err)
+	}
+	var bases []int64
+	var indexes []string
+	for _, name := range names {
+		if path.Dir(name) != l.dir {
+			continue
+		}
+		if base, ok := parseSegmentName(name); ok {
+			bases = append(bases, base)
+		} else if path.Ext(name) == indexSuffix {
+			indexes = append(indexes, name)
+		}
+	}
+	slices.Sort(bases)
+	for _, name := range indexes {
+		if !slices.ContainsFunc(bases, func(b int64) bool { return indexName(l.dir, b) == name }) {
+			if err := l.disk.Remove(name); err != nil {
+				return nil, fmt.Errorf("open log %s: %w", l.dir, err)
+			}
+		}
+	}
+	return bases, nil
+}
+
+// recover trusts the segments before the recovery point's and scans the
+// rest; see OpenLog.
+func (l *Log) recover() error {
+	from := l.segOf(l.recoveryPoint)
+	for i := 0; i < from; i++ {
+		s := l.segs[i]
+		size, err := l.disk.FileSize(SegmentName(l.dir, s.base))
+		if err != nil {
+			return fmt.Errorf("open log %s: %w", l.dir, err)
+		}
+		if size == 0 {
+			from = i // nothing to trust: scan from here
+			break
+		}
+		s.size, s.next = size, l.segs[i+1].base
+	}
+	l.scanFrom = from
+	l.rec.ScannedFrom = l.segs[from].base
+	for i := from; i < len(l.segs); i++ {
+		s := l.segs[i]
+		name := SegmentName(l.dir, s.base)
+		data, err := l.disk.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("open log %s: %w", l.dir, err)
+		}
+		l.rec.ScannedBytes += int64(len(data))
+		if len(data) == 0 {
+			// A crash between a segment's creation and its first write,
+			// or a cut that kept nothing of it: it holds no batch.
+			if err := l.removeSegment(i); err != nil {
+				return err
+			}
+			l.rec.Notes = append(l.rec.Notes, "removed the empty segment "+path.Base(name))
+			i--
+			continue
+		}
+		want := s.base
+		if i > 0 {
+			want = l.segs[i-1].next
+		}
+		var frames []frame
+		stop := ""
+		if s.base != want {
+			stop = fmt.Sprintf("segment %s starts at offset %d, but the log before it ends at %d", path.Base(name), s.base, want)
+		} else {
+			frames, stop = scanSegment(data, s.base)
+		}
+		l.rec.KeptBatches += len(frames)
+		s.size, s.next = int64(len(data)), s.base
+		if len(frames) > 0 {
+			s.next = frames[len(frames)-1].batch.NextOffset()
+		}
+		if stop != "" {
+			if s.base != want {
+				// Nothing of this segment belongs to the log: cut at the
+				// end of the one before.
+				i--
+				if i < 0 {
+					return fmt.Errorf("open log %s: first segment %s starts at %d, after the log start %d", l.dir, path.Base(name), s.base, want)
+				}
+				prev := l.segs[i]
+				d, err := l.disk.ReadFile(SegmentName(l.dir, prev.base))
+				if err != nil {
+					return fmt.Errorf("open log %s: %w", l.dir, err)
+				}
+				frames, _ = scanSegment(d, prev.base)
+				data = d
+			}
+			return l.cutAt(i, frames, data, fmt.Sprintf("%s at byte %d: %s", name, framesEnd(frames), stop))
+		}
+		if err := l.rebuildIndex(s, frames); err != nil {
+			return err
+		}
+		if i < len(l.segs)-1 {
+			s.index = nil // only the active segment keeps its index in memory
+		}
+	}
+	return nil
+}
+
+// removeSegment deletes segment i's files and forgets it.
+func (l *Log) removeSegment(i int) error {
+	s := l.segs[i]
+	for _, name := range []string{indexName(l.dir, s.base), SegmentName(l.dir, s.base)} {
+		if l.exists(name) {
+			if err := l.disk.Remove(name); err != nil {
+				return l.fail("remove", name, err)
+			}
+		}
+	}
+	l.segs = slices.Delete(l.segs, i, i+1)
+	return nil
+}
