@@ -53,13 +53,23 @@ func listPartitions(d storage.Disk) ([]kafka.TopicPartition, error) {
 // load opens (or creates) tp's storage and builds its replica from it.
 func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	dir := partitionDir(tp)
-	log, _, err := storage.OpenLog(b.disk, dir, b.cfg.LogConfig())
+	lc := b.cfg.LogConfig()
+	lc.Mirror = b.cfg.MirrorLogs
+	log, _, err := storage.OpenLog(b.disk, dir, lc)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
-	// The replica holds its batches in memory: Load reads them all, and
-	// finds damage below the recovery point that opening did not scan.
-	batches, err := log.Load()
+	// One pass over the log, holding no batch: it finds damage below the
+	// recovery point, which opening trusted, and rebuilds the
+	// leader-epoch cache from the epochs the batches carry (below).
+	var rebuilt storage.EpochCache
+	batches := 0
+	err = log.Scan(func(bt *record.Batch) {
+		batches++
+		if e, ok := rebuilt.Latest(); !ok || bt.LeaderEpoch > e {
+			rebuilt.Assign(bt.LeaderEpoch, bt.BaseOffset)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
@@ -94,13 +104,7 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	// an epoch the cache no longer lists. Every batch carries its epoch, so
 	// the log itself is the truth: rebuild the cache from it (Kafka rebuilds
 	// it on recovery too).
-	var rebuilt storage.EpochCache
-	for i := range batches {
-		if e, ok := rebuilt.Latest(); !ok || batches[i].LeaderEpoch > e {
-			rebuilt.Assign(batches[i].LeaderEpoch, batches[i].BaseOffset)
-		}
-	}
-	if stored := epochs.Entries(); !slices.Equal(stored, rebuilt.Entries()) && len(batches) > 0 {
+	if stored := epochs.Entries(); !slices.Equal(stored, rebuilt.Entries()) && batches > 0 {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered",
 			Detail: fmt.Sprintf("epoch cache %v rebuilt from the log as %v", stored, rebuilt.Entries())})
 	}
@@ -134,7 +138,7 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 			snap = nil
 		}
 	}
-	r, err := partition.New(b.replicaConfig(tp), tp, batches, hw, epochs, snap)
+	r, err := partition.NewOnLog(b.replicaConfig(tp), tp, log, hw, epochs, snap)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +181,9 @@ func (b *Broker) apply(h *hosted) error {
 		return nil
 	}
 	rd := r.Ready()
+	if rd.ReadErr != nil {
+		return storageFailure(h.tp, rd.ReadErr)
+	}
 	leader := r.Role() == partition.RoleLeader
 	for _, e := range rd.Events {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: h.tp, Kind: e.Kind.String(), Detail: e.Detail})

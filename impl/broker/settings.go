@@ -129,6 +129,10 @@ type Config struct {
 	// Address is the broker's advertised address (host:port), registered
 	// with the controller for clients' metadata; empty in the simulator.
 	Address string
+	// MirrorLogs keeps a decoded copy of every log in memory for checkers
+	// that look at whole logs after every step (storage.LogConfig's
+	// Mirror): the simulator's invariants.
+	MirrorLogs bool
 }
 
 // DefaultConfig is broker id's configuration with Kafka's defaults.

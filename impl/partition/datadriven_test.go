@@ -31,6 +31,21 @@ import (
 //	describe
 //	log-matching                           do the running replicas' logs agree?
 func TestScenarios(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		onLog bool
+	}{{"in-memory", false}, {"on-log", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			onLog = mode.onLog
+			defer func() { onLog = false }()
+			runScenarios(t)
+		})
+	}
+}
+
+// runScenarios runs every scenario file; replicas built on their logs
+// must give the same output, byte for byte.
+func runScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var c *cluster
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

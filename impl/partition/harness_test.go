@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -56,6 +57,21 @@ func (d *durable) leo() int64 {
 	}
 	return d.log[len(d.log)-1].NextOffset()
 }
+
+// durable is the Log of a replica built with NewOnLog (onLog).
+var _ Log = (*durable)(nil)
+
+// LEO implements Log.
+func (d *durable) LEO() int64 { return d.leo() }
+
+// Read implements Log.
+func (d *durable) Read(offset int64, maxBytes int) ([]record.Batch, error) {
+	return readBatches(d.log, offset, math.MaxInt64, maxBytes), nil
+}
+
+// onLog builds the harness's replicas on their disks (NewOnLog), as a
+// broker builds them, instead of with every batch in memory (New).
+var onLog = false
 
 type node struct {
 	id       int32
@@ -115,6 +131,9 @@ func (c *cluster) boot(n *node) {
 	cfg := c.cfg(n.id)
 	cfg.Incarnation = n.inc
 	r, err := load(cfg, slices.Clone(n.disk.log), n.disk.hw, n.disk.epochs.Clone())
+	if onLog {
+		r, err = NewOnLog(cfg, testTP, &n.disk, n.disk.hw, n.disk.epochs.Clone(), nil)
+	}
 	require.NoError(c.t, err)
 	n.r = r
 	n.lastEp = -1

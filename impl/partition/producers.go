@@ -142,7 +142,7 @@ func (ps producers) check(b *record.Batch, lenient bool) (*producerBatch, error)
 // come back into it); leader-only state keeps what it has below the point.
 func (r *Replica) truncateProducers(leo int64) {
 	if r.cfg.ProducerState == ProducerStateReplicated {
-		r.producers = rebuildProducers(r.log)
+		r.producers = r.rebuildProducers()
 		return
 	}
 	for id, e := range r.producers {
@@ -163,12 +163,10 @@ func (r *Replica) truncateProducers(leo int64) {
 // ProducerSnapshot captures the producer state as of LEO, for storage.
 func (r *Replica) ProducerSnapshot() ProducerSnapshot { return r.producers.snapshot(r.leo()) }
 
-// rebuild replays a log into fresh producer state.
-func rebuildProducers(log []record.Batch) producers {
+// rebuildProducers replays the whole log into fresh producer state.
+func (r *Replica) rebuildProducers() producers {
 	ps := producers{}
-	for i := range log {
-		ps.observe(&log[i])
-	}
+	r.each(0, ps.observe)
 	return ps
 }
 
@@ -214,9 +212,9 @@ func (ps producers) snapshot(offset int64) ProducerSnapshot {
 // restoreProducers loads a snapshot and replays the log after it. A
 // snapshot past the log's end (a power loss took the tail it describes) is
 // useless and the whole log is replayed instead.
-func restoreProducers(snap *ProducerSnapshot, log []record.Batch, leo int64) producers {
-	if snap == nil || snap.Offset > leo {
-		return rebuildProducers(log)
+func (r *Replica) restoreProducers(snap *ProducerSnapshot) producers {
+	if snap == nil || snap.Offset > r.leo() {
+		return r.rebuildProducers()
 	}
 	ps := producers{}
 	for _, se := range snap.Producers {
@@ -226,17 +224,8 @@ func restoreProducers(snap *ProducerSnapshot, log []record.Batch, leo int64) pro
 		}
 		ps[se.ProducerID] = e
 	}
-	i, _ := slices.BinarySearchFunc(log, snap.Offset, func(b record.Batch, off int64) int {
-		if b.BaseOffset < off {
-			return -1
-		}
-		if b.BaseOffset > off {
-			return 1
-		}
-		return 0
-	})
-	for ; i < len(log); i++ {
-		ps.observe(&log[i])
+	if snap.Offset < r.leo() {
+		r.each(snap.Offset, ps.observe)
 	}
 	return ps
 }

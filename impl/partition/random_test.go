@@ -51,6 +51,24 @@ func TestRandomSchedules(t *testing.T) {
 	}
 }
 
+// The same schedules with the replicas built on their stored logs, as a
+// broker builds them: they read their batches from storage and hold only
+// what they appended since their last Ready.
+func TestRandomSchedulesOnLog(t *testing.T) {
+	onLog = true
+	defer func() { onLog = false }()
+	f := faults{reorder: true, drop: []string{"fetch", "fetch-resp", "epoch-end", "epoch-end-resp"}, crash: true, syncController: true}
+	seeds := uint64(100)
+	if testing.Short() {
+		seeds = 20
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runRandom(t, seed, 400, f)
+		})
+	}
+}
+
 // The checks above can fail: with truncation=hw, which KIP-101 shows loses
 // committed records, the same schedules break them.
 // Reference: KIP-101.

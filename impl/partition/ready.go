@@ -28,6 +28,10 @@ type Ready struct {
 	Completions []Completion
 	// Events describe what happened, for traces and reports.
 	Events []Event
+	// ReadErr, when set, is a read of the replica's Log that failed: its
+	// storage broke under it, and the caller treats it as it treats a
+	// failed write (NewOnLog's replicas only).
+	ReadErr error
 }
 
 // Message is a request from this replica to another node: a

@@ -11,9 +11,9 @@
 // next fetch is what tells the leader it holds the records, so "persist, then
 // send" is exactly "never acknowledge what is not written".
 //
-// The whole log is kept in memory (the reference broker favours clarity over
-// capacity); storage holds the durable copy, and on restart the broker loads
-// it back into New.
+// A replica reads its batches from its broker's storage (NewOnLog and
+// Log), holding in memory only what it appended since the last Ready;
+// tests and the model checkers build one with every batch in memory (New).
 package partition
 
 import (
@@ -188,7 +188,8 @@ func (r Role) String() string {
 // Replica is one broker's replica of one partition.
 //
 // Invariants:
-//  1. log is contiguous from offset 0: log[i+1].BaseOffset == log[i].NextOffset().
+//  1. The log is contiguous from offset 0: each batch starts at the one
+//     before's NextOffset.
 //  2. 0 <= hw <= leo().
 //  3. On one leader epoch, the leader's hw never decreases.
 //  4. epochs.Latest() <= epoch; on a leader, epochs holds (epoch, leaderStart).
@@ -197,7 +198,7 @@ type Replica struct {
 	tp   kafka.TopicPartition
 	role Role
 
-	log       []record.Batch
+	log       replicaLog
 	hw        int64
 	epochs    storage.EpochCache
 	producers producers
@@ -216,14 +217,11 @@ type Replica struct {
 	ready Ready
 }
 
-// New builds a replica from what storage recovered: its batches, its
-// checkpointed HW, its leader-epoch cache and its producer-state snapshot
-// (nil if none). It starts with RoleNone and waits for the controller to say
-// what it is.
+// New builds a replica that keeps every batch in memory, from batches
+// contiguous from offset 0, its checkpointed HW, its leader-epoch cache
+// and its producer-state snapshot (nil if none). It starts with RoleNone
+// and waits for the controller to say what it is.
 func New(cfg Config, tp kafka.TopicPartition, batches []record.Batch, hw int64, epochs storage.EpochCache, snap *ProducerSnapshot) (*Replica, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	next := int64(0)
 	for i := range batches {
 		if batches[i].BaseOffset != next || len(batches[i].Records) == 0 {
@@ -231,7 +229,26 @@ func New(cfg Config, tp kafka.TopicPartition, batches []record.Batch, hw int64, 
 		}
 		next = batches[i].NextOffset()
 	}
-	r := &Replica{cfg: cfg, tp: tp, log: batches, epochs: epochs, leaderID: -1, epoch: -1, ready: Ready{Truncate: -1}}
+	return build(cfg, tp, replicaLog{mem: batches}, hw, epochs, snap)
+}
+
+// NewOnLog builds a replica on its stored log, which it reads and never
+// writes (see Log), with its checkpointed HW, leader-epoch cache and
+// producer-state snapshot (nil if none). Without a snapshot, or with one
+// past the log's end, it reads the whole log to rebuild the producer state.
+func NewOnLog(cfg Config, tp kafka.TopicPartition, log Log, hw int64, epochs storage.EpochCache, snap *ProducerSnapshot) (*Replica, error) {
+	r, err := build(cfg, tp, replicaLog{store: log}, hw, epochs, snap)
+	if err == nil && r.log.err != nil {
+		return nil, r.log.err
+	}
+	return r, err
+}
+
+func build(cfg Config, tp kafka.TopicPartition, log replicaLog, hw int64, epochs storage.EpochCache, snap *ProducerSnapshot) (*Replica, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Replica{cfg: cfg, tp: tp, log: log, epochs: epochs, leaderID: -1, epoch: -1, ready: Ready{Truncate: -1}}
 	// Request ids start in this process's own range, so an answer to a
 	// request of the previous process is never taken for one of ours.
 	r.requestID = uint64(cfg.Incarnation) << 32
@@ -247,7 +264,7 @@ func New(cfg Config, tp kafka.TopicPartition, batches []record.Batch, hw int64, 
 	if len(r.epochs.Entries()) != before {
 		r.ready.EpochsChanged = true
 	}
-	r.producers = restoreProducers(snap, r.log, r.leo())
+	r.producers = r.restoreProducers(snap)
 	if e, ok := r.epochs.Latest(); ok {
 		r.epoch = e
 	}
@@ -318,18 +335,8 @@ func (r *Replica) FollowerProgress(id int32) (FollowerProgress, bool) {
 // trust a log prefix it verified while this count stands still.
 func (r *Replica) Truncations() uint64 { return r.truncations }
 
-// Log returns the replica's batches. Callers must not modify them.
-func (r *Replica) Log() []record.Batch { return r.log }
-
 // EpochCache returns a copy of the replica's leader-epoch cache.
 func (r *Replica) EpochCache() storage.EpochCache { return r.epochs.Clone() }
-
-func (r *Replica) leo() int64 {
-	if len(r.log) == 0 {
-		return 0
-	}
-	return r.log[len(r.log)-1].NextOffset()
-}
 
 // UpdateState applies a partition state published by the controller. A
 // higher leader epoch makes the replica leader or follower; the same epoch
@@ -376,6 +383,7 @@ func (r *Replica) becomeOffline(epoch int32) {
 // field order: Truncate, Append, checkpoints, then Messages and Completions.
 func (r *Replica) Ready() Ready {
 	rd := r.ready
+	rd.ReadErr, r.log.err = r.log.err, nil
 	r.ready = Ready{Truncate: -1}
 	return rd
 }
@@ -384,7 +392,7 @@ func (r *Replica) Ready() Ready {
 func (r *Replica) HasReady() bool {
 	rd := &r.ready
 	return rd.Truncate >= 0 || len(rd.Append) > 0 || rd.HWChanged || rd.EpochsChanged ||
-		len(rd.Messages) > 0 || len(rd.Completions) > 0 || len(rd.Events) > 0
+		len(rd.Messages) > 0 || len(rd.Completions) > 0 || len(rd.Events) > 0 || r.log.err != nil
 }
 
 // truncate drops every batch holding an offset >= offset and returns the new
@@ -393,23 +401,18 @@ func (r *Replica) truncate(offset int64) int64 {
 	if offset >= r.leo() {
 		return r.leo()
 	}
-	i := len(r.log)
-	for i > 0 && r.log[i-1].LastOffset() >= offset {
-		i--
-	}
-	r.log = r.log[:i:i]
-	r.truncations++
-	leo := r.leo()
-	r.truncateProducers(leo)
-	r.epochs.TruncateFromEnd(leo)
-	r.ready.EpochsChanged = true
-	if r.ready.Truncate < 0 || leo < r.ready.Truncate {
-		r.ready.Truncate = leo
-	}
+	leo := r.truncateLog(offset)
 	// Appends queued in this same Ready above the new end are void.
 	for len(r.ready.Append) > 0 && r.ready.Append[len(r.ready.Append)-1].LastOffset() >= leo {
 		r.ready.Append = r.ready.Append[:len(r.ready.Append)-1]
 	}
+	if r.ready.Truncate < 0 || leo < r.ready.Truncate {
+		r.ready.Truncate = leo
+	}
+	r.truncations++
+	r.truncateProducers(leo)
+	r.epochs.TruncateFromEnd(leo)
+	r.ready.EpochsChanged = true
 	if r.hw > leo {
 		r.hw = leo
 		r.ready.HWChanged = true
@@ -424,8 +427,7 @@ func (r *Replica) append(b record.Batch) {
 	if r.role == RoleLeader || r.cfg.ProducerState == ProducerStateReplicated {
 		r.producers.observe(&b)
 	}
-	r.log = append(r.log, b)
-	r.ready.Append = append(r.ready.Append, b)
+	r.appendLog(b)
 	if e, ok := r.epochs.Latest(); !ok || b.LeaderEpoch > e {
 		r.epochs.Assign(b.LeaderEpoch, b.BaseOffset)
 		r.ready.EpochsChanged = true
@@ -439,31 +441,6 @@ func (r *Replica) setHW(hw int64) {
 	r.hw = hw
 	r.ready.HW = hw
 	r.ready.HWChanged = true
-}
-
-// read returns whole batches from the one holding offset, up to maxBytes but
-// at least one, and none at or past limit.
-func (r *Replica) read(offset, limit int64, maxBytes int) []record.Batch {
-	i, _ := slices.BinarySearchFunc(r.log, offset, func(b record.Batch, off int64) int {
-		switch {
-		case b.LastOffset() < off:
-			return -1
-		case b.BaseOffset > off:
-			return 1
-		}
-		return 0
-	})
-	var out []record.Batch
-	size := 0
-	for ; i < len(r.log) && r.log[i].NextOffset() <= limit; i++ {
-		s := r.log[i].Size()
-		if len(out) > 0 && size+s > maxBytes {
-			break
-		}
-		out = append(out, r.log[i])
-		size += s
-	}
-	return out
 }
 
 func sortedClone(s []int32) []int32 {

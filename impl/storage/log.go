@@ -57,6 +57,27 @@ type Log struct {
 	rec           Recovery
 	failed        error // sticky I/O failure, see kafka.ErrStorage
 	buf           []byte
+	// mirror holds every batch, decoded, when the config asks for it and
+	// mirrored says it is current (see Mirrored).
+	mirror   []record.Batch
+	mirrored bool
+}
+
+// Mirrored returns every batch of the log from the in-memory copy a
+// LogConfig with Mirror keeps (false without one). The batches are
+// shared: callers must not modify them.
+func (l *Log) Mirrored() ([]record.Batch, bool) {
+	if !l.cfg.Mirror || l.failed != nil {
+		return nil, false
+	}
+	if !l.mirrored {
+		all, err := l.ReadAll()
+		if err != nil {
+			return nil, false
+		}
+		l.mirror, l.mirrored = all, true
+	}
+	return l.mirror, true
 }
 
 // File returns the name of the active segment's file: the one the next
@@ -164,6 +185,9 @@ func (l *Log) Append(b record.Batch) error {
 	s.sinceIndex += int64(len(frame))
 	s.next = b.NextOffset()
 	s.dirty = true
+	if l.mirrored {
+		l.mirror = append(l.mirror, b.Clone())
+	}
 	return nil
 }
 
@@ -251,6 +275,7 @@ func (l *Log) TruncateTo(offset int64) (newLEO int64, err error) {
 	if offset >= l.LEO() {
 		return l.LEO(), nil
 	}
+	l.mirrored, l.mirror = false, nil
 	i, pos, cut := 0, int64(0), l.start
 	if offset > l.start {
 		i = l.segOf(offset)

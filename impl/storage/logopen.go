@@ -157,12 +157,12 @@ func (l *Log) recover() error {
 	for i := from; i < len(l.segs); i++ {
 		s := l.segs[i]
 		name := SegmentName(l.dir, s.base)
-		data, err := l.disk.ReadFile(name)
+		size, err := l.disk.FileSize(name)
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", l.dir, err)
 		}
-		l.rec.ScannedBytes += int64(len(data))
-		if len(data) == 0 {
+		l.rec.ScannedBytes += size
+		if size == 0 {
 			// A crash between a segment's creation and its first write,
 			// or a cut that kept nothing of it: it holds no batch.
 			if err := l.removeSegment(i); err != nil {
@@ -172,41 +172,24 @@ func (l *Log) recover() error {
 			i--
 			continue
 		}
-		want := s.base
-		if i > 0 {
-			want = l.segs[i-1].next
+		if i > 0 && s.base != l.segs[i-1].next {
+			// Nothing of it joins the log: end the log where the one
+			// before ends.
+			prev := l.segs[i-1]
+			sc := scanned{end: prev.size, next: prev.next, whole: true}
+			return l.cutAt(i-1, sc, fmt.Sprintf("segment %s starts at offset %d, but the log before it ends at %d",
+				path.Base(name), s.base, prev.next))
 		}
-		var frames []frame
-		stop := ""
-		if s.base != want {
-			stop = fmt.Sprintf("segment %s starts at offset %d, but the log before it ends at %d", path.Base(name), s.base, want)
-		} else {
-			frames, stop = scanSegment(data, s.base)
+		sc, err := l.scan(s, nil)
+		if err != nil {
+			return fmt.Errorf("open log %s: %w", l.dir, err)
 		}
-		l.rec.KeptBatches += len(frames)
-		s.size, s.next = int64(len(data)), s.base
-		if len(frames) > 0 {
-			s.next = frames[len(frames)-1].batch.NextOffset()
+		l.rec.KeptBatches += sc.index.n
+		s.size, s.next = size, sc.next
+		if sc.why != "" {
+			return l.cutAt(i, sc, fmt.Sprintf("%s at byte %d: %s", name, sc.end, sc.why))
 		}
-		if stop != "" {
-			if s.base != want {
-				// Nothing of this segment belongs to the log: cut at the
-				// end of the one before.
-				i--
-				if i < 0 {
-					return fmt.Errorf("open log %s: first segment %s starts at %d, after the log start %d", l.dir, path.Base(name), s.base, want)
-				}
-				prev := l.segs[i]
-				d, err := l.disk.ReadFile(SegmentName(l.dir, prev.base))
-				if err != nil {
-					return fmt.Errorf("open log %s: %w", l.dir, err)
-				}
-				frames, _ = scanSegment(d, prev.base)
-				data = d
-			}
-			return l.cutAt(i, frames, data, fmt.Sprintf("%s at byte %d: %s", name, framesEnd(frames), stop))
-		}
-		if err := l.rebuildIndex(s, frames); err != nil {
+		if err := l.writeIndex(s, sc.index); err != nil {
 			return err
 		}
 		if i < len(l.segs)-1 {

@@ -85,6 +85,10 @@ type LogConfig struct {
 	// this far past the largest of the active segment's first batch
 	// (log.roll.ms; Kafka measures it by record timestamps too).
 	RollMs int64
+	// Mirror keeps a decoded copy of every batch in memory, for checkers
+	// that look at whole logs after every step (the simulator's
+	// invariants): Mirrored returns it. Reads still go to the files.
+	Mirror bool
 }
 
 // Kafka's defaults.

@@ -60,8 +60,7 @@ func FuzzRecoverSegments(f *testing.F) {
 
 		l, _, err := OpenLog(d, "p", small)
 		require.NoError(t, err)
-		batches, err := l.Load()
-		require.NoError(t, err)
+		batches := loadAll(t, l)
 		next := int64(0)
 		for i := range batches {
 			require.Equal(t, next, batches[i].BaseOffset, "offsets contiguous from 0")
@@ -82,8 +81,7 @@ func FuzzRecoverSegments(f *testing.F) {
 
 		l2, rec2, err := OpenLog(d, "p", small)
 		require.NoError(t, err)
-		again, err := l2.Load()
-		require.NoError(t, err)
+		again := loadAll(t, l2)
 		require.True(t, l2.Recovery().Clean(), "reopened: %s / %s", rec2, l2.Recovery())
 		require.Equal(t, batches, again)
 		require.Equal(t, l.Segments(), l2.Segments())

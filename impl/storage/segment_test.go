@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path"
 	"strings"
@@ -275,8 +276,7 @@ func TestLoadFindsDamageBelowTheRecoveryPoint(t *testing.T) {
 
 	l2, rec := openWith(t, d, small)
 	assert.True(t, rec.Clean(), "not scanned: %s", rec)
-	got, err := l2.Load()
-	require.NoError(t, err)
+	got := loadAll(t, l2)
 	base, _ := parseSegmentName(second)
 	require.Less(t, got[len(got)-1].NextOffset(), written[len(written)-1].NextOffset())
 	assert.Equal(t, written[:len(got)], got)
@@ -306,4 +306,64 @@ func TestLogConfigValidate(t *testing.T) {
 	assert.ErrorContains(t, LogConfig{SegmentBytes: 1 << 40}.Validate(), "log.segment.bytes")
 	assert.ErrorContains(t, LogConfig{IndexIntervalBytes: -1}.Validate(), "log.index.interval.bytes")
 	assert.ErrorContains(t, LogConfig{RollMs: -5}.Validate(), "log.roll.ms")
+}
+
+// scanSegment decodes the frames of a segment file's bytes from its
+// start, for as long as they are valid and contiguous from base; stop
+// says why it stopped before the end.
+func scanSegment(data []byte, base int64) ([]frame, string) {
+	var out []frame
+	pos, next := 0, base
+	for pos < len(data) {
+		b, n, err := decodeFrame(data[pos:])
+		if err == nil && b.BaseOffset != next {
+			err = fmt.Errorf("%w: batch at offset %d, want %d", ErrNonContiguous, b.BaseOffset, next)
+		}
+		if err != nil {
+			return out, err.Error()
+		}
+		out = append(out, frame{batch: b, pos: int64(pos), size: int64(n)})
+		pos += n
+		next = b.NextOffset()
+	}
+	return out, ""
+}
+
+// loadAll scans the whole log as a broker does at startup.
+func loadAll(t testing.TB, l *Log) []record.Batch {
+	var out []record.Batch
+	require.NoError(t, l.Scan(func(b *record.Batch) { out = append(out, *b) }))
+	return out
+}
+
+// A mirrored log's copy in memory is what its files hold, through
+// appends, truncations and reopening.
+func TestMirrorMatchesTheFiles(t *testing.T) {
+	cfg := small
+	cfg.Mirror = true
+	d := NewSimDisk()
+	l, _ := openWith(t, d, cfg)
+	rng := rand.New(rand.NewPCG(45, 46))
+	appendN(t, l, rng, 10)
+	check := func(l *Log) {
+		t.Helper()
+		m, ok := l.Mirrored()
+		require.True(t, ok)
+		require.Equal(t, mustReadAll(t, l), m)
+	}
+	check(l)
+	appendN(t, l, rng, 10)
+	check(l)
+	_, err := l.TruncateTo(5)
+	require.NoError(t, err)
+	check(l)
+	appendN(t, l, rng, 3)
+	check(l)
+	l2, _ := openWith(t, d, cfg)
+	check(l2)
+	_, ok := l2.Mirrored()
+	require.True(t, ok)
+	plain, _ := openWith(t, d, small)
+	_, ok = plain.Mirrored()
+	assert.False(t, ok, "no mirror unless asked")
 }
