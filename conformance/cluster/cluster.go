@@ -448,6 +448,20 @@ func (c *Cluster) Env(id int, env []string) error {
 	return nil
 }
 
+// PID returns broker id's process id, or 0 while it is down.
+func (c *Cluster) PID(id int) int {
+	p, err := c.broker(id)
+	if err != nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.runningLocked() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Kill ends broker id with SIGKILL and waits until it is gone: a crash
 // (its page cache survives, as the OS keeps it). Killing a broker that is
 // down is not an error.

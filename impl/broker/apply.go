@@ -55,16 +55,12 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	dir := partitionDir(tp)
 	lc := b.cfg.LogConfig()
 	lc.Mirror = b.cfg.MirrorLogs
-	log, _, err := storage.OpenLog(b.disk, dir, lc)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", tp, err)
-	}
 	// One pass over the log, holding no batch: it finds damage below the
-	// recovery point, which opening trusted, and rebuilds the
-	// leader-epoch cache from the epochs the batches carry (below).
+	// recovery point too, and rebuilds the leader-epoch cache from the
+	// epochs the batches carry (below).
 	var rebuilt storage.EpochCache
 	batches := 0
-	err = log.Scan(func(bt *record.Batch) {
+	log, rec, err := storage.OpenLogScan(b.disk, dir, lc, func(bt *record.Batch) {
 		batches++
 		if e, ok := rebuilt.Latest(); !ok || bt.LeaderEpoch > e {
 			rebuilt.Assign(bt.LeaderEpoch, bt.BaseOffset)
@@ -73,7 +69,6 @@ func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
-	rec := log.Recovery()
 	if !rec.Clean() {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered", Detail: rec.String()})
 	}

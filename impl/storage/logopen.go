@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+
+	"github.com/watermarkhq/watermark/impl/record"
 )
 
 // Recovery reports what OpenLog (and Load, which reads what OpenLog
@@ -67,6 +69,19 @@ var ErrOldFormat = errors.New("log in the format before segments")
 // replication protocol refetches them. Each scanned segment's index is
 // rebuilt.
 func OpenLog(d Disk, dir string, cfg LogConfig) (*Log, Recovery, error) {
+	return open(d, dir, cfg, nil)
+}
+
+// OpenLogScan opens the log as OpenLog does, but trusts nothing: it scans
+// every segment, below the recovery point too, so that damage anywhere is
+// found and cut as recovery cuts a torn tail, and calls fn with every
+// batch it keeps, in order, holding none: one pass over the log for a
+// broker that rebuilds state from it at a start.
+func OpenLogScan(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Recovery, error) {
+	return open(d, dir, cfg, fn)
+}
+
+func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Recovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, Recovery{}, fmt.Errorf("open log %s: %w", dir, err)
 	}
@@ -99,7 +114,7 @@ func OpenLog(d Disk, dir string, cfg LogConfig) (*Log, Recovery, error) {
 		l.rec.ScannedFrom = l.start
 		return l, l.Recovery(), nil
 	}
-	if err := l.recover(); err != nil {
+	if err := l.recover(fn); err != nil {
 		return nil, l.rec, err
 	}
 	return l, l.Recovery(), nil
@@ -137,9 +152,13 @@ func (l *Log) listSegments() ([]int64, error) {
 }
 
 // recover trusts the segments before the recovery point's and scans the
-// rest; see OpenLog.
-func (l *Log) recover() error {
+// rest, or scans them all and hands each batch to fn when fn is set; see
+// OpenLog and OpenLogScan.
+func (l *Log) recover(fn func(b *record.Batch)) error {
 	from := l.segOf(l.recoveryPoint)
+	if fn != nil {
+		from = 0
+	}
 	for i := 0; i < from; i++ {
 		s := l.segs[i]
 		size, err := l.disk.FileSize(SegmentName(l.dir, s.base))
@@ -180,7 +199,7 @@ func (l *Log) recover() error {
 			return l.cutAt(i-1, sc, fmt.Sprintf("segment %s starts at offset %d, but the log before it ends at %d",
 				path.Base(name), s.base, prev.next))
 		}
-		sc, err := l.scan(s, nil)
+		sc, err := l.scan(s, fn)
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", l.dir, err)
 		}

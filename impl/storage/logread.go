@@ -16,8 +16,12 @@ type frame struct {
 	size  int64
 }
 
-// readChunk is how much a read asks the Disk for at once.
-const readChunk = 64 << 10
+// readChunk is how much a read asks the Disk for at once; scanChunk, how
+// much a scan of whole segments does.
+const (
+	readChunk = 64 << 10
+	scanChunk = 1 << 20
+)
 
 // frameReader decodes a segment's frames in order from a position,
 // reading the file a chunk at a time. Each chunk is a new buffer, so the
@@ -30,10 +34,11 @@ type frameReader struct {
 	bufAt int64
 	pos   int64
 	prev  int64 // NextOffset of the last frame returned; -1 before one
+	chunk int64
 }
 
 func (l *Log) frames(s *segment, pos int64) *frameReader {
-	return &frameReader{l: l, s: s, name: SegmentName(l.dir, s.base), bufAt: pos, pos: pos, prev: -1}
+	return &frameReader{l: l, s: s, name: SegmentName(l.dir, s.base), bufAt: pos, pos: pos, prev: -1, chunk: readChunk}
 }
 
 // next returns the next frame, ok false at the segment's end. A frame
@@ -47,7 +52,7 @@ func (fr *frameReader) next() (f frame, ok bool, why string, err error) {
 		b, size, derr := decodeFrame(have)
 		if errors.Is(derr, errTornFrame) && fr.bufAt+int64(len(fr.buf)) < s.size {
 			// Read on: the chunk ends inside this frame.
-			want := min(max(int64(readChunk), int64(len(have))*2), s.size-fr.pos)
+			want := min(max(fr.chunk, int64(len(have))*2), s.size-fr.pos)
 			chunk := make([]byte, want)
 			got, err := fr.l.disk.ReadAt(fr.name, chunk, fr.pos)
 			if err != nil && !errors.Is(err, io.EOF) {

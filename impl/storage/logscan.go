@@ -53,6 +53,7 @@ func (l *Log) scan(s *segment, fn func(b *record.Batch)) (scanned, error) {
 	}
 	probe := &segment{base: s.base, next: math.MaxInt64, size: size}
 	fr := l.frames(probe, 0)
+	fr.chunk = scanChunk
 	out := scanned{index: indexBuilder{interval: l.cfg.IndexIntervalBytes, firstTS: -1}, next: s.base}
 	for {
 		f, ok, why, err := fr.next()
