@@ -18,7 +18,7 @@ STATICCHECK_VER := v0.8.2
 # Tests that need failpoints fail, instead of skipping, when this is set.
 export WATERMARK_REQUIRE_FAILPOINTS := 1
 
-.PHONY: all build test check random mutate lint bench fuzz tools clean peer-mock peer-self
+.PHONY: all build test check random mutate lint bench fuzz tools clean peer-mock peer-self logbench
 
 all: lint test
 
@@ -90,9 +90,17 @@ lint: $(STATICCHECK)
 bench: $(TOOLEXEC)
 	$(FP_GO) test $(FP_FLAGS) -run='^$$' -bench=. -benchmem ./...
 
+## logbench: a broker's memory, produce and fetch throughput and restart
+## time on a real local cluster as LOGBENCH_BYTES (2GiB) of 1 KiB records go through
+LOGBENCH_BYTES ?= 2GiB
+logbench:
+	$(GO) build -o bin/watermark-plain ./tools/watermark
+	$(GO) run ./tools/logbench --binary bin/watermark-plain --bytes $(LOGBENCH_BYTES)
+
 ## fuzz: a short run of every fuzz target
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzRecover -fuzztime=30s ./impl/storage
+	$(GO) test -run='^$$' -fuzz='^FuzzRecover$$' -fuzztime=30s ./impl/storage
+	$(GO) test -run='^$$' -fuzz='^FuzzRecoverSegments$$' -fuzztime=30s ./impl/storage
 	$(GO) test -run='^$$' -fuzz=FuzzParseRequest -fuzztime=30s ./impl/kafkawire
 	$(GO) test -run='^$$' -fuzz=FuzzParseFile -fuzztime=30s ./conformance/run
 	$(GO) test -run='^$$' -fuzz=FuzzReadFrame -fuzztime=30s ./impl/node
