@@ -149,13 +149,20 @@ func (r *Replica) each(offset int64, fn func(b *record.Batch)) {
 		if len(got) == 0 {
 			break
 		}
+		next := offset
 		for i := range got {
 			if got[i].BaseOffset >= end {
 				break
 			}
 			fn(&got[i])
+			next = got[i].NextOffset()
 		}
-		offset = got[len(got)-1].NextOffset()
+		if next == offset {
+			break
+		}
+		// Batches the Log holds past a truncation still to apply are not
+		// the replica's: what follows end is in Ready.Append.
+		offset = min(next, end)
 	}
 	for _, b := range readBatches(r.ready.Append, offset, math.MaxInt64, math.MaxInt) {
 		fn(&b)

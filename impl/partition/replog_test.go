@@ -70,3 +70,25 @@ func TestNewOnLogRebuildsProducers(t *testing.T) {
 	_, err = NewOnLog(testConfig(1), testTP, st, 1, storage.EpochCache{}, nil)
 	require.ErrorIs(t, err, errDisk)
 }
+
+// Within one step, a truncation the Log has yet to apply hides what the
+// Log holds past it, and appends after it follow it: every read of the
+// replica sees its own log, not the Log's.
+func TestLogReadsSeeAPendingTruncation(t *testing.T) {
+	st := &brokenLog{durable: durable{log: stored([]int32{1, 1, 1, 1}, "a", "b", "c", "d")}}
+	r, err := NewOnLog(testConfig(1), testTP, st, 1, epochCache(t, entry(1, 0)), nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), r.truncate(2))
+	b := batch("x")
+	b.BaseOffset, b.LeaderEpoch = 2, 2
+	r.append(b)
+	var got []string
+	for _, b := range r.Log() {
+		got = append(got, string(b.Records[0].Value))
+	}
+	assert.Equal(t, []string{"a", "b", "x"}, got)
+	assert.Equal(t, int64(3), r.LEO())
+	rd := r.Ready()
+	assert.Equal(t, int64(2), rd.Truncate)
+	require.Len(t, rd.Append, 1)
+}
