@@ -1,0 +1,39 @@
+package record
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A batch of three records at base 10 holds offsets 10, 11 and 12, and
+// sequences 5 to 7 when it carries them (Kafka's lastOffset and
+// lastSequence).
+func TestBatchOffsetsAndSequences(t *testing.T) {
+	b := Batch{BaseOffset: 10, ProducerID: 3, BaseSequence: 5, Records: []Record{{}, {}, {}}}
+	assert.Equal(t, int64(12), b.LastOffset())
+	assert.Equal(t, int64(13), b.NextOffset())
+	assert.Equal(t, int32(7), b.LastSequence())
+	one := Batch{BaseOffset: 4, ProducerID: NoProducerID, BaseSequence: NoSequence, Records: []Record{{}}}
+	assert.Equal(t, one.BaseOffset, one.LastOffset(), "a batch of one ends where it starts")
+	assert.Equal(t, NoSequence, one.LastSequence(), "no sequence without a producer")
+}
+
+// Clone shares no memory with the original and keeps nil and empty apart.
+func TestBatchCloneIsDeep(t *testing.T) {
+	b := Batch{Records: []Record{{Key: nil, Value: []byte{}, Headers: []Header{{Key: "h", Value: []byte("v")}}}, {Key: []byte("k"), Value: []byte("v")}}}
+	c := b.Clone()
+	assert.Equal(t, b, c)
+	assert.Nil(t, c.Records[0].Key)
+	assert.NotNil(t, c.Records[0].Value)
+	c.Records[1].Value[0] = 'x'
+	c.Records[0].Headers[0].Value[0] = 'x'
+	assert.Equal(t, "v", string(b.Records[1].Value))
+	assert.Equal(t, "v", string(b.Records[0].Headers[0].Value))
+}
+
+// Size counts Kafka's batch header and each record's bytes.
+func TestBatchSize(t *testing.T) {
+	b := Batch{Records: []Record{{Key: []byte("ab"), Value: []byte("cde"), Headers: []Header{{Key: "h", Value: []byte("v")}}}}}
+	assert.Equal(t, 61+8+2+3+4+1+1, b.Size())
+}
