@@ -36,21 +36,28 @@ const (
 // When both sub-benchmarks run, it logs the reference's throughput and
 // latency relative to kfake's (run with -v to see it).
 func BenchmarkProduce(b *testing.B) {
-	var ref, fake produceResult
+	ref, fake := sideBySide(b, benchProduce)
+	if ref.recordsPerSec > 0 && fake.recordsPerSec > 0 {
+		b.Logf("reference/kfake: throughput %.2fx, p50 latency %.2fx, p99 latency %.2fx",
+			ref.recordsPerSec/fake.recordsPerSec, ref.p50/fake.p50, ref.p99/fake.p99)
+	}
+}
+
+// sideBySide runs bench on the reference (three brokers in this process)
+// and on kfake (three brokers), as sub-benchmarks, and returns the last
+// result of each (zero for one that did not run).
+func sideBySide[R any](b *testing.B, bench func(b *testing.B, seeds []string) R) (ref, fake R) {
 	b.Run("reference", func(b *testing.B) {
 		lc := startCluster(b)
-		ref = benchProduce(b, lc.Bootstrap())
+		ref = bench(b, lc.Bootstrap())
 	})
 	b.Run("kfake", func(b *testing.B) {
 		c, err := kfake.NewCluster(kfake.NumBrokers(brokers))
 		require.NoError(b, err)
 		defer c.Close()
-		fake = benchProduce(b, c.ListenAddrs())
+		fake = bench(b, c.ListenAddrs())
 	})
-	if ref.recordsPerSec > 0 && fake.recordsPerSec > 0 {
-		b.Logf("reference/kfake: throughput %.2fx, p50 latency %.2fx, p99 latency %.2fx",
-			ref.recordsPerSec/fake.recordsPerSec, ref.p50/fake.p50, ref.p99/fake.p99)
-	}
+	return ref, fake
 }
 
 // produceResult is one sub-benchmark's last run, for the ratio.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,17 +19,7 @@ import (
 // sub-benchmarks run logs the reference's throughput relative to kfake's
 // (run with -v to see it).
 func BenchmarkFetch(b *testing.B) {
-	var ref, fake float64
-	b.Run("reference", func(b *testing.B) {
-		lc := startCluster(b)
-		ref = benchFetch(b, lc.Bootstrap())
-	})
-	b.Run("kfake", func(b *testing.B) {
-		c, err := kfake.NewCluster(kfake.NumBrokers(brokers))
-		require.NoError(b, err)
-		defer c.Close()
-		fake = benchFetch(b, c.ListenAddrs())
-	})
+	ref, fake := sideBySide(b, benchFetch)
 	if ref > 0 && fake > 0 {
 		b.Logf("reference/kfake: fetch throughput %.2fx", ref/fake)
 	}

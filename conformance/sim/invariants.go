@@ -364,15 +364,4 @@ func (inv *invariants) agree(tp kafka.TopicPartition, a, b replicaView, upTo int
 }
 
 // batchIndex finds the batch holding offset (or the first after it).
-func batchIndex(log []record.Batch, offset int64) int {
-	i, _ := slices.BinarySearchFunc(log, offset, func(b record.Batch, off int64) int {
-		switch {
-		case b.LastOffset() < off:
-			return -1
-		case b.BaseOffset > off:
-			return 1
-		}
-		return 0
-	})
-	return i
-}
+func batchIndex(log []record.Batch, offset int64) int { return record.Search(log, offset) }

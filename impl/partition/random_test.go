@@ -38,11 +38,14 @@ type faults struct {
 //   - the replica invariants the harness checks on every Ready.
 //
 // Reference: spec/SEMANTICS.md, Replication ("Protocol invariants").
-func TestRandomSchedules(t *testing.T) {
+func TestRandomSchedules(t *testing.T) { runSchedules(t, 300, 30) }
+
+// runSchedules runs seeds random schedules (short under -short) with
+// reordering, lost fetches and epoch queries, and crashes.
+func runSchedules(t *testing.T, seeds, short uint64) {
 	f := faults{reorder: true, drop: []string{"fetch", "fetch-resp", "epoch-end", "epoch-end-resp"}, crash: true, syncController: true}
-	seeds := uint64(300)
 	if testing.Short() {
-		seeds = 30
+		seeds = short
 	}
 	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -57,16 +60,7 @@ func TestRandomSchedules(t *testing.T) {
 func TestRandomSchedulesOnLog(t *testing.T) {
 	onLog = true
 	defer func() { onLog = false }()
-	f := faults{reorder: true, drop: []string{"fetch", "fetch-resp", "epoch-end", "epoch-end-resp"}, crash: true, syncController: true}
-	seeds := uint64(100)
-	if testing.Short() {
-		seeds = 20
-	}
-	for seed := uint64(1); seed <= seeds; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			runRandom(t, seed, 400, f)
-		})
-	}
+	runSchedules(t, 100, 20)
 }
 
 // The checks above can fail: with truncation=hw, which KIP-101 shows loses

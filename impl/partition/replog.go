@@ -3,7 +3,6 @@ package partition
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -113,18 +112,9 @@ func (r *Replica) read(offset, limit int64, maxBytes int) []record.Batch {
 
 // readBatches is read over batches in memory.
 func readBatches(log []record.Batch, offset, limit int64, maxBytes int) []record.Batch {
-	i, _ := slices.BinarySearchFunc(log, offset, func(b record.Batch, off int64) int {
-		switch {
-		case b.LastOffset() < off:
-			return -1
-		case b.BaseOffset > off:
-			return 1
-		}
-		return 0
-	})
 	var out []record.Batch
 	size := 0
-	for ; i < len(log) && log[i].NextOffset() <= limit; i++ {
+	for i := record.Search(log, offset); i < len(log) && log[i].NextOffset() <= limit; i++ {
 		s := log[i].Size()
 		if len(out) > 0 && size+s > maxBytes {
 			break

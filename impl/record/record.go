@@ -103,3 +103,18 @@ func cloneBytes(b []byte) []byte {
 	}
 	return append([]byte{}, b...)
 }
+
+// Search returns the index in log, a run of batches in offset order, of
+// the batch holding offset, or of the first after it (len(log) if none).
+func Search(log []Batch, offset int64) int {
+	lo, hi := 0, len(log)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if log[m].LastOffset() < offset {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}

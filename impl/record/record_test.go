@@ -37,3 +37,12 @@ func TestBatchSize(t *testing.T) {
 	b := Batch{Records: []Record{{Key: []byte("ab"), Value: []byte("cde"), Headers: []Header{{Key: "h", Value: []byte("v")}}}}}
 	assert.Equal(t, 61+8+2+3+4+1+1, b.Size())
 }
+
+// Search finds the batch holding an offset, or the first after it.
+func TestSearch(t *testing.T) {
+	log := []Batch{{BaseOffset: 0, Records: []Record{{}, {}}}, {BaseOffset: 2, Records: []Record{{}}}, {BaseOffset: 5, Records: []Record{{}, {}, {}}}}
+	for offset, want := range map[int64]int{0: 0, 1: 0, 2: 1, 3: 2, 4: 2, 5: 2, 7: 2, 8: 3} {
+		assert.Equal(t, want, Search(log, offset), "offset %d", offset)
+	}
+	assert.Zero(t, Search(nil, 4))
+}

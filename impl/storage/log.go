@@ -53,7 +53,6 @@ type Log struct {
 	segs          []*segment
 	start         int64 // the log start offset
 	recoveryPoint int64 // as the checkpoint holds it
-	scanFrom      int   // segments before it were trusted by OpenLog, not scanned
 	rec           Recovery
 	failed        error // sticky I/O failure, see kafka.ErrStorage
 	buf           []byte

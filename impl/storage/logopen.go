@@ -171,7 +171,6 @@ func (l *Log) recover(fn func(b *record.Batch)) error {
 		}
 		s.size, s.next = size, l.segs[i+1].base
 	}
-	l.scanFrom = from
 	l.rec.ScannedFrom = l.segs[from].base
 	for i := from; i < len(l.segs); i++ {
 		s := l.segs[i]

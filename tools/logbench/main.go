@@ -47,6 +47,9 @@ func mainErr() error {
 	brokers := fs.Int("brokers", 3, "brokers; the topic has one partition per broker, replicated to every broker")
 	dir := fs.String("dir", "", "where the nodes keep their data (default: a new temporary directory, removed at the end)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			os.Exit(0)
+		}
 		return err
 	}
 	total, err := parseBytes(*size)
