@@ -193,7 +193,7 @@ func (c *coverage) refused(s *Sim, from broker.NodeID, tp kafka.TopicPartition, 
 	}
 	log := r.Log()
 	for i := len(log) - 1; i >= 0 && i >= len(log)-64; i-- {
-		if len(log[i].Records) > 0 && bytes.Equal(log[i].Records[0].Value, p.first) {
+		if v := firstValue(&log[i]); v != nil && bytes.Equal(v, p.first) {
 			s.Reached(run.SitRefusedAfterAppend)
 			return
 		}

@@ -24,7 +24,18 @@ type batchID struct {
 }
 
 func idOf(b *record.Batch) batchID {
-	return batchID{base: b.BaseOffset, epoch: b.LeaderEpoch, n: len(b.Records), first: b.Records[0].Value}
+	return batchID{base: b.BaseOffset, epoch: b.LeaderEpoch, n: b.Len(), first: firstValue(b)}
+}
+
+// firstValue is the value of b's first record, decoding b when it holds
+// only its bytes (a batch read from a segment file); nil if it has none or
+// does not decode (a simulated client never compresses).
+func firstValue(b *record.Batch) []byte {
+	recs, err := b.DecodeRecords(nil)
+	if err != nil || len(recs) == 0 {
+		return nil
+	}
+	return recs[0].Value
 }
 
 func (a batchID) same(b batchID) bool {

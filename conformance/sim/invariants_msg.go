@@ -52,11 +52,7 @@ func (inv *invariants) onSend(env broker.Envelope) {
 	inv.cov.message(inv.s, env)
 	switch m := env.Msg.(type) {
 	case broker.ProduceRequest:
-		var first []byte
-		if len(m.Batch.Records) > 0 {
-			first = m.Batch.Records[0].Value
-		}
-		inv.produces[reqKey{env.From, m.TopicPartition, m.Correlation}] = sentProduce{acks: m.Acks, records: len(m.Batch.Records), first: first,
+		inv.produces[reqKey{env.From, m.TopicPartition, m.Correlation}] = sentProduce{acks: m.Acks, records: m.Batch.Len(), first: firstValue(&m.Batch),
 			pid: m.Batch.ProducerID, epoch: m.Batch.ProducerEpoch, seq: m.Batch.BaseSequence}
 	case broker.FetchRequest:
 		inv.fetchEpochs[reqKey{env.From, m.TopicPartition, m.Correlation}] = m.CurrentLeaderEpoch

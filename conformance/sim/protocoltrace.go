@@ -356,9 +356,7 @@ func (t *protoTracker) entries(bs []record.Batch) []protocol.Entry {
 	for i := range bs {
 		b := &bs[i]
 		k := batchKey{epoch: b.LeaderEpoch, base: b.BaseOffset}
-		if len(b.Records) > 0 {
-			k.first = string(b.Records[0].Value)
-		}
+		k.first = string(firstValue(b))
 		v, ok := t.values[k]
 		if !ok {
 			v = int32(len(t.values) + 1)

@@ -151,11 +151,7 @@ func describeMsg(m any) string {
 	case partition.EpochEndResponse:
 		return fmt.Sprintf("EpochEndResponse %s epoch %d end %d err %v", m.TopicPartition, m.Epoch, m.EndOffset, m.Err)
 	case broker.ProduceRequest:
-		v := ""
-		if len(m.Batch.Records) > 0 {
-			v = string(m.Batch.Records[0].Value)
-		}
-		return fmt.Sprintf("Produce %s %q acks %d", m.TopicPartition, v, m.Acks)
+		return fmt.Sprintf("Produce %s %q acks %d", m.TopicPartition, firstValue(&m.Batch), m.Acks)
 	case broker.ProduceResponse:
 		return fmt.Sprintf("ProduceResponse %s offset %d err %v", m.TopicPartition, m.BaseOffset, m.Err)
 	case broker.FetchRequest:

@@ -314,7 +314,18 @@ func (c *client) handle(env broker.Envelope) {
 		op.HW = m.HW
 		next := op.Offset
 		for _, b := range m.Batches {
-			for i, r := range b.Records {
+			recs, err := b.DecodeRecords(nil)
+			if err != nil {
+				// What a Kafka client reports as CORRUPT_MESSAGE.
+				op.Records = nil
+				c.finish(f.op, linearizability.OutcomeFail, err)
+				c.needMeta = true
+				if c.final != nil {
+					c.afterFinalFetch(m.TopicPartition, false)
+				}
+				return
+			}
+			for i, r := range recs {
 				off := b.BaseOffset + int64(i)
 				if off < op.Offset {
 					continue

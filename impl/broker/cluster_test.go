@@ -412,7 +412,11 @@ func takeOne[T any](c *cluster) T {
 func values(batches []record.Batch) []string {
 	var out []string
 	for _, b := range batches {
-		for _, r := range b.Records {
+		recs, err := b.DecodeRecords(nil)
+		if err != nil {
+			panic(err)
+		}
+		for _, r := range recs {
 			out = append(out, string(r.Value))
 		}
 	}

@@ -188,7 +188,11 @@ func (b *Broker) syncCoordinators() error {
 				}
 				b.coords[tp] = c
 			}
-			if err := c.Load(h.replica.LeaderEpoch(), offsetRecords(h.replica.Log()), b.now); err != nil {
+			recs, err := offsetRecords(h.replica.Log())
+			if err == nil {
+				err = c.Load(h.replica.LeaderEpoch(), recs, b.now)
+			}
+			if err != nil {
 				// A record that does not decode: the coordinator cannot
 				// serve these groups. Kafka's coordinator fails the load
 				// too; clients see NOT_COORDINATOR meanwhile.
@@ -215,14 +219,20 @@ func (b *Broker) syncCoordinators() error {
 	return nil
 }
 
-func offsetRecords(log []record.Batch) []group.Record {
+func offsetRecords(log []record.Batch) ([]group.Record, error) {
 	var out []group.Record
 	for i := range log {
-		for _, r := range log[i].Records {
+		// The coordinator writes its batches uncompressed; a batch
+		// that is not is one it did not write.
+		recs, err := log[i].DecodeRecords(nil)
+		if err != nil {
+			return nil, fmt.Errorf("offsets batch at %d: %w", log[i].BaseOffset, err)
+		}
+		for _, r := range recs {
 			out = append(out, group.Record{Key: r.Key, Value: r.Value})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // flushGroups drains every coordinator's Ready: answers go out, appends

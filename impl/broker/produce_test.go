@@ -1,6 +1,10 @@
 package broker_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"hash/crc32"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +12,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/record"
 )
 
 var tp0 = kafka.TopicPartition{Topic: "t", Partition: 0}
@@ -318,5 +323,45 @@ func TestMetadataFromAnyBroker(t *testing.T) {
 		require.Equal(t, tp0.Topic, resp.Partitions[1].Topic)
 		require.EqualValues(t, leader, resp.Partitions[1].Leader, "broker %d", id)
 		require.Equal(t, []int32{1, 2, 3}, resp.Partitions[1].ISR, "broker %d", id)
+	}
+}
+
+// A batch that came as bytes (a producer's, compressed) is what every
+// replica's segment file holds, byte for byte from its magic on: the leader
+// stores it as produced and followers copy it as the leader serves it.
+func TestReplicasStoreTheProducedBytes(t *testing.T) {
+	c, leader := newTopic(t, opts{})
+	require.EqualValues(t, 0, c.produceOK(leader, tp0, "a"))
+
+	plain := produceRequest(0, tp0, partition.AcksAll, "b", "c", "d").Batch
+	raw := record.Encode(nil, &plain)
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write(raw[record.HeaderLen:])
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	produced := append(raw[:record.HeaderLen:record.HeaderLen], gz.Bytes()...)
+	binary.BigEndian.PutUint32(produced[8:], uint32(len(produced)-12))
+	binary.BigEndian.PutUint16(produced[21:], 1) // gzip
+	binary.BigEndian.PutUint32(produced[17:], crc32.Checksum(produced[21:], crc32.MakeTable(crc32.Castagnoli)))
+	b, err := record.Parse(produced)
+	require.NoError(t, err)
+
+	req := produceRequest(c.nextCorr(), tp0, partition.AcksAll)
+	req.Batch = b
+	c.send(leader, req)
+	resp := takeOne[broker.ProduceResponse](c)
+	require.NoError(t, resp.Err)
+	require.EqualValues(t, 1, resp.BaseOffset)
+
+	for _, id := range []broker.NodeID{1, 2, 3} {
+		data, err := c.nodes[id].disk.ReadFile(broker.LogFile(tp0))
+		require.NoError(t, err, "broker %d", id)
+		first := record.Encode(nil, &c.replica(id, tp0).Log()[0])
+		require.Equal(t, len(first)+len(produced), len(data), "broker %d", id)
+		stored := data[len(first):]
+		require.EqualValues(t, 1, binary.BigEndian.Uint64(stored), "broker %d: the base offset the leader gave", id)
+		require.Equal(t, produced[8:12], stored[8:12], "broker %d", id)
+		require.Equal(t, produced[16:], stored[16:], "broker %d: the producer's bytes", id)
 	}
 }

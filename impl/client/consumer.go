@@ -405,12 +405,17 @@ func (c *Consumer) leaderOf(tp kafka.TopicPartition) (leaderInfo, bool) {
 }
 
 // flatten returns the records of batches at offsets >= from, in order:
-// Kafka may answer with a batch that starts before the fetch offset.
-func flatten(batches []record.Batch, from int64) []ConsumerRecord {
+// Kafka may answer with a batch that starts before the fetch offset. A
+// batch served as its bytes is decoded here, as a client does.
+func flatten(batches []record.Batch, from int64) ([]ConsumerRecord, error) {
 	var out []ConsumerRecord
 	for i := range batches {
 		b := &batches[i]
-		for j, r := range b.Records {
+		recs, err := b.DecodeRecords(nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: batch at offset %d: %v", kafka.ErrCorruptMessage, b.BaseOffset, err)
+		}
+		for j, r := range recs {
 			off := b.BaseOffset + int64(j)
 			if off < from {
 				continue
@@ -418,5 +423,5 @@ func flatten(batches []record.Batch, from int64) []ConsumerRecord {
 			out = append(out, ConsumerRecord{Offset: off, Key: cloneBytes(r.Key), Value: cloneBytes(r.Value), Timestamp: r.Timestamp})
 		}
 	}
-	return out
+	return out, nil
 }

@@ -102,10 +102,15 @@ func (c *Consumer) handleFetch(from broker.NodeID, m broker.FetchResponse) {
 	}
 	call := ps.fetch.sent
 	ps.fetch = ctl{}
+	var recs []ConsumerRecord
+	if m.Err == nil {
+		// A batch whose records do not decode is what a Kafka client
+		// reports as CORRUPT_MESSAGE.
+		recs, m.Err = flatten(m.Batches, ps.next)
+	}
 	ev := &Fetched{Span: Span{call, c.now}, TP: ps.tp, Offset: ps.next, HW: m.HW, Err: m.Err}
 	switch {
 	case m.Err == nil:
-		recs := flatten(m.Batches, ps.next)
 		ev.Records = recs
 		c.emit(ev)
 		for _, r := range recs {

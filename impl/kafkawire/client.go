@@ -296,18 +296,11 @@ func DecodeFetched(raw []byte) ([]record.Batch, error) {
 		if attrs := int16(binary.BigEndian.Uint16(one[21:])); attrs&attrControl != 0 {
 			continue
 		}
-		pb, err := decodeProduce(one, d)
+		pb, err := parseBatch(one, d)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, record.Batch{
-			BaseOffset:    int64(binary.BigEndian.Uint64(one[0:])),
-			LeaderEpoch:   int32(binary.BigEndian.Uint32(one[12:])),
-			ProducerID:    pb.ProducerID,
-			ProducerEpoch: pb.ProducerEpoch,
-			BaseSequence:  pb.BaseSequence,
-			Records:       pb.Records,
-		})
+		out = append(out, pb)
 	}
 	return out, nil
 }

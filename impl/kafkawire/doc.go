@@ -37,17 +37,19 @@
 //   - Produce v3-11: exactly one v2 record batch per partition per request,
 //     since the broker appends one batch per ProduceRequest and splitting a
 //     batch would break its sequence numbers; more gets INVALID_RECORD. The
-//     batch's CRC32C is checked (CORRUPT_MESSAGE) and it is decompressed
-//     (gzip, snappy raw or xerial-framed, lz4 frames, zstd) up to
-//     Server.MaxBatchBytes. Transactional and control batches get
-//     INVALID_RECORD. acks=0 is never answered; when the server itself
-//     refuses a partition of an acks=0 produce it closes the connection, as
-//     Kafka does. The broker's records alias the request frame, which is
-//     never reused.
+//     batch's CRC32C is checked (CORRUPT_MESSAGE) and its records are
+//     decompressed (gzip, snappy raw or xerial-framed, lz4 frames, zstd) up
+//     to Server.MaxBatchBytes and decoded, to validate them, then dropped:
+//     the broker keeps the batch's bytes (record.Batch.Wire), which alias
+//     the request frame (never reused), and stores them as they came.
+//     Transactional and control batches get INVALID_RECORD. acks=0 is
+//     never answered; when the server itself refuses a partition of an
+//     acks=0 produce it closes the connection, as Kafka does.
 //   - Fetch v4-12. fetch.min.bytes and fetch.max.wait.ms apply to the whole
 //     response: every partition is read once without waiting and, when that
 //     is not enough, once more with the remaining wait. Batches go out as
-//     uncompressed v2 batches with their leader epoch and producer fields;
+//     they are stored, the producer's bytes (its codec) with the offset and
+//     leader epoch the leader assigned;
 //     LastStableOffset is the HW and LogStartOffset is 0 (nothing is ever
 //     deleted). Fetch sessions (KIP-227) are not kept: the answer's session
 //     id is 0, which makes clients send full fetches.

@@ -69,8 +69,9 @@ func xerial(src []byte) []byte {
 }
 
 // TestBatchRoundTripEveryCodec encodes a batch as the fetch path does,
-// compresses it with each codec as a producer would, and decodes it as the
-// produce path does: the records and producer fields come back unchanged.
+// compresses it with each codec as a producer would, and takes it as the
+// produce path does: the producer fields come back unchanged, the batch
+// keeps the producer's bytes (codec and all) and decodes to the records.
 func TestBatchRoundTripEveryCodec(t *testing.T) {
 	b := testBatch()
 	raw := appendBatch(nil, &b)
@@ -102,12 +103,18 @@ func TestBatchRoundTripEveryCodec(t *testing.T) {
 			require.Equal(t, b.ProducerID, pb.ProducerID)
 			require.Equal(t, b.ProducerEpoch, pb.ProducerEpoch)
 			require.Equal(t, b.BaseSequence, pb.BaseSequence)
-			require.Equal(t, b.Records, pb.Records)
+			require.Nil(t, pb.Records, "checked, not kept")
+			require.Equal(t, in, pb.Wire, "the bytes as produced")
+			require.Equal(t, in, appendBatch(nil, &pb), "served as produced")
+			recs, err := pb.DecodeRecords(d.decompress)
+			require.NoError(t, err)
+			require.Equal(t, b.Records, recs)
 
 			// The zero decompressor (Client's) has the default bound.
-			pb, err = decodeProduce(in, &decompressor{})
+			got, err := DecodeFetched(in)
 			require.NoError(t, err)
-			require.Equal(t, b.Records, pb.Records)
+			require.Len(t, got, 1)
+			require.Equal(t, b.Records, got[0].Records)
 		})
 	}
 }

@@ -146,7 +146,9 @@ func readAll(tc *testCluster, leader broker.NodeID, tp kafka.TopicPartition) []s
 	require.NoError(tc.t, resp.Err)
 	var vals []string
 	for _, b := range resp.Batches {
-		for _, r := range b.Records {
+		recs, err := b.DecodeRecords(nil)
+		require.NoError(tc.t, err)
+		for _, r := range recs {
 			vals = append(vals, string(r.Value))
 		}
 	}

@@ -119,7 +119,7 @@ func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
 	if r.role != RoleLeader {
 		return ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}
 	}
-	if len(req.Batch.Records) == 0 {
+	if req.Batch.Len() <= 0 {
 		return ProduceResult{BaseOffset: -1, Err: kafka.ErrInvalidRecord}
 	}
 	if req.Acks == AcksAll && len(r.isr) < r.cfg.MinInsyncReplicas {

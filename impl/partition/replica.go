@@ -224,7 +224,7 @@ type Replica struct {
 func New(cfg Config, tp kafka.TopicPartition, batches []record.Batch, hw int64, epochs storage.EpochCache, snap *ProducerSnapshot) (*Replica, error) {
 	next := int64(0)
 	for i := range batches {
-		if batches[i].BaseOffset != next || len(batches[i].Records) == 0 {
+		if batches[i].BaseOffset != next || batches[i].Len() <= 0 {
 			return nil, fmt.Errorf("load %s: batch %d starts at %d, want %d", tp, i, batches[i].BaseOffset, next)
 		}
 		next = batches[i].NextOffset()

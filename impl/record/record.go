@@ -8,6 +8,8 @@
 // HW, an epoch's start) is a batch boundary on every replica.
 package record
 
+import "encoding/binary"
+
 // NoProducerID marks a batch written without the idempotent producer.
 const NoProducerID int64 = -1
 
@@ -32,10 +34,22 @@ type Record struct {
 // Batch is a run of records with consecutive offsets written by one produce
 // request to one partition.
 //
+// A batch has one of two forms. A batch built in memory (by a simulated
+// client, the group coordinator, a test) has Records and no Wire. A batch
+// that came off the wire or out of a segment file has Wire, Kafka's v2
+// record batch exactly as the producer sent it (its codec, its CRC), and
+// Records only once someone has decoded them (Decode): the broker stores and
+// serves Wire as it is and looks inside only where it must.
+//
 // Invariants:
-//  1. len(Records) >= 1.
+//  1. Len() >= 1.
 //  2. BaseOffset >= 0 once the leader has assigned it.
 //  3. ProducerID == NoProducerID  <=>  BaseSequence == NoSequence.
+//  4. With Wire, the producer fields and the record count are Wire's, and
+//     Records, when set, are Wire's records decoded. BaseOffset and
+//     LeaderEpoch are the struct's: the leader assigns them after the
+//     producer has sent the bytes, and Encode writes them into the copy it
+//     makes (the CRC does not cover them, so the bytes stay valid).
 type Batch struct {
 	BaseOffset    int64
 	LeaderEpoch   int32 // epoch of the leader that appended the batch
@@ -43,13 +57,22 @@ type Batch struct {
 	ProducerEpoch int16
 	BaseSequence  int32
 	Records       []Record
+	Wire          []byte
+}
+
+// Len is the number of records in the batch.
+func (b *Batch) Len() int {
+	if b.Wire != nil {
+		return int(int32(binary.BigEndian.Uint32(b.Wire[offCount:])))
+	}
+	return len(b.Records)
 }
 
 // NextOffset is the offset just past the batch's last record.
-func (b *Batch) NextOffset() int64 { return b.BaseOffset + int64(len(b.Records)) }
+func (b *Batch) NextOffset() int64 { return b.BaseOffset + int64(b.Len()) }
 
 // LastOffset is the offset of the batch's last record.
-func (b *Batch) LastOffset() int64 { return b.BaseOffset + int64(len(b.Records)) - 1 }
+func (b *Batch) LastOffset() int64 { return b.BaseOffset + int64(b.Len()) - 1 }
 
 // LastSequence is the sequence number of the batch's last record, or
 // NoSequence for a non-idempotent batch.
@@ -57,19 +80,20 @@ func (b *Batch) LastSequence() int32 {
 	if b.BaseSequence == NoSequence {
 		return NoSequence
 	}
-	return b.BaseSequence + int32(len(b.Records)) - 1
+	return b.BaseSequence + int32(b.Len()) - 1
 }
 
-// Size estimates the batch's encoded size in bytes; fetch byte limits and
-// fetch.min.bytes are measured with it.
+// Size is the batch's size as a v2 record batch, the bytes a fetch carries
+// for it; fetch byte limits and fetch.min.bytes are measured with it.
 func (b *Batch) Size() int {
-	n := 61 // Kafka's record batch header
+	if b.Wire != nil {
+		return len(b.Wire)
+	}
+	n := HeaderLen
+	first := b.firstTimestamp()
 	for i := range b.Records {
-		r := &b.Records[i]
-		n += 8 + len(r.Key) + len(r.Value)
-		for _, h := range r.Headers {
-			n += 4 + len(h.Key) + len(h.Value)
-		}
+		body := recordBodyLen(&b.Records[i], i, first)
+		n += varintLen(int64(body)) + body
 	}
 	return n
 }
@@ -78,6 +102,12 @@ func (b *Batch) Size() int {
 // another replica's log (a simulated network must not alias state).
 func (b *Batch) Clone() Batch {
 	c := *b
+	if b.Wire != nil {
+		c.Wire = append([]byte(nil), b.Wire...)
+	}
+	if b.Records == nil {
+		return c
+	}
 	c.Records = make([]Record, len(b.Records))
 	for i, r := range b.Records {
 		c.Records[i] = Record{

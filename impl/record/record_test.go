@@ -32,10 +32,12 @@ func TestBatchCloneIsDeep(t *testing.T) {
 	assert.Equal(t, "v", string(b.Records[0].Headers[0].Value))
 }
 
-// Size counts Kafka's batch header and each record's bytes.
+// Size is the batch's size as a v2 batch: the header, then per record a
+// length, attributes, two deltas, key, value and headers, varint-framed.
 func TestBatchSize(t *testing.T) {
 	b := Batch{Records: []Record{{Key: []byte("ab"), Value: []byte("cde"), Headers: []Header{{Key: "h", Value: []byte("v")}}}}}
-	assert.Equal(t, 61+8+2+3+4+1+1, b.Size())
+	assert.Equal(t, 61+1+(1+1+1+(1+2)+(1+3)+1+(1+1+1+1)), b.Size())
+	assert.Equal(t, len(Encode(nil, &b)), b.Size())
 }
 
 // Search finds the batch holding an offset, or the first after it.

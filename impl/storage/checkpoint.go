@@ -24,6 +24,8 @@ const EpochFile = "leader-epoch-checkpoint"
 // disk or someone else damaged the file, and a broker must not guess.
 var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // checkpointVersion is the format version of every checkpoint file.
 const checkpointVersion = 1
 

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 
@@ -20,62 +19,61 @@ func TestFrameRoundTrip(t *testing.T) {
 		got, n, err := decodeFrame(frame)
 		require.NoError(t, err)
 		assert.Equal(t, len(frame), n)
-		assert.Equal(t, b, got)
+		assert.Nil(t, got.Records, "a frame decodes to its bytes, records untouched")
+		assert.Equal(t, frame, got.Wire)
+		require.NoError(t, got.Decode(nil))
+		assert.Equal(t, stored(t, b), got)
 		// appendFrame sizes its buffer with frameSize: an estimate off by
 		// a byte would cost a reallocation of the whole frame.
 		assert.Equal(t, len(frame), frameSize(&b))
 	}
 }
 
-// payloadWithCount returns a valid one-record payload whose record count (or,
-// with headers set, the record's header count) is replaced by count.
-func payloadWithCount(t *testing.T, count uint32, headers bool) []byte {
-	b := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
-		Records: []record.Record{{Headers: []record.Header{}}}}
-	frame, err := appendFrame(nil, &b)
+// TestFrameKeepsProducedBytes checks that a batch that arrived as bytes is
+// stored as those bytes, with only the base offset and leader epoch the
+// leader assigned written in, and still passes its CRC.
+func TestFrameKeepsProducedBytes(t *testing.T) {
+	b := genBatch(rand.New(rand.NewPCG(1, 9)), 0, 0)
+	produced, err := record.Parse(record.Encode(nil, &b))
 	require.NoError(t, err)
-	p := frame[frameHeaderSize:]
-	if headers {
-		binary.BigEndian.PutUint32(p[len(p)-4:], count)
-	} else {
-		binary.BigEndian.PutUint32(p[batchHeaderSize-4:], count)
-	}
-	return p
+	produced.BaseOffset, produced.LeaderEpoch = 77, 4
+	frame, err := appendFrame(nil, &produced)
+	require.NoError(t, err)
+	assert.Equal(t, b.Size(), len(frame))
+	assert.Equal(t, produced.Wire[16:], frame[16:], "every byte from the magic on is the producer's")
+	got, _, err := decodeFrame(frame)
+	require.NoError(t, err)
+	assert.Equal(t, int64(77), got.BaseOffset)
+	assert.Equal(t, int32(4), got.LeaderEpoch)
 }
 
-// TestDecodeBoundsCounts checks that a corrupt count cannot make the decoder
-// allocate more than the payload could hold.
-func TestDecodeBoundsCounts(t *testing.T) {
-	for _, headers := range []bool{false, true} {
-		allocs := testing.AllocsPerRun(10, func() {
-			_, err := decodePayload(payloadWithCount(t, 1<<30, headers))
-			require.ErrorIs(t, err, errBadPayload)
+func TestFrameRejects(t *testing.T) {
+	b := genBatch(rand.New(rand.NewPCG(2, 9)), 0, 0)
+	good, err := appendFrame(nil, &b)
+	require.NoError(t, err)
+	mod := func(f func([]byte)) []byte {
+		c := append([]byte(nil), good...)
+		f(c)
+		return c
+	}
+	tests := map[string]struct {
+		data []byte
+		want error
+	}{
+		"torn":             {good[:len(good)-1], errTornFrame},
+		"no length":        {good[:11], errTornFrame},
+		"length too big":   {mod(func(c []byte) { c[8] = 0x7f }), errBadLength},
+		"length too small": {mod(func(c []byte) { c[8], c[9], c[10], c[11] = 0, 0, 0, 3 }), errBadLength},
+		"crc":              {mod(func(c []byte) { c[len(c)-1] ^= 1 }), errBadCRC},
+		"magic":            {mod(func(c []byte) { c[16] = 1 }), errBadPayload},
+		"negative offset":  {mod(func(c []byte) { c[0] = 0x80 }), errBadPayload},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := decodeFrame(tt.data)
+			require.ErrorIs(t, err, tt.want)
 		})
-		assert.Less(t, allocs, 20.0)
 	}
-	_, err := decodePayload(payloadWithCount(t, 0, false))
-	require.ErrorIs(t, err, errBadPayload, "trailing bytes after zero records")
-}
-
-func TestDecodeRejectsNonCanonical(t *testing.T) {
-	b := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence,
-		Records: []record.Record{{Key: []byte("k")}}}
-	frame, err := appendFrame(nil, &b)
-	require.NoError(t, err)
-	p := frame[frameHeaderSize:]
-
-	_, err = decodePayload(append(append([]byte(nil), p...), 0))
-	require.ErrorIs(t, err, errBadPayload, "trailing byte")
-
-	badVersion := append([]byte(nil), p...)
-	badVersion[0] = 2
-	_, err = decodePayload(badVersion)
-	require.ErrorIs(t, err, errBadPayload, "unknown version")
-
-	badLen := append([]byte(nil), p...)
-	binary.BigEndian.PutUint32(badLen[batchHeaderSize+8:], uint32(0xfffffffe)) // key length -2
-	_, err = decodePayload(badLen)
-	require.ErrorIs(t, err, errBadPayload, "negative length other than -1")
 }
 
 func TestAppendFrameRejectsHugeBatch(t *testing.T) {

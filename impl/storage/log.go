@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -160,7 +159,7 @@ func (l *Log) Append(b record.Batch) error {
 	if cap(frame) <= maxRetainedBuf {
 		l.buf = frame
 	}
-	ts := maxTimestamp(&b)
+	ts := b.MaxTimestamp()
 	if len(l.segs) == 0 || l.full(l.active(), int64(len(frame)), ts) {
 		l.roll()
 	}
@@ -185,7 +184,16 @@ func (l *Log) Append(b record.Batch) error {
 	s.next = b.NextOffset()
 	s.dirty = true
 	if l.mirrored {
-		l.mirror = append(l.mirror, b.Clone())
+		// The mirror holds the batch as ReadAll would return it: its
+		// stored bytes and its records decoded from them.
+		m, _, err := decodeFrame(append([]byte(nil), frame...))
+		if err == nil {
+			err = decodeRecords(&m)
+		}
+		if err != nil {
+			return l.fail("append to", name, err)
+		}
+		l.mirror = append(l.mirror, m)
 	}
 	return nil
 }
@@ -368,26 +376,18 @@ func (l *Log) activate(s *segment) error {
 	return nil
 }
 
-// firstTimestamp is the largest timestamp of s's first batch, or -1 if it
-// does not decode: a segment OpenLog trusted without reading can be
-// damaged, and Load, not this, is where that is found and handled.
+// firstTimestamp is the largest timestamp of s's first batch, read from
+// its header, or -1 if the header is not there: a segment OpenLog trusted
+// without reading can be damaged, and Load, not this, is where that is
+// found and handled.
 func (l *Log) firstTimestamp(s *segment) int64 {
-	name := SegmentName(l.dir, s.base)
-	head := make([]byte, frameHeaderSize)
-	if n, _ := l.disk.ReadAt(name, head, 0); n < frameHeaderSize {
+	head := make([]byte, record.HeaderLen)
+	if n, _ := l.disk.ReadAt(SegmentName(l.dir, s.base), head, 0); n < len(head) {
 		return -1
 	}
-	length := int64(binary.BigEndian.Uint32(head))
-	if length > maxFrameSize || frameHeaderSize+length > s.size {
+	if n, err := record.WireLen(head); err != nil || n > maxFrameSize || int64(n) > s.size {
 		return -1
 	}
-	buf := make([]byte, frameHeaderSize+length)
-	if n, _ := l.disk.ReadAt(name, buf, 0); n < len(buf) {
-		return -1
-	}
-	b, _, err := decodeFrame(buf)
-	if err != nil {
-		return -1
-	}
-	return maxTimestamp(&b)
+	b := record.Batch{Wire: head}
+	return b.MaxTimestamp()
 }

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"path"
 	"slices"
 
@@ -106,6 +108,10 @@ func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Re
 	l.recoveryPoint = rp
 	if len(bases) > 0 {
 		l.start = bases[0]
+		if l.ownFramed(SegmentName(dir, bases[0])) {
+			return nil, l.rec, fmt.Errorf("open log %s: %w (segments framed in watermark's own batch format, before Kafka's v2 batches): this version cannot read them; move the directory away, and the replica copies the partition again from its leader",
+				dir, ErrOldFormat)
+		}
 	}
 	for _, b := range bases {
 		l.segs = append(l.segs, &segment{base: b, next: b, firstTS: -1})
@@ -118,6 +124,26 @@ func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Re
 		return nil, l.rec, err
 	}
 	return l, l.Recovery(), nil
+}
+
+// ownFramed reports whether segment name starts with a frame of the
+// format segments had before they held Kafka's v2 batches: a length, a
+// CRC-32C of the payload, then a version byte 1. Recovery would read one
+// as damage and cut the whole log, so OpenLog refuses it instead.
+func (l *Log) ownFramed(name string) bool {
+	head := make([]byte, record.HeaderLen)
+	if n, _ := l.disk.ReadAt(name, head, 0); n < len(head) || head[16] == 2 || head[8] != 1 {
+		return false
+	}
+	length := int64(binary.BigEndian.Uint32(head))
+	if size, err := l.disk.FileSize(name); err != nil || length > maxFrameSize || 8+length > size {
+		return false
+	}
+	payload := make([]byte, length)
+	if n, _ := l.disk.ReadAt(name, payload, 8); int64(n) < length {
+		return false
+	}
+	return crc32.Checksum(payload, castagnoli) == binary.BigEndian.Uint32(head[4:])
 }
 
 // listSegments returns the base offsets of dir's segment files, in order,

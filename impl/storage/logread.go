@@ -171,8 +171,9 @@ var errIndexMismatch = errors.New("log file does not match its index")
 //
 // Read seeks with the segment's sparse index and decodes only the frames
 // from the index entry before offset to the last batch it returns, through
-// Disk.ReadAt. The batches belong to the caller and read back exactly as
-// appended (nil and empty byte slices stay apart). A frame that no longer
+// Disk.ReadAt. The batches belong to the caller; each is its stored bytes
+// (record.Batch.Wire), its records not decoded, so that a fetch serves
+// them as they are. A frame that no longer
 // matches the log (a file changed under it) fails the log with
 // kafka.ErrStorage.
 func (l *Log) Read(offset int64, maxBytes int) ([]record.Batch, error) {
@@ -213,7 +214,9 @@ func (l *Log) Read(offset int64, maxBytes int) ([]record.Batch, error) {
 }
 
 // ReadAll decodes every batch of the log, like Read from StartOffset()
-// without a byte limit. It returns nil for an empty log.
+// without a byte limit, and decodes the records of each uncompressed one
+// (a compressed batch keeps only its Wire). It returns nil for an empty
+// log.
 func (l *Log) ReadAll() ([]record.Batch, error) {
 	var out []record.Batch
 	for _, s := range l.segs {
@@ -222,6 +225,9 @@ func (l *Log) ReadAll() ([]record.Batch, error) {
 			return nil, err
 		}
 		for i := range fs {
+			if err := decodeRecords(&fs[i].batch); err != nil {
+				return nil, l.fail("read", SegmentName(l.dir, s.base), fmt.Errorf("%w: frame at byte %d: %v", errIndexMismatch, fs[i].pos, err))
+			}
 			out = append(out, fs[i].batch)
 		}
 	}

@@ -21,7 +21,7 @@ type indexBuilder struct {
 
 func (ib *indexBuilder) add(f frame) {
 	if ib.n == 0 {
-		ib.firstTS = maxTimestamp(&f.batch)
+		ib.firstTS = f.batch.MaxTimestamp()
 	}
 	if f.pos > 0 && ib.since >= ib.interval {
 		ib.entries = append(ib.entries, indexEntry{offset: f.batch.BaseOffset, pos: f.pos})

@@ -8,8 +8,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-
-	"github.com/watermarkhq/watermark/impl/record"
 )
 
 // A log is a run of segments in its partition's directory, as Kafka lays
@@ -199,13 +197,4 @@ func seek(index []indexEntry, offset int64) int64 {
 		return 0
 	}
 	return index[lo-1].pos
-}
-
-// maxTimestamp is the largest record timestamp of b (-1 for none).
-func maxTimestamp(b *record.Batch) int64 {
-	m := int64(-1)
-	for i := range b.Records {
-		m = max(m, b.Records[i].Timestamp)
-	}
-	return m
 }

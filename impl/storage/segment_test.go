@@ -149,7 +149,7 @@ func TestRecoveryScansFromTheRecoveryPoint(t *testing.T) {
 
 	d.read = 0
 	l2, rec := openWith(t, d, small)
-	assert.Equal(t, active, d.read, "only the active segment is read")
+	assert.Equal(t, active+record.HeaderLen, d.read, "only the active segment is read, and the first batch header of the log (its format)")
 	assert.Equal(t, active, rec.ScannedBytes)
 	assert.Equal(t, l.LEO(), l2.LEO())
 	assert.Equal(t, len(l.Segments()), rec.Segments)
@@ -330,9 +330,18 @@ func scanSegment(data []byte, base int64) ([]frame, string) {
 }
 
 // loadAll scans the whole log as a broker does at startup.
+// decodeAll decodes the records of batches a scan handed over undecoded.
+func decodeAll(t testing.TB, bs []record.Batch) {
+	for i := range bs {
+		require.Nil(t, bs[i].Records, "a scan does not decode records")
+		require.NoError(t, bs[i].Decode(nil))
+	}
+}
+
 func loadAll(t testing.TB, l *Log) []record.Batch {
 	var out []record.Batch
 	require.NoError(t, l.Scan(func(b *record.Batch) { out = append(out, *b) }))
+	decodeAll(t, out)
 	return out
 }
 
@@ -382,8 +391,9 @@ func TestOpenLogScanTrustsNothing(t *testing.T) {
 	l2, rec, err := OpenLogScan(d, "p", small, func(b *record.Batch) { seen = append(seen, *b) })
 	require.NoError(t, err)
 	assert.True(t, rec.Clean(), rec.String())
+	decodeAll(t, seen)
 	assert.Equal(t, written, seen)
-	assert.Equal(t, total, d.read, "one pass, every segment once")
+	assert.Equal(t, total+record.HeaderLen, d.read, "one pass, every segment once")
 	assert.Equal(t, l.LEO(), l2.LEO())
 
 	second := l.Segments()[1]
@@ -394,6 +404,7 @@ func TestOpenLogScanTrustsNothing(t *testing.T) {
 	assert.False(t, rec.Clean())
 	assert.Positive(t, rec.DroppedBatches)
 	assert.Contains(t, rec.Reason, second)
+	decodeAll(t, seen)
 	assert.Equal(t, written[:len(seen)], seen)
 	assert.Equal(t, seen, mustReadAll(t, l3), "fn saw what the log kept")
 }
