@@ -50,103 +50,6 @@ func listPartitions(d storage.Disk) ([]kafka.TopicPartition, error) {
 	return tps, nil
 }
 
-// load opens (or creates) tp's storage and builds its replica from it.
-func (b *Broker) load(tp kafka.TopicPartition) (*hosted, error) {
-	dir := partitionDir(tp)
-	lc := b.cfg.LogConfig()
-	lc.Mirror = b.cfg.MirrorLogs
-	// One pass over the log, holding no batch: it finds damage below the
-	// recovery point too, and rebuilds the leader-epoch cache from the
-	// epochs the batches carry (below).
-	var rebuilt storage.EpochCache
-	batches := 0
-	log, rec, err := storage.OpenLogScan(b.disk, dir, lc, func(bt *record.Batch) {
-		batches++
-		if e, ok := rebuilt.Latest(); !ok || bt.LeaderEpoch > e {
-			rebuilt.Assign(bt.LeaderEpoch, bt.BaseOffset)
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", tp, err)
-	}
-	if !rec.Clean() {
-		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered", Detail: rec.String()})
-	}
-	hw, err := storage.ReadHW(b.disk, dir)
-	if errors.Is(err, storage.ErrCorruptCheckpoint) {
-		return nil, fmt.Errorf("open %s: %w: a high watermark is not derived from the log, so it is not rebuilt; restore the file, or move the partition's directory %s away so that the broker starts empty and copies the partition from its leader", tp, err, dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", tp, err)
-	}
-	if why := lostData(rec, hw); why != "" {
-		b.warn(tp, "this replica LOST COMMITTED DATA: %s; %s. Until it has copied the partition again from a leader that holds it, it must not lead: the controller is told", why, rec)
-		b.lostData = append(b.lostData, tp)
-	}
-	epochs, err := storage.ReadEpochCache(b.disk, dir)
-	switch {
-	case errors.Is(err, storage.ErrCorruptCheckpoint):
-		// Derived from the log, so rebuilt from it below: a damaged copy
-		// must not keep the broker from starting.
-		b.warn(tp, "%v: rebuilding the leader-epoch cache from the log", err)
-		epochs = storage.EpochCache{}
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", tp, err)
-	}
-	// The cache on disk can disagree with the log after a crash: it is
-	// written before each append (a crash between leaves it ahead), and a
-	// power loss can undo an unsynced truncation, bringing back batches of
-	// an epoch the cache no longer lists. Every batch carries its epoch, so
-	// the log itself is the truth: rebuild the cache from it (Kafka rebuilds
-	// it on recovery too).
-	if stored := epochs.Entries(); !slices.Equal(stored, rebuilt.Entries()) && batches > 0 {
-		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered",
-			Detail: fmt.Sprintf("epoch cache %v rebuilt from the log as %v", stored, rebuilt.Entries())})
-	}
-	epochs = rebuilt
-	var snap *partition.ProducerSnapshot
-	lines, ok, err := storage.ReadProducerSnapshot(b.disk, dir)
-	if err == nil && ok {
-		snap, err = partition.ParseProducerSnapshot(lines)
-	}
-	switch {
-	case errors.Is(err, storage.ErrCorruptCheckpoint) || errors.Is(err, partition.ErrCorruptSnapshot):
-		// A snapshot only saves replaying the log; without it the producer
-		// state is rebuilt from every batch.
-		b.warn(tp, "%v: rebuilding producer state from the whole log", err)
-		if err := storage.RemoveProducerSnapshot(b.disk, dir); err != nil {
-			return nil, fmt.Errorf("open %s: %w", tp, err)
-		}
-		snap = nil
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", tp, err)
-	}
-	if snap != nil {
-		if snap.Offset > log.LEO() {
-			// It describes batches the log lost (a power loss, or a crash
-			// between a truncation and the snapshot's removal): useless now,
-			// and dangerous later once the log grows back past its offset
-			// with other batches. Forget it on disk too.
-			if err := storage.RemoveProducerSnapshot(b.disk, dir); err != nil {
-				return nil, fmt.Errorf("open %s: %w", tp, err)
-			}
-			snap = nil
-		}
-	}
-	r, err := partition.NewOnLog(b.replicaConfig(tp), tp, log, hw, epochs, snap)
-	if err != nil {
-		return nil, err
-	}
-	h := &hosted{tp: tp, replica: r, log: log, dir: dir, checkpointed: hw, snapshotAt: -1}
-	if snap != nil {
-		h.snapshotAt = snap.Offset
-	}
-	b.parts[tp] = h
-	b.order = append(b.order, tp)
-	slices.SortFunc(b.order, kafka.TopicPartition.Compare)
-	return h, nil
-}
-
 // applyState applies the Ready of a state change. A replica that just took
 // a new role in a new epoch passes the election failpoints first, before it
 // truncates, writes or sends anything.
@@ -177,6 +80,12 @@ func (b *Broker) apply(h *hosted) error {
 	}
 	rd := r.Ready()
 	if rd.ReadErr != nil {
+		// A batch failed its checks where recovery trusted the file, or
+		// the disk failed: crash rather than serve it, and have the next
+		// start read every segment, which cuts the log at the damage.
+		if err := verifyNext(b.disk); err != nil {
+			return storageFailure(h.tp, errors.Join(rd.ReadErr, err))
+		}
 		return storageFailure(h.tp, rd.ReadErr)
 	}
 	leader := r.Role() == partition.RoleLeader
@@ -342,20 +251,6 @@ type Event struct {
 	TP     kafka.TopicPartition
 	Kind   string
 	Detail string
-}
-
-// lostData says how a recovered log shows that this replica lost records
-// it had and that may have been committed ("" if it shows none): it ends
-// below the HW it checkpointed, or recovery found intact batches after the
-// damage it stopped at, which a torn tail never leaves.
-func lostData(rec storage.Recovery, hw int64) string {
-	switch {
-	case rec.LEO < hw:
-		return fmt.Sprintf("its log recovered to offset %d, below its checkpointed high watermark %d", rec.LEO, hw)
-	case rec.DroppedBatches > 0:
-		return fmt.Sprintf("recovery of %s stopped at damage with %d intact batches after it, past offset %d", rec.File, rec.DroppedBatches, rec.LEO)
-	}
-	return ""
 }
 
 // warn records a damaged file the broker worked around: an event of kind

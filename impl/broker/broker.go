@@ -141,8 +141,17 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
+	marked, err := takeVerifyMarker(disk)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
 	for _, tp := range tps {
-		if _, err := b.load(tp); err != nil {
+		if _, err := b.load(tp, cfg.LogVerifyOnStart || marked); err != nil {
+			return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+		}
+	}
+	if marked {
+		if err := clearVerifyMarker(disk); err != nil {
 			return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 		}
 	}
@@ -357,7 +366,7 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 		h, ok := b.parts[tp]
 		if !ok {
 			var err error
-			if h, err = b.load(tp); err != nil {
+			if h, err = b.load(tp, false); err != nil {
 				// A storage failure is fatal to the process, as in Kafka.
 				return &FailpointError{Name: "storage", Action: ActionCrash, Cause: err}
 			}

@@ -50,6 +50,11 @@ type opts struct {
 	minISR  int
 	lagMs   int64
 	flush   bool
+	// checkpointMs is hw_checkpoint_interval_ms, which also times the
+	// producer snapshots; 0 checkpoints every change and writes none.
+	checkpointMs int64
+	// segmentBytes is log_segment_bytes; 0 keeps Kafka's default.
+	segmentBytes int64
 	// fpctx gives a broker a failpoint hook; brokers not named here run
 	// with a nil context, where failpoints never fire.
 	fpctx map[broker.NodeID]context.Context
@@ -103,6 +108,10 @@ func newCluster(t *testing.T, o opts) *cluster {
 		cfg.RequestTimeoutMs = 2000
 		cfg.HeartbeatIntervalMs = heartbeatMs
 		cfg.FlushEveryAppend = o.flush
+		cfg.HWCheckpointIntervalMs = o.checkpointMs
+		if o.segmentBytes > 0 {
+			cfg.LogSegmentBytes = o.segmentBytes
+		}
 		n := &node{
 			id:    id,
 			cfg:   cfg,

@@ -109,6 +109,11 @@ func (b *Broker) handleFetch(from NodeID, m FetchRequest) error {
 		return nil
 	}
 	res := h.replica.Read(m.Offset, m.MaxBytes, m.CurrentLeaderEpoch)
+	// A read that failed (a batch failing its checks) crashes the broker
+	// here, before anything answers as if the log held nothing there.
+	if err := b.apply(h); err != nil {
+		return err
+	}
 	if res.Err == nil && m.MaxWaitMs > 0 && size(res.Batches, m.Offset) < max(m.MinBytes, 1) {
 		b.fetches = append(b.fetches, &parkedFetch{from: from, req: m, deadline: b.now + m.MaxWaitMs})
 		return nil

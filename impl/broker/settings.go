@@ -32,6 +32,10 @@ type Settings struct {
 	LogSegmentBytes       int64 `yaml:"log_segment_bytes" doc:"the most a log segment file holds; the batch that would pass it starts a new one (log.segment.bytes)"`
 	LogIndexIntervalBytes int64 `yaml:"log_index_interval_bytes" doc:"bytes of batches between two entries of a segment's offset index (log.index.interval.bytes)"`
 	LogRollMs             int64 `yaml:"log_roll_ms" doc:"a batch whose records are this much newer than the segment's first batch starts a new segment (log.roll.ms)"`
+	// LogVerifyOnStart reads every segment at a start, not only those
+	// past the recovery point, so that damage in a synced segment is found
+	// (and the data it costs reported) before the replica can lead.
+	LogVerifyOnStart bool `yaml:"log_verify_on_start" doc:"read and check every log segment at a start, not only those past the recovery point (Kafka trusts them); off, damage there is found by the read that meets it, and the next start reads every segment"`
 	// MessageMaxBytes bounds a produced record batch as it comes on the
 	// wire (compressed as the producer sent it), as Kafka's
 	// message.max.bytes does; a bigger one is MESSAGE_TOO_LARGE.

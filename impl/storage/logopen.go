@@ -71,19 +71,28 @@ var ErrOldFormat = errors.New("log in the format before segments")
 // replication protocol refetches them. Each scanned segment's index is
 // rebuilt.
 func OpenLog(d Disk, dir string, cfg LogConfig) (*Log, Recovery, error) {
-	return open(d, dir, cfg, nil)
+	return open(d, dir, cfg, nil, false)
 }
 
-// OpenLogScan opens the log as OpenLog does, but trusts nothing: it scans
-// every segment, below the recovery point too, so that damage anywhere is
-// found and cut as recovery cuts a torn tail, and calls fn with every
-// batch it keeps, in order, holding none: one pass over the log for a
-// broker that rebuilds state from it at a start.
+// OpenLogScan opens the log as OpenLog does, trusting the segments below
+// the recovery point, and calls fn with every batch the recovery scan
+// keeps, in order, holding none: a broker starting rebuilds what the
+// unflushed tail changed (the leader-epoch cache) from it, and reads the
+// trusted part's from its checkpoints. Recovery().ScannedFrom is the
+// offset of the first batch fn saw.
 func OpenLogScan(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Recovery, error) {
-	return open(d, dir, cfg, fn)
+	return open(d, dir, cfg, fn, false)
 }
 
-func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Recovery, error) {
+// OpenLogVerify opens the log as OpenLog does, but trusts nothing: it
+// scans every segment, below the recovery point too, so that damage
+// anywhere (a flipped bit in a synced segment) is found and cut as
+// recovery cuts a torn tail, and calls fn with every batch it keeps.
+func OpenLogVerify(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Recovery, error) {
+	return open(d, dir, cfg, fn, true)
+}
+
+func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch), verify bool) (*Log, Recovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, Recovery{}, fmt.Errorf("open log %s: %w", dir, err)
 	}
@@ -120,7 +129,7 @@ func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch)) (*Log, Re
 		l.rec.ScannedFrom = l.start
 		return l, l.Recovery(), nil
 	}
-	if err := l.recover(fn); err != nil {
+	if err := l.recover(fn, verify); err != nil {
 		return nil, l.rec, err
 	}
 	return l, l.Recovery(), nil
@@ -178,11 +187,11 @@ func (l *Log) listSegments() ([]int64, error) {
 }
 
 // recover trusts the segments before the recovery point's and scans the
-// rest, or scans them all and hands each batch to fn when fn is set; see
-// OpenLog and OpenLogScan.
-func (l *Log) recover(fn func(b *record.Batch)) error {
+// rest, or scans them all when verify is set, handing each batch it scans
+// to fn when fn is set; see OpenLog, OpenLogScan and OpenLogVerify.
+func (l *Log) recover(fn func(b *record.Batch), verify bool) error {
 	from := l.segOf(l.recoveryPoint)
-	if fn != nil {
+	if verify {
 		from = 0
 	}
 	for i := 0; i < from; i++ {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -377,9 +378,9 @@ func TestMirrorMatchesTheFiles(t *testing.T) {
 	assert.False(t, ok, "no mirror unless asked")
 }
 
-// OpenLogScan reads every segment once, below the recovery point too:
+// OpenLogVerify reads every segment once, below the recovery point too:
 // damage there is cut at open, and fn sees exactly the batches kept.
-func TestOpenLogScanTrustsNothing(t *testing.T) {
+func TestOpenLogVerifyTrustsNothing(t *testing.T) {
 	d := &countingDisk{SimDisk: NewSimDisk()}
 	l, _ := openWith(t, d, small)
 	written := appendN(t, l, rand.New(rand.NewPCG(47, 48)), 60)
@@ -388,7 +389,7 @@ func TestOpenLogScanTrustsNothing(t *testing.T) {
 
 	d.read = 0
 	var seen []record.Batch
-	l2, rec, err := OpenLogScan(d, "p", small, func(b *record.Batch) { seen = append(seen, *b) })
+	l2, rec, err := OpenLogVerify(d, "p", small, func(b *record.Batch) { seen = append(seen, *b) })
 	require.NoError(t, err)
 	assert.True(t, rec.Clean(), rec.String())
 	decodeAll(t, seen)
@@ -399,7 +400,7 @@ func TestOpenLogScanTrustsNothing(t *testing.T) {
 	second := l.Segments()[1]
 	corruptFile(t, d.SimDisk, second, func(b []byte) { b[len(b)/2] ^= 0x10 })
 	seen = nil
-	l3, rec, err := OpenLogScan(d, "p", small, func(b *record.Batch) { seen = append(seen, *b) })
+	l3, rec, err := OpenLogVerify(d, "p", small, func(b *record.Batch) { seen = append(seen, *b) })
 	require.NoError(t, err)
 	assert.False(t, rec.Clean())
 	assert.Positive(t, rec.DroppedBatches)
@@ -407,4 +408,40 @@ func TestOpenLogScanTrustsNothing(t *testing.T) {
 	decodeAll(t, seen)
 	assert.Equal(t, written[:len(seen)], seen)
 	assert.Equal(t, seen, mustReadAll(t, l3), "fn saw what the log kept")
+}
+
+// OpenLogScan reads only from the recovery point's segment: fn sees the
+// batches from Recovery().ScannedFrom on, and damage below it is not found
+// at open but fails the read that meets it (KAFKA_STORAGE_ERROR), so a
+// flipped bit is never served.
+func TestOpenLogScanTrustsTheRecoveryPoint(t *testing.T) {
+	d := &countingDisk{SimDisk: NewSimDisk()}
+	l, _ := openWith(t, d, small)
+	written := appendN(t, l, rand.New(rand.NewPCG(49, 50)), 60)
+	require.NoError(t, l.Sync())
+	segs := l.Segments()
+	require.Greater(t, len(segs), 3)
+	last, err := d.FileSize(segs[len(segs)-1])
+	require.NoError(t, err)
+
+	d.read = 0
+	var seen []record.Batch
+	l2, rec, err := OpenLogScan(d, "p", small, func(b *record.Batch) { seen = append(seen, *b) })
+	require.NoError(t, err)
+	assert.True(t, rec.Clean(), rec.String())
+	require.NotEmpty(t, seen)
+	assert.Equal(t, rec.ScannedFrom, seen[0].BaseOffset)
+	assert.Positive(t, rec.ScannedFrom, "the synced segments are trusted")
+	i := record.Search(written, rec.ScannedFrom)
+	decodeAll(t, seen)
+	assert.Equal(t, written[i:], seen)
+	assert.Equal(t, last+record.HeaderLen, d.read, "only the segment holding the recovery point is read")
+	assert.Equal(t, l.LEO(), l2.LEO())
+
+	corruptFile(t, d.SimDisk, segs[1], func(b []byte) { b[len(b)/2] ^= 0x10 })
+	l3, rec, err := OpenLogScan(d, "p", small, nil)
+	require.NoError(t, err)
+	assert.True(t, rec.Clean(), "damage below the recovery point is not looked for at open")
+	_, err = l3.ReadAll()
+	require.ErrorIs(t, err, kafka.ErrStorage)
 }

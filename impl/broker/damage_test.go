@@ -1,0 +1,102 @@
+package broker_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/storage"
+)
+
+// lostWarnings are the LOST COMMITTED DATA warnings among events.
+func lostWarnings(events []broker.Event) []string {
+	var lost []string
+	for _, e := range events {
+		if e.Kind == "warning" && strings.Contains(e.Detail, "LOST COMMITTED DATA") {
+			lost = append(lost, e.String())
+		}
+	}
+	return lost
+}
+
+// A start trusts the segments below the recovery point, as Kafka does, so
+// damage there is not found at open; the read that meets it fails its CRC
+// check, and the broker crashes rather than serve it, leaving a marker so
+// that its next start reads every segment: that one cuts the log at the
+// damage and reports the lost data, as for damage found at open.
+func TestDamageInATrustedSegmentIsFoundByTheReadThatMeetsIt(t *testing.T) {
+	// Producer snapshots every second, so that a start does not replay
+	// the whole log to rebuild the producer state.
+	c, leader := newTopic(t, opts{flush: true, segmentBytes: 400, checkpointMs: 1000})
+	for i := range 40 {
+		c.produceOK(leader, tp0, fmt.Sprint("value-", i))
+	}
+	c.tick(2000)
+	n := c.nodes[leader]
+	segs, err := n.disk.List(tp0Dir + "/")
+	require.NoError(t, err)
+	segs = slices.DeleteFunc(segs, func(s string) bool { return !storage.IsSegmentFile(s) })
+	require.Greater(t, len(segs), 3, "small segments: most are below the recovery point")
+	first := tp0Dir + "/" + storage.LogFile
+	flipMiddle(t, n.disk, first)
+
+	_, err = handleDirect(c, leader, broker.FetchRequest{Correlation: c.nextCorr(), TopicPartition: tp0, Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1})
+	var fe *broker.FailpointError
+	require.ErrorAs(t, err, &fe, "the damaged batch must not be served")
+	assert.Equal(t, "storage", fe.Name)
+	assert.Equal(t, broker.ActionCrash, fe.Action)
+	c.crash(leader)
+	const marker = "verify-logs-at-start"
+	data, err := n.disk.ReadFile(marker)
+	require.NoError(t, err, "the failed read leaves the marker")
+
+	// Without the marker the next start would trust the damaged segment.
+	require.NoError(t, n.disk.Remove(marker))
+	probe, err := broker.Open(n.cfg, n.disk, 98, c.now, nil)
+	require.NoError(t, err)
+	assert.Empty(t, lostWarnings(probe.TakeEvents()), "below the recovery point nothing is read at a start")
+
+	require.NoError(t, n.disk.WriteFileAtomic(marker, data))
+	b, err := broker.Open(n.cfg, n.disk, 99, c.now, nil)
+	require.NoError(t, err)
+	lost := lostWarnings(b.TakeEvents())
+	require.Len(t, lost, 1, "the marked start reads every segment and finds the damage")
+	assert.Contains(t, lost[0], first)
+	_, err = n.disk.ReadFile(marker)
+	assert.Error(t, err, "the marker is gone once the logs are verified")
+
+	// log_verify_on_start does the same without a marker: on a follower,
+	// whose log is intact so far.
+	f := c.nodes[leader%3+1]
+	c.crash(f.id)
+	flipMiddle(t, f.disk, first)
+	probe, err = broker.Open(f.cfg, f.disk, 100, c.now, nil)
+	require.NoError(t, err)
+	assert.Empty(t, lostWarnings(probe.TakeEvents()))
+	f.cfg.LogVerifyOnStart = true
+	b, err = broker.Open(f.cfg, f.disk, 101, c.now, nil)
+	require.NoError(t, err)
+	assert.Len(t, lostWarnings(b.TakeEvents()), 1)
+}
+
+// Without a producer snapshot a start replays the whole log to rebuild the
+// producer state; a replay that meets damage in a trusted segment makes
+// the start read every segment, which cuts the log before the damage,
+// rather than fail the broker.
+func TestReplayMeetingDamageVerifiesTheLog(t *testing.T) {
+	c, leader := newTopic(t, opts{flush: true, segmentBytes: 400})
+	for i := range 40 {
+		c.produceOK(leader, tp0, fmt.Sprint("value-", i))
+	}
+	c.tick(2 * fetchWaitMs)
+	c.crash(2)
+	n := c.nodes[2]
+	flipMiddle(t, n.disk, tp0Dir+"/"+storage.LogFile)
+	b, err := broker.Open(n.cfg, n.disk, 99, c.now, nil)
+	require.NoError(t, err)
+	assert.Len(t, lostWarnings(b.TakeEvents()), 1)
+}
