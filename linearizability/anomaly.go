@@ -24,8 +24,12 @@ const (
 	// offset in a read that began after it committed.
 	AnomalyLostWrite = "lost-write"
 	// AnomalyUnseen: an acknowledged write that no read returned, in a run
-	// whose final reads read the partition to its end.
+	// whose final reads read the partition to its end, and that no
+	// reported log start offset passed (retention may delete it unread).
 	AnomalyUnseen = "unseen"
+	// AnomalyDeletedUncommitted: a fetch answer's log start offset was
+	// past its HW: retention deleted records that were not committed.
+	AnomalyDeletedUncommitted = "deleted-uncommitted"
 	// AnomalyReadUncommitted: a read returned a record that a read begun
 	// after it returned found gone or replaced.
 	AnomalyReadUncommitted = "read-uncommitted"
@@ -70,6 +74,7 @@ var AnomalyNames = []string{
 	AnomalyDuplicate,
 	AnomalyLostWrite,
 	AnomalyUnseen,
+	AnomalyDeletedUncommitted,
 	AnomalyReadUncommitted,
 	AnomalyReadOfFailedWrite,
 	AnomalyPollSkip,
@@ -149,8 +154,13 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 //     began (one acknowledged later may have landed past where they read),
 //     that no fetch ever returned, whether
 //     its offset is below the end of the final reads (they passed over it) or
-//     beyond (they never got that far: the log ends before it). Ops: the
-//     produce, the final fetch that read furthest.
+//     beyond (they never got that far: the log ends before it); but not
+//     one below the highest log start offset a fetch answer reported,
+//     which retention deleted. Ops: the produce, the final fetch that read
+//     furthest.
+//   - deleted-uncommitted: a fetch, ok or OFFSET_OUT_OF_RANGE, whose
+//     answer reported a log start offset past its HW: retention deletes
+//     only committed records. Ops: the fetch.
 //   - read-of-failed-write: a fetch returned a value whose produce has
 //     outcome fail. Offset is where it was first read. Ops: produce, fetch.
 //   - poll-skip and nonmonotonic-poll: per client and partition, each ok

@@ -82,6 +82,9 @@ type partitionCheck struct {
 	// finalCall is when the partition's first Final fetch was called: only
 	// writes acknowledged before it must show in the final reads.
 	finalCall int64
+	// logStart is the highest log start offset a fetch answer reported:
+	// retention deleted everything below it.
+	logStart int64
 
 	committed []int32
 	clients   map[int]*clientState
@@ -102,6 +105,7 @@ func (c *partitionCheck) run(tp kafka.TopicPartition, ops []int32) []Anomaly {
 	c.vals, c.pairs, c.gaps, c.out = c.vals[:0], c.pairs[:0], c.gaps[:0], nil
 	c.final = -1
 	c.finalCall = never
+	c.logStart = 0
 	for _, i := range ops {
 		switch c.h[i].Kind {
 		case KindProduce:
@@ -202,6 +206,12 @@ func (c *partitionCheck) addProduce(i int32) {
 func (c *partitionCheck) addFetch(i int32) {
 	op := &c.h[i]
 	ok := op.Outcome == OutcomeOK
+	c.logStart = max(c.logStart, op.LogStart)
+	// An OFFSET_OUT_OF_RANGE answer names the log start and the HW too.
+	if (ok || op.Code == codeOutOfRange) && op.LogStart > op.HW {
+		c.report(AnomalyDeletedUncommitted, op.LogStart, "", []int32{i},
+			"op %d was answered with log start offset %d past its HW %d: retention deleted records that were not committed", op.ID, op.LogStart, op.HW)
+	}
 	for _, r := range op.Records {
 		vi := c.value(r.Value)
 		p := c.observe(r.Offset, vi)
@@ -454,7 +464,9 @@ func (c *partitionCheck) checkValues() {
 				"op %d read %q at offset %d, but its produce (op %d) failed: %s",
 				c.h[v.firstRead].ID, v.value, v.firstOff, prod.ID, cmp.Or(prod.Error, "no error given"))
 		}
-		if c.final >= 0 && prod.Outcome == OutcomeOK && prod.Acks != 0 && prod.Offset >= 0 && v.firstRead < 0 &&
+		// Retention may delete a record before anyone reads it: below a
+		// reported log start offset, unread is not unseen.
+		if c.final >= 0 && prod.Outcome == OutcomeOK && prod.Acks != 0 && prod.Offset >= c.logStart && v.firstRead < 0 &&
 			prod.Return >= 0 && prod.Return < c.finalCall {
 			where := fmt.Sprintf("the final reads ended below it (op %d reached offset %d)", c.h[c.final].ID, c.finalEnd)
 			if prod.Offset <= c.finalEnd {
@@ -466,3 +478,6 @@ func (c *partitionCheck) checkValues() {
 		}
 	}
 }
+
+// codeOutOfRange is OFFSET_OUT_OF_RANGE's Kafka error code.
+var codeOutOfRange = kafka.CodeOf(kafka.ErrOffsetOutOfRange)

@@ -277,6 +277,55 @@ func TestUnseen(t *testing.T) {
 	})
 }
 
+// Rule: retention may delete a record before any read: one below a log
+// start offset a fetch answer reported is not unseen; one at or above it
+// still is, and a log start offset past the answer's HW is
+// deleted-uncommitted.
+// Reference: spec/SEMANTICS.md, "Anomalies the checkers name"; Retention.
+func TestUnseenBelowTheLogStart(t *testing.T) {
+	// outOfRange is a fetch from 0 answered OFFSET_OUT_OF_RANGE with a log
+	// start offset of 2.
+	outOfRange := func(b *hist) int {
+		return b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeFail, Error: "OFFSET_OUT_OF_RANGE", Code: 1, Offset: 0, HW: 3, LogStart: 2})
+	}
+	t.Run("has not: deleted below the reported log start", func(t *testing.T) {
+		var b hist
+		b.sendAcks1(0, "a", 0)
+		b.sendAcks1(0, "b", 1)
+		b.sendAcks1(0, "c", 2)
+		outOfRange(&b)
+		b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeOK, Offset: 2, Records: []Record{rec(2, "c")}, HW: 3, LogStart: 2, Final: true})
+		assert.Empty(t, b.check(t))
+	})
+	t.Run("has: at the log start, unread", func(t *testing.T) {
+		var b hist
+		b.sendAcks1(0, "a", 0)
+		s := b.sendAcks1(0, "b", 1)
+		b.sendAcks1(0, "c", 2)
+		b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeFail, Error: "OFFSET_OUT_OF_RANGE", Code: 1, Offset: 0, HW: 3, LogStart: 1})
+		f := b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeOK, Offset: 2, Records: []Record{rec(2, "c")}, HW: 3, LogStart: 1, Final: true})
+		assert.Equal(t, []string{fmt.Sprintf(`unseen at 1 "b" ops [%d %d]`, s, f)}, b.check(t))
+	})
+	t.Run("has: deleted-uncommitted", func(t *testing.T) {
+		var b hist
+		b.sendAcks1(0, "a", 0)
+		f := b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeOK, Offset: 3, HW: 2, LogStart: 3})
+		assert.Equal(t, []string{fmt.Sprintf(`deleted-uncommitted at 3 "" ops [%d]`, f)}, b.check(t))
+	})
+	t.Run("has: deleted-uncommitted, out of range", func(t *testing.T) {
+		var b hist
+		b.sendAcks1(0, "a", 0)
+		f := b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeFail, Error: "OFFSET_OUT_OF_RANGE", Code: 1, Offset: 0, HW: 1, LogStart: 4})
+		assert.Equal(t, []string{fmt.Sprintf(`deleted-uncommitted at 4 "" ops [%d]`, f)}, b.check(t))
+	})
+	t.Run("has not: another error", func(t *testing.T) {
+		var b hist
+		b.sendAcks1(0, "a", 0)
+		b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeFail, Error: "NOT_LEADER_OR_FOLLOWER", Code: 6, Offset: 0, LogStart: 4})
+		assert.Empty(t, b.check(t))
+	})
+}
+
 // Rule: read-uncommitted, a read returned a record that later vanished or
 // was replaced. A read proves a commit, so it is a lost-write too.
 // Reference: spec/SEMANTICS.md, "Anomalies the checkers name"; KIP-101,

@@ -139,6 +139,10 @@ type Op struct {
 	// Fetch: the records returned and the HW the broker reported.
 	Records []Record `json:"records,omitempty"`
 	HW      int64    `json:"hw,omitempty"`
+	// LogStart is the log start offset the broker reported with a fetch's
+	// answer, ok or OFFSET_OUT_OF_RANGE (0 when it reported none):
+	// retention deleted every record below it.
+	LogStart int64 `json:"log_start,omitempty"`
 	// Final marks the reads done after every fault healed; they read each
 	// partition to its end, which makes "unseen" meaningful.
 	Final bool `json:"final,omitempty"`

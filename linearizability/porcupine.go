@@ -146,10 +146,11 @@ type logCall struct {
 
 // logReturn is an operation's output, as porcupine's Operation.Output.
 type logReturn struct {
-	outcome Outcome
-	offset  int64 // produce: where it landed; list-offsets: the answer
-	records []spec.Record
-	hw      int64
+	outcome  Outcome
+	offset   int64 // produce: where it landed; list-offsets: the answer
+	records  []spec.Record
+	hw       int64
+	logStart int64 // fetch: the log start offset the answer reported
 }
 
 // logMeta ties a porcupine operation back to the history.
@@ -307,7 +308,7 @@ func toOperations(h []Op) (ops []porcupine.Operation, parts []partInfo, unread s
 				continue
 			}
 			call.from = op.Offset
-			ret.hw = op.HW
+			ret.hw, ret.logStart = op.HW, op.LogStart
 			ret.records = make([]spec.Record, len(op.Records))
 			for j, r := range op.Records {
 				ret.records[j] = spec.Record{Offset: r.Offset, Value: r.Value}

@@ -176,7 +176,8 @@ func stepLog(s logState, call *logCall, ret *logReturn, unread string, add func(
 	case KindFetch:
 		// The HW a fetch reports is what a list-offsets would have answered
 		// at the same instant.
-		if g, ok := s.grow(ret.hw, unread); ok && spec.Fetch(g.log, call.from, ret.records) && spec.ListOffsets(g.log, ret.hw) {
+		if g, ok := s.grow(max(ret.hw, ret.logStart), unread); ok && spec.Fetch(g.log, call.from, ret.records) && spec.ListOffsets(g.log, ret.hw) &&
+			spec.LogStart(g.log, ret.logStart) {
 			add(g)
 		}
 	case KindListOffsets:

@@ -301,6 +301,26 @@ func TestIllegalHWPastCommitted(t *testing.T) {
 	})
 }
 
+// A log start offset past everything that could be committed says
+// retention deleted uncommitted records; one within the committed log is
+// legal, with the records above it read as before.
+// Reference: spec/SEMANTICS.md, Retention; spec.LogStart.
+func TestLogStartPastCommitted(t *testing.T) {
+	t.Run("illegal", func(t *testing.T) {
+		var b linHistory
+		b.produce(0, "a", acksAll, 0, 5, OutcomeOK, 0)
+		b.fetch(1, 6, 7, 1, 1).LogStart = 3
+		assert.Equal(t, VerdictIllegal, b.check(t).Verdict)
+	})
+	t.Run("legal", func(t *testing.T) {
+		var b linHistory
+		b.produce(0, "a", acksAll, 0, 5, OutcomeOK, 0)
+		b.produce(0, "b", acksAll, 6, 7, OutcomeOK, 1)
+		b.fetch(1, 8, 9, 1, 2, "b").LogStart = 1
+		assert.Equal(t, VerdictOK, b.check(t).Verdict)
+	})
+}
+
 // Partitions are judged apart, and the verdict names the broken one.
 func TestLinearizabilityPerPartition(t *testing.T) {
 	var b linHistory

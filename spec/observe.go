@@ -153,6 +153,12 @@ func Produce(l Log, w Write) []Log {
 //     observes nothing and is not judged here. Reference: spec/SEMANTICS.md,
 //     Replication ("A fetch at an offset in (HW, LEO] returns nothing; beyond
 //     LEO it is OFFSET_OUT_OF_RANGE"); Consumer and groups (long poll).
+//  3. Retention deletes a prefix of what clients may read, never a record
+//     at or above the log start offset, and changes nothing it keeps: a
+//     fetch below the log start offset is OFFSET_OUT_OF_RANGE too (not
+//     judged here; LogStart judges the offset the broker reports), and the
+//     records above it are still the committed log's at their offsets, so
+//     rule 1 holds unchanged. Reference: spec/SEMANTICS.md, Retention.
 //
 // A fetch may return fewer records than are committed (fetch.max.bytes, a
 // lagging HW): there is no lower bound on what it sees.
@@ -191,4 +197,16 @@ func Fetch(l Log, offset int64, records []Record) bool {
 // leader's").
 func ListOffsets(l Log, hw int64) bool {
 	return hw <= l.Len()
+}
+
+// LogStart reports whether a broker may answer a fetch with log start
+// offset start while the committed log is l.
+//
+// Rule: start <= Len(). Retention deletes only committed records (those
+// below the HW), so everything below the log start offset was committed.
+// There is no lower bound and no monotonicity across leaders: each
+// replica deletes its own segments, and a new leader may have kept more.
+// Reference: spec/SEMANTICS.md, Retention.
+func LogStart(l Log, start int64) bool {
+	return start <= l.Len()
 }

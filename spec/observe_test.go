@@ -145,3 +145,13 @@ func TestProduceDedupRule(t *testing.T) {
 		t.Fatalf("an idempotent write acknowledged where another record stands must be illegal, got %v", got)
 	}
 }
+
+// Retention deletes only committed records: the log start offset a broker
+// reports is within the committed log.
+// Reference: spec/SEMANTICS.md, Retention.
+func TestLogStartWithinTheCommittedLog(t *testing.T) {
+	l := logOf("a", "b")
+	assert.True(t, LogStart(l, 0))
+	assert.True(t, LogStart(l, 2), "everything deleted but the end")
+	assert.False(t, LogStart(l, 3), "past the committed end")
+}

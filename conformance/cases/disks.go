@@ -40,6 +40,21 @@ var diskCases = []Case{
 		Require: reached(run.SitRollPowerLoss),
 	},
 	{
+		Name: "retention-follower-behind",
+		Summary: "logs in 512-byte segments kept to 1 KiB, checked every 200 ms; followers crash and stay down for 4 s, long enough for the leader to delete past their end: " +
+			"a fetch below the log start offset is OFFSET_OUT_OF_RANGE and moves the reader to it, a follower below its leader's log start empties its log and begins there, and nothing retention keeps is lost",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Broker.LogSegmentBytes = 512
+			cfg.Broker.LogIndexIntervalBytes = 128
+			cfg.Broker.LogRetentionBytes = 1024
+			cfg.Broker.LogRetentionCheckIntervalMs = 200
+			cfg.Nemesis = crashes(run.RoleFollower, 5000, 4000)
+			return cfg
+		},
+		Require: reached(run.SitRetention, run.SitFetchBelowLogStart, run.SitFollowerReset),
+	},
+	{
 		Name: "damaged-last-isr-member",
 		Summary: "RF 3, min ISR 2, every append synced; both followers go down, the ISR shrinks to the leader, and the leader goes down and comes back with its log damaged; " +
 			"the follower that left the ISR last holds every committed record (an eligible leader replica, KIP-966) and leads: none is lost, none is truncated to the damaged log",

@@ -51,6 +51,15 @@ const (
 	// unsynced bytes in two segments or more: a segment had rolled since
 	// the last sync, and recovery had to join what each kept.
 	SitRollPowerLoss Situation = "power-loss-mid-roll"
+	// SitRetention: retention deleted a log's oldest segments, moving its
+	// log start offset.
+	SitRetention Situation = "retention-deleted"
+	// SitFetchBelowLogStart: a client's fetch was below the leader's log
+	// start offset (OFFSET_OUT_OF_RANGE), so it moved to the log start.
+	SitFetchBelowLogStart Situation = "fetch-below-log-start"
+	// SitFollowerReset: a follower whose log ended below its leader's log
+	// start offset emptied its log and began again there.
+	SitFollowerReset Situation = "follower-below-log-start"
 	// SitEmptyDiskReturn: a broker came back on an empty disk while its
 	// partitions held records.
 	SitEmptyDiskReturn Situation = "empty-disk-return"
@@ -81,6 +90,6 @@ const (
 var Situations = []Situation{
 	SitStaleReplicaElection, SitLeaderReturned, SitNewLeaderHWBehind, SitExpandWhileHWBehind,
 	SitEpochTruncation, SitEpochUnknownToLeader, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
-	SitTornTail, SitRollPowerLoss, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
+	SitTornTail, SitRollPowerLoss, SitRetention, SitFetchBelowLogStart, SitFollowerReset, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
 	SitZombieCommit, SitMemberDownPastSession, SitDamagedLog, SitDamagedLastISR,
 }

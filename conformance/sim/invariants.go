@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -45,8 +46,24 @@ func (a batchID) same(b batchID) bool {
 // committedLog is what the cluster has committed for one partition: every
 // batch that some acting leader exposed below its HW. It only grows.
 type committedLog struct {
+	// batches are in offset order; retention can leave a gap where a
+	// leader deleted committed batches before they were recorded.
 	batches []batchID
 	hw      int64 // the true HW: the largest HW any acting leader reached
+}
+
+// end is the offset after the last recorded batch.
+func (c *committedLog) end() int64 {
+	if len(c.batches) == 0 {
+		return 0
+	}
+	b := c.batches[len(c.batches)-1]
+	return b.base + int64(b.n)
+}
+
+// from is the index of the first recorded batch that ends past offset.
+func (c *committedLog) from(offset int64) int {
+	return sort.Search(len(c.batches), func(i int) bool { return c.batches[i].base+int64(c.batches[i].n) > offset })
 }
 
 // verified caches how far two replicas' logs were compared, so each check
@@ -198,7 +215,7 @@ func (inv *invariants) checkLeader(tp kafka.TopicPartition, p kafka.PartitionSta
 	}
 	inv.checkHWOnMinISR(tp, l)
 	if hw := l.r.HW(); hw > c.hw {
-		for i := len(c.batches); i < len(log) && log[i].NextOffset() <= hw; i++ {
+		for i := batchIndex(log, c.end()); i < len(log) && log[i].NextOffset() <= hw; i++ {
 			c.batches = append(c.batches, idOf(&log[i]))
 		}
 		c.hw = hw
@@ -309,14 +326,15 @@ func behindCommitted(hw int64, m replicaState) string {
 }
 
 // matchCommitted compares the leader's log with the committed batches,
-// from where the last comparison of this leader process and log stopped.
+// from where the last comparison of this leader process and log stopped,
+// or its log start offset: retention deleted what is below.
 func (inv *invariants) matchCommitted(tp kafka.TopicPartition, l replicaView, c *committedLog) (int, bool) {
 	key := pairKey{tp: tp, a: l.id, incA: l.inc, trA: l.r.Truncations(), b: -1}
-	from := inv.verified[key]
+	from := max(inv.verified[key], l.r.LogStart())
 	log := l.r.Log()
-	i := batchIndex(log, from)
-	for j := i; j < len(c.batches); j++ {
-		if j >= len(log) || !idOf(&log[j]).same(c.batches[j]) {
+	for j := c.from(from); j < len(c.batches); j++ {
+		i := batchIndex(log, c.batches[j].base)
+		if i >= len(log) || !idOf(&log[i]).same(c.batches[j]) {
 			return j, false
 		}
 	}
@@ -357,7 +375,9 @@ func (inv *invariants) agree(tp kafka.TopicPartition, a, b replicaView, upTo int
 		a, b = b, a
 	}
 	key := pairKey{tp: tp, a: a.id, b: b.id, incA: a.inc, incB: b.inc, trA: a.r.Truncations(), trB: b.r.Truncations()}
-	from := inv.verified[key]
+	// Below either log start offset retention deleted the records: there
+	// is nothing to compare.
+	from := max(inv.verified[key], a.r.LogStart(), b.r.LogStart())
 	if from >= upTo {
 		return 0, true
 	}

@@ -42,6 +42,7 @@ type sentProduce struct {
 type replicaState interface {
 	HW() int64
 	LEO() int64
+	LogStart() int64
 	Log() []record.Batch
 	LeaderEpoch() int32
 	ISR() []int32
@@ -118,6 +119,9 @@ func ackProblem(l replicaState, base int64, n int, members map[int32]replicaStat
 	if l.HW() <= last {
 		return fmt.Sprintf("its HW is %d", l.HW())
 	}
+	if base < l.LogStart() {
+		return "" // below the HW, and retention deleted it since: committed
+	}
 	i := batchIndex(l.Log(), base)
 	if i >= len(l.Log()) {
 		return fmt.Sprintf("its log ends at %d", l.LEO())
@@ -125,6 +129,9 @@ func ackProblem(l replicaState, base int64, n int, members map[int32]replicaStat
 	want := idOf(&l.Log()[i])
 	var missing []string
 	for _, id := range slices.Sorted(maps.Keys(members)) {
+		if members[id].LogStart() > base {
+			continue // its own retention deleted it, below its HW
+		}
 		mlog := members[id].Log()
 		j := batchIndex(mlog, base)
 		if j >= len(mlog) || !idOf(&mlog[j]).same(want) {

@@ -18,8 +18,14 @@ type fakeReplica struct {
 func (f fakeReplica) HW() int64           { return f.hw }
 func (f fakeReplica) LEO() int64          { return f.leo }
 func (f fakeReplica) Log() []record.Batch { return f.log }
-func (f fakeReplica) LeaderEpoch() int32  { return f.epoch }
-func (f fakeReplica) ISR() []int32        { return f.isr }
+func (f fakeReplica) LogStart() int64 {
+	if len(f.log) == 0 {
+		return f.leo
+	}
+	return f.log[0].BaseOffset
+}
+func (f fakeReplica) LeaderEpoch() int32 { return f.epoch }
+func (f fakeReplica) ISR() []int32       { return f.isr }
 
 // batches builds a log of one-record batches written in epoch, with
 // values from vals.

@@ -14,6 +14,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/traffic"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
@@ -560,8 +561,18 @@ func (s *Sim) flushController() {
 func (s *Sim) collectEvents(n *node) {
 	for _, e := range n.b.TakeEvents() {
 		s.trace.note(s.Now, e.String())
-		if e.Kind == "warning" {
+		switch e.Kind {
+		case "warning":
 			s.Notef(run.NoteBroker, int(n.id), "broker %d: %s: %s", n.id, e.TP, e.Detail)
+		case "retention", partition.EventReset.String():
+			if e.Kind == "retention" {
+				s.Reached(run.SitRetention)
+			} else {
+				s.Reached(run.SitFollowerReset)
+			}
+			if s.proto != nil {
+				s.proto.leave("steps after retention deleted segments (the model's logs keep every record)")
+			}
 		}
 	}
 }

@@ -303,9 +303,16 @@ func (c *client) handle(env broker.Envelope) {
 		}
 		c.inflight = nil
 		op := &c.s.History[f.op]
+		op.LogStart = max(m.LogStart, 0)
+		if errors.Is(m.Err, kafka.ErrOffsetOutOfRange) {
+			op.HW = m.HW // the answer names both: judged against each other
+		}
 		if m.Err != nil {
 			c.finish(f.op, linearizability.OutcomeFail, m.Err)
 			c.needMeta = true
+			if errors.Is(m.Err, kafka.ErrOffsetOutOfRange) && m.LogStart > c.pos[m.TopicPartition] {
+				c.skipTo(m.TopicPartition, m.LogStart)
+			}
 			if c.final != nil {
 				c.afterFinalFetch(m.TopicPartition, false)
 			}
@@ -486,5 +493,20 @@ func setError(op *linearizability.Op, err error) {
 	var k *kafka.Error
 	if errors.As(err, &k) {
 		op.Code = k.Code()
+	}
+}
+
+// skipTo moves the client's position in tp to start, the log start offset
+// a fetch below it was refused with (retention deleted what it would read
+// next), as auto.offset.reset=earliest does: an assign op in the history,
+// so the checkers see the jump as a reposition, not a skipped poll.
+func (c *client) skipTo(tp kafka.TopicPartition, start int64) {
+	op := c.s.record(linearizability.Op{Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindAssign,
+		Topic: tp.Topic, Partition: tp.Partition, Offset: start})
+	c.finish(op, linearizability.OutcomeOK, nil)
+	c.s.Reached(run.SitFetchBelowLogStart)
+	c.pos[tp] = start
+	if f := c.final; f != nil && f.tp < len(c.tps) && c.tps[f.tp] == tp {
+		f.pos = start
 	}
 }

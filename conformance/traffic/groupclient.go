@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -179,10 +180,13 @@ func (c *client) flushGroup() {
 		case *refclient.Fetched:
 			s.Stats.ConsumerFetches++
 			op := linearizability.Op{Client: client, Kind: linearizability.KindFetch,
-				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, HW: e.HW, Outcome: linearizability.OutcomeOK}
+				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, HW: e.HW, LogStart: max(e.LogStart, 0), Outcome: linearizability.OutcomeOK}
 			if e.Err != nil {
 				op.Outcome = linearizability.OutcomeFail
 				setError(&op, e.Err)
+				if errors.Is(e.Err, kafka.ErrOffsetOutOfRange) && e.LogStart > e.Offset {
+					s.Reached(run.SitFetchBelowLogStart)
+				}
 			}
 			for _, r := range e.Records {
 				op.Records = append(op.Records, linearizability.Record{Offset: r.Offset, Value: string(r.Value)})

@@ -92,6 +92,19 @@ func (b *Broker) apply(h *hosted) error {
 	for _, e := range rd.Events {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: h.tp, Kind: e.Kind.String(), Detail: e.Detail})
 	}
+	if rd.StartAt >= 0 {
+		// Everything the log held is below the leader's log start: it goes
+		// durably (ResetTo), and the snapshot with it.
+		if err := h.log.ResetTo(rd.StartAt); err != nil {
+			return storageFailure(h.tp, err)
+		}
+		if h.snapshotAt >= 0 {
+			if err := storage.RemoveProducerSnapshot(b.disk, h.dir); err != nil {
+				return storageFailure(h.tp, err)
+			}
+			h.snapshotAt = -1
+		}
+	}
 	if rd.Truncate >= 0 {
 		if err := b.failpoint(FPBeforeTruncate); err != nil {
 			return err

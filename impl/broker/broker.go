@@ -79,6 +79,7 @@ type Broker struct {
 	topicConfigs   map[string]kafka.TopicConfig
 	lastHeartbeat  int64
 	lastCheckpoint int64
+	lastRetention  int64
 	// metaVersion is the last StateUpdate version applied with none
 	// missing before it (Heartbeat.MetadataVersion).
 	metaVersion uint64
@@ -313,6 +314,14 @@ func (b *Broker) tick(now int64) error {
 			}
 		}
 	}
+	if b.now-b.lastRetention >= b.cfg.LogRetentionCheckIntervalMs {
+		b.lastRetention = b.now
+		for _, tp := range b.order {
+			if err := b.retain(b.parts[tp]); err != nil {
+				return err
+			}
+		}
+	}
 	if b.cfg.HWCheckpointIntervalMs > 0 && b.now-b.lastCheckpoint >= b.cfg.HWCheckpointIntervalMs {
 		b.lastCheckpoint = b.now
 		for _, tp := range b.order {
@@ -401,7 +410,7 @@ func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {
 		resp.Err = kafka.ErrNotLeader
 	default:
 		resp.LeaderEpoch = h.replica.LeaderEpoch()
-		resp.Offset = 0
+		resp.Offset = h.replica.LogStart()
 		if m.Latest {
 			resp.Offset = h.replica.HW()
 		}

@@ -50,6 +50,8 @@ type opts struct {
 	minISR  int
 	lagMs   int64
 	flush   bool
+	// tweak, when set, changes every broker's configuration last.
+	tweak func(*broker.Config)
 	// checkpointMs is hw_checkpoint_interval_ms, which also times the
 	// producer snapshots; 0 checkpoints every change and writes none.
 	checkpointMs int64
@@ -111,6 +113,9 @@ func newCluster(t *testing.T, o opts) *cluster {
 		cfg.HWCheckpointIntervalMs = o.checkpointMs
 		if o.segmentBytes > 0 {
 			cfg.LogSegmentBytes = o.segmentBytes
+		}
+		if o.tweak != nil {
+			o.tweak(&cfg)
 		}
 		n := &node{
 			id:    id,

@@ -151,7 +151,10 @@ type FetchResponse struct {
 	Batches []record.Batch
 	HW      int64
 	LEO     int64
-	Err     error
+	// LogStart is the leader's log start offset, which retention moves
+	// (-1 when the answer is an error from a broker that is not leader).
+	LogStart int64
+	Err      error
 }
 
 // ListOffsetsRequest asks for the earliest offset or the latest visible one.

@@ -105,7 +105,7 @@ func (b *Broker) completeProduce(c partition.Completion) error {
 func (b *Broker) handleFetch(from NodeID, m FetchRequest) error {
 	h, ok := b.parts[m.TopicPartition]
 	if !ok {
-		b.send(from, FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1, Err: b.unknownOrNotLeader(m.TopicPartition)})
+		b.send(from, FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1, LogStart: -1, Err: b.unknownOrNotLeader(m.TopicPartition)})
 		return nil
 	}
 	res := h.replica.Read(m.Offset, m.MaxBytes, m.CurrentLeaderEpoch)
@@ -135,7 +135,7 @@ func size(batches []record.Batch, offset int64) int {
 
 func (b *Broker) answerFetch(to NodeID, m FetchRequest, res partition.ReadResult) {
 	b.send(to, FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition,
-		Batches: res.Batches, HW: res.HW, LEO: res.LEO, Err: res.Err})
+		Batches: res.Batches, HW: res.HW, LEO: res.LEO, LogStart: res.LogStart, Err: res.Err})
 }
 
 func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error {

@@ -32,6 +32,11 @@ type Settings struct {
 	LogSegmentBytes       int64 `yaml:"log_segment_bytes" doc:"the most a log segment file holds; the batch that would pass it starts a new one (log.segment.bytes)"`
 	LogIndexIntervalBytes int64 `yaml:"log_index_interval_bytes" doc:"bytes of batches between two entries of a segment's offset index (log.index.interval.bytes)"`
 	LogRollMs             int64 `yaml:"log_roll_ms" doc:"a batch whose records are this much newer than the segment's first batch starts a new segment (log.roll.ms)"`
+	// LogRetentionMs and LogRetentionBytes delete a log's oldest segments
+	// (storage.LogConfig), checked every LogRetentionCheckIntervalMs.
+	LogRetentionMs              int64 `yaml:"log_retention_ms" doc:"delete a log segment whose records are all this much older than the broker's clock; -1 keeps them (log.retention.ms)"`
+	LogRetentionBytes           int64 `yaml:"log_retention_bytes" doc:"delete a log's oldest segments while it holds this many bytes without them; -1 has no limit (log.retention.bytes)"`
+	LogRetentionCheckIntervalMs int64 `yaml:"log_retention_check_interval_ms" doc:"how often retention looks for segments to delete (log.retention.check.interval.ms)"`
 	// LogVerifyOnStart reads every segment at a start, not only those
 	// past the recovery point, so that damage in a synced segment is found
 	// (and the data it costs reported) before the replica can lead.
@@ -72,6 +77,10 @@ func DefaultSettings() Settings {
 		LogSegmentBytes:        storage.DefaultSegmentBytes,
 		LogIndexIntervalBytes:  storage.DefaultIndexIntervalBytes,
 		LogRollMs:              storage.DefaultRollMs,
+		LogRetentionMs:         storage.DefaultRetentionMs,
+		LogRetentionBytes:      storage.DefaultRetentionBytes,
+		// Kafka's log.retention.check.interval.ms: five minutes.
+		LogRetentionCheckIntervalMs: 300_000,
 		GroupSettings: GroupSettings{
 			OffsetsTopicPartitions:        50,
 			OffsetsTopicReplicationFactor: 3,
@@ -103,6 +112,13 @@ func (s Settings) Validate() error {
 	} else if err := s.LogConfig().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if s.LogRetentionMs == 0 || s.LogRetentionMs < -1 || s.LogRetentionBytes == 0 || s.LogRetentionBytes < -1 {
+		bad("log_retention_ms and log_retention_bytes must be > 0, or -1 for no limit, got %d and %d (Kafka's defaults are %d and %d)",
+			s.LogRetentionMs, s.LogRetentionBytes, storage.DefaultRetentionMs, storage.DefaultRetentionBytes)
+	}
+	if s.LogRetentionCheckIntervalMs <= 0 {
+		bad("log_retention_check_interval_ms must be > 0, got %d (Kafka's default is 300000)", s.LogRetentionCheckIntervalMs)
+	}
 	if s.HWCheckpointIntervalMs < 0 {
 		bad("hw_checkpoint_interval_ms must be >= 0, got %d", s.HWCheckpointIntervalMs)
 	}
@@ -123,7 +139,8 @@ func (s Settings) Validate() error {
 
 // LogConfig is the shape of the broker's logs.
 func (s Settings) LogConfig() storage.LogConfig {
-	return storage.LogConfig{SegmentBytes: s.LogSegmentBytes, IndexIntervalBytes: s.LogIndexIntervalBytes, RollMs: s.LogRollMs}
+	return storage.LogConfig{SegmentBytes: s.LogSegmentBytes, IndexIntervalBytes: s.LogIndexIntervalBytes, RollMs: s.LogRollMs,
+		RetentionMs: s.LogRetentionMs, RetentionBytes: s.LogRetentionBytes}
 }
 
 // Config is one broker's configuration: its settings and who it is.

@@ -92,7 +92,10 @@ type Fetched struct {
 	Offset  int64
 	Records []ConsumerRecord
 	HW      int64
-	Err     error
+	// LogStart is the log start offset the broker answered with (-1 when
+	// it gave none); below it, retention deleted the records.
+	LogStart int64
+	Err      error
 }
 
 // Committed is the outcome of Commit ID: Err nil when the coordinator

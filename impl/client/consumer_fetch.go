@@ -108,7 +108,7 @@ func (c *Consumer) handleFetch(from broker.NodeID, m broker.FetchResponse) {
 		// reports as CORRUPT_MESSAGE.
 		recs, m.Err = flatten(m.Batches, ps.next)
 	}
-	ev := &Fetched{Span: Span{call, c.now}, TP: ps.tp, Offset: ps.next, HW: m.HW, Err: m.Err}
+	ev := &Fetched{Span: Span{call, c.now}, TP: ps.tp, Offset: ps.next, HW: m.HW, LogStart: m.LogStart, Err: m.Err}
 	switch {
 	case m.Err == nil:
 		ev.Records = recs

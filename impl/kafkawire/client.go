@@ -252,7 +252,7 @@ func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequ
 		return nil, err
 	}
 	resp := raw.(*kmsg.FetchResponse)
-	out := broker.FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1}
+	out := broker.FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1, LogStart: -1}
 	if resp.ErrorCode != 0 {
 		out.Err = wireError(resp.ErrorCode, nil)
 		return out, nil
@@ -262,7 +262,7 @@ func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequ
 			if rt.Topic != m.Topic || rp.Partition != m.Partition {
 				continue
 			}
-			out.HW = rp.HighWatermark
+			out.HW, out.LogStart = rp.HighWatermark, rp.LogStartOffset
 			if out.Err = wireError(rp.ErrorCode, nil); out.Err != nil {
 				return out, nil
 			}

@@ -44,16 +44,19 @@
 //     the request frame (never reused), and stores them as they came.
 //     Transactional and control batches get INVALID_RECORD. acks=0 is
 //     never answered; when the server itself refuses a partition of an
-//     acks=0 produce it closes the connection, as Kafka does.
+//     acks=0 produce it closes the connection, as Kafka does. The answer's
+//     LogStartOffset is -1 (not reported).
 //   - Fetch v4-12. fetch.min.bytes and fetch.max.wait.ms apply to the whole
 //     response: every partition is read once without waiting and, when that
 //     is not enough, once more with the remaining wait. Batches go out as
 //     they are stored, the producer's bytes (its codec) with the offset and
 //     leader epoch the leader assigned;
-//     LastStableOffset is the HW and LogStartOffset is 0 (nothing is ever
-//     deleted). Fetch sessions (KIP-227) are not kept: the answer's session
+//     LastStableOffset is the HW and LogStartOffset the leader's log start
+//     offset, which retention moves; a fetch below it is
+//     OFFSET_OUT_OF_RANGE. Fetch sessions (KIP-227) are not kept: the answer's session
 //     id is 0, which makes clients send full fetches.
-//   - ListOffsets v1-7: earliest (-2) is 0, latest (-1) is the HW; the
+//   - ListOffsets v1-7: earliest (-2) is the log start offset, latest (-1)
+//     is the HW; the
 //     leader epoch is checked when given (KIP-320). Timestamp search is not
 //     supported: any other timestamp gets offset -1, timestamp -1.
 //   - InitProducerId v0-4 for idempotent producers. A transactional id gets

@@ -151,7 +151,7 @@ func (h *handler) fillFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, sl
 		// Empty, never null, as Kafka answers: sarama (Fetch v4-v11)
 		// fails to decode a null record set.
 		rp.RecordBatches = []byte{}
-		rp.LogStartOffset = 0
+		rp.LogStartOffset = -1
 		rp.HighWatermark, rp.LastStableOffset = -1, -1
 		switch {
 		case s.answer == nil:
@@ -163,6 +163,7 @@ func (h *handler) fillFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, sl
 			continue
 		}
 		rp.HighWatermark, rp.LastStableOffset = s.answer.HW, s.answer.HW
+		rp.LogStartOffset = s.answer.LogStart
 		records := []byte{}
 		for i := range s.answer.Batches {
 			b := &s.answer.Batches[i]

@@ -43,7 +43,7 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = p.Partition, -1, -1, 0
+			rp.Partition, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = p.Partition, -1, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 			if !acksOK {
 				rp := &rt.Partitions[len(rt.Partitions)-1]

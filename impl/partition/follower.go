@@ -177,6 +177,13 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 	}
 	r.follower.inflight = 0
 	if resp.Err != nil {
+		if errors.Is(resp.Err, kafka.ErrOffsetOutOfRange) && resp.LogStart > r.leo() {
+			// Our log ends below the leader's log start: what we lack is
+			// deleted there, so start again at it.
+			r.resetTo(resp.LogStart)
+			r.sendFetch(now)
+			return
+		}
 		if errors.Is(resp.Err, kafka.ErrOffsetOutOfRange) && resp.LEO >= 0 {
 			// Our log runs past the leader's.
 			if r.cfg.Truncation == TruncateToHW {

@@ -47,13 +47,14 @@ func testConfig(id int32) Config {
 // durable is what a broker's disk holds for the partition.
 type durable struct {
 	log    []record.Batch
+	start  int64 // where an empty log starts (a reset)
 	hw     int64
 	epochs storage.EpochCache
 }
 
 func (d *durable) leo() int64 {
 	if len(d.log) == 0 {
-		return 0
+		return d.start
 	}
 	return d.log[len(d.log)-1].NextOffset()
 }
@@ -63,6 +64,14 @@ var _ Log = (*durable)(nil)
 
 // LEO implements Log.
 func (d *durable) LEO() int64 { return d.leo() }
+
+// StartOffset implements Log.
+func (d *durable) StartOffset() int64 {
+	if len(d.log) == 0 {
+		return d.start
+	}
+	return d.log[0].BaseOffset
+}
 
 // Read implements Log.
 func (d *durable) Read(offset int64, maxBytes int) ([]record.Batch, error) {
@@ -167,6 +176,9 @@ func (c *cluster) apply(n *node) {
 	r := n.r
 	rd := r.Ready()
 	d := &n.disk
+	if rd.StartAt >= 0 {
+		d.log, d.start = nil, rd.StartAt
+	}
 	if rd.Truncate >= 0 {
 		i := len(d.log)
 		for i > 0 && d.log[i-1].LastOffset() >= rd.Truncate {

@@ -181,8 +181,10 @@ func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
 		f.lastFetchLeaderLEO = -1
 	}
 	leo := r.leo()
-	resp.LEO = leo
-	if req.FetchOffset > leo || req.FetchOffset < 0 {
+	resp.LEO, resp.LogStart = leo, r.logStart()
+	if req.FetchOffset > leo || req.FetchOffset < resp.LogStart {
+		// Past our end, the follower's log ran past ours; below our start,
+		// retention deleted what it lacks and it starts again there.
 		resp.Err = kafka.ErrOffsetOutOfRange
 		return resp
 	}
@@ -224,25 +226,28 @@ type ReadResult struct {
 	Batches []record.Batch
 	HW      int64
 	LEO     int64
-	Err     error
+	// LogStart is the replica's log start offset (-1 when fenced).
+	LogStart int64
+	Err      error
 }
 
 // Read serves a consumer: only batches wholly below HW. An offset in
-// [HW, LEO] returns nothing; past LEO is kafka.ErrOffsetOutOfRange. A
+// [HW, LEO] returns nothing; past LEO, or below the log start offset
+// (retention deleted it), is kafka.ErrOffsetOutOfRange. A
 // currentLeaderEpoch of -1 skips KIP-320's fencing check.
 func (r *Replica) Read(offset int64, maxBytes int, currentLeaderEpoch int32) ReadResult {
 	if currentLeaderEpoch >= 0 {
 		if err := r.checkLeaderEpoch(currentLeaderEpoch); err != nil {
-			return ReadResult{Err: err, HW: -1, LEO: -1}
+			return ReadResult{Err: err, HW: -1, LEO: -1, LogStart: -1}
 		}
 	} else if r.role != RoleLeader {
-		return ReadResult{Err: kafka.ErrNotLeader, HW: -1, LEO: -1}
+		return ReadResult{Err: kafka.ErrNotLeader, HW: -1, LEO: -1, LogStart: -1}
 	}
-	leo := r.leo()
-	if offset < 0 || offset > leo {
-		return ReadResult{Err: kafka.ErrOffsetOutOfRange, HW: r.hw, LEO: leo}
+	leo, start := r.leo(), r.logStart()
+	if offset < start || offset > leo {
+		return ReadResult{Err: kafka.ErrOffsetOutOfRange, HW: r.hw, LEO: leo, LogStart: start}
 	}
-	return ReadResult{Batches: r.read(offset, r.hw, maxBytes), HW: r.hw, LEO: leo}
+	return ReadResult{Batches: r.read(offset, r.hw, maxBytes), HW: r.hw, LEO: leo, LogStart: start}
 }
 
 // checkLeaderEpoch fences requests made in another epoch (KIP-320). As in

@@ -10,6 +10,10 @@ import (
 // Ready is what a replica needs done after an input, in the order the
 // fields are declared: storage first, then the network.
 type Ready struct {
+	// StartAt, when >= 0, empties the stored log and starts it at that
+	// offset (storage.Log.ResetTo), before Truncate and Append: a follower
+	// that fell behind its leader's log start begins again there.
+	StartAt int64
 	// Truncate, when >= 0, is the offset to truncate the stored log to
 	// before appending.
 	Truncate int64
@@ -60,6 +64,9 @@ type FetchResponse struct {
 	Batches []record.Batch
 	HW      int64
 	LEO     int64
+	// LogStart is the leader's log start offset: a FetchOffset below it
+	// is OFFSET_OUT_OF_RANGE, and the follower starts again there.
+	LogStart int64
 }
 
 // EpochEndRequest is OffsetsForLeaderEpoch: where did Epoch end on the leader?
@@ -102,10 +109,11 @@ const (
 	EventISRExpandProposed
 	EventISRChanged
 	EventFenced
+	EventReset // a follower below its leader's log start began again there
 )
 
 var eventNames = [...]string{"became-leader", "became-follower", "hw-advanced", "truncated",
-	"isr-shrink-proposed", "isr-expand-proposed", "isr-changed", "fenced"}
+	"isr-shrink-proposed", "isr-expand-proposed", "isr-changed", "fenced", "reset"}
 
 // String names the kind.
 func (k EventKind) String() string { return eventNames[k] }

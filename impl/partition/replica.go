@@ -248,14 +248,16 @@ func build(cfg Config, tp kafka.TopicPartition, log replicaLog, hw int64, epochs
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Replica{cfg: cfg, tp: tp, log: log, epochs: epochs, leaderID: -1, epoch: -1, ready: Ready{Truncate: -1}}
+	r := &Replica{cfg: cfg, tp: tp, log: log, epochs: epochs, leaderID: -1, epoch: -1, ready: Ready{StartAt: -1, Truncate: -1}}
 	// Request ids start in this process's own range, so an answer to a
 	// request of the previous process is never taken for one of ours.
 	r.requestID = uint64(cfg.Incarnation) << 32
 	// A power loss can leave the checkpoints ahead of the log: clamp them
 	// to what survived (Kafka truncates the epoch cache to LEO on load),
 	// and have the caller rewrite them, or the next restart trusts them.
-	r.hw = min(max(hw, 0), r.leo())
+	// Retention deletes only below the HW, so the HW is at least the log
+	// start offset, though its checkpoint can lag (Kafka clamps it too).
+	r.hw = min(max(hw, r.logStart()), r.leo())
 	if r.hw != hw {
 		r.ready.HWChanged, r.ready.HW = true, r.hw
 	}
@@ -291,6 +293,10 @@ func (r *Replica) HW() int64 { return r.hw }
 
 // LEO is the offset after the replica's last record.
 func (r *Replica) LEO() int64 { return r.leo() }
+
+// LogStart is the offset of the replica's first record, which retention
+// moves (the LEO when it holds none).
+func (r *Replica) LogStart() int64 { return r.logStart() }
 
 // ISR is the controller-committed ISR as the replica last learned it.
 func (r *Replica) ISR() []int32 { return slices.Clone(r.isr) }
@@ -384,14 +390,14 @@ func (r *Replica) becomeOffline(epoch int32) {
 func (r *Replica) Ready() Ready {
 	rd := r.ready
 	rd.ReadErr, r.log.err = r.log.err, nil
-	r.ready = Ready{Truncate: -1}
+	r.ready = Ready{StartAt: -1, Truncate: -1}
 	return rd
 }
 
 // HasReady reports whether Ready would return anything.
 func (r *Replica) HasReady() bool {
 	rd := &r.ready
-	return rd.Truncate >= 0 || len(rd.Append) > 0 || rd.HWChanged || rd.EpochsChanged ||
+	return rd.StartAt >= 0 || rd.Truncate >= 0 || len(rd.Append) > 0 || rd.HWChanged || rd.EpochsChanged ||
 		len(rd.Messages) > 0 || len(rd.Completions) > 0 || len(rd.Events) > 0 || r.log.err != nil
 }
 
@@ -420,6 +426,23 @@ func (r *Replica) truncate(offset int64) int64 {
 	}
 	r.event(EventTruncated, "truncated to %d", leo)
 	return leo
+}
+
+// resetTo empties the log and starts it at offset, past everything it
+// held: a follower below its leader's log start, whose records up to
+// there the leader no longer has, begins again at it (Kafka's
+// truncateFullyAndStartAt). Its epochs and producer state go with its
+// batches; its HW is the new start, since everything below it was
+// committed on the leader (retention deletes only below the HW).
+func (r *Replica) resetTo(offset int64) {
+	r.resetLog(offset)
+	r.truncations++
+	r.producers = producers{}
+	r.epochs = storage.EpochCache{}
+	r.ready.EpochsChanged = true
+	r.hw = offset
+	r.ready.HWChanged, r.ready.HW = true, offset
+	r.event(EventReset, "emptied to start at the leader's log start offset %d", offset)
 }
 
 // append adds a batch at LEO and queues it for storage.

@@ -19,6 +19,10 @@ import (
 type Log interface {
 	// LEO is the offset after the Log's last batch.
 	LEO() int64
+	// StartOffset is the offset of the Log's first batch (its LEO when it
+	// is empty): the caller deletes old batches by retention, below the
+	// replica's HW, without telling it.
+	StartOffset() int64
 	// Read returns consecutive whole batches from the one holding offset,
 	// as many as fit in maxBytes (by record.Batch.Size) but at least one;
 	// none at or past LEO.
@@ -29,8 +33,9 @@ type Log interface {
 // tests, the explorer, the protocol model's trace validation), or in a
 // Log with those appended since the last Ready (NewOnLog: the broker).
 type replicaLog struct {
-	mem   []record.Batch
-	store Log
+	mem      []record.Batch
+	memStart int64 // where mem starts when it is empty (a reset)
+	store    Log
 	// err is the first read failure: the Log's storage broke. The replica
 	// goes on as if the read found nothing, and Ready hands err over.
 	err error
@@ -40,8 +45,11 @@ type replicaLog struct {
 const readChunk = 4 << 20
 
 // storeEnd is where the stored log ends for the replica: the Log's LEO,
-// or a truncation still to apply below it.
+// or a truncation or reset still to apply.
 func (r *Replica) storeEnd() int64 {
+	if r.ready.StartAt >= 0 {
+		return r.ready.StartAt
+	}
 	end := r.log.store.LEO()
 	if t := r.ready.Truncate; t >= 0 && t < end {
 		end = t
@@ -49,10 +57,32 @@ func (r *Replica) storeEnd() int64 {
 	return end
 }
 
+// logStart is the offset of the replica's first record (its LEO if it
+// has none): retention moves it on a Log, a reset anywhere.
+func (r *Replica) logStart() int64 {
+	switch {
+	case r.ready.StartAt >= 0:
+		return r.ready.StartAt
+	case r.log.store != nil:
+		return r.log.store.StartOffset()
+	case len(r.log.mem) > 0:
+		return r.log.mem[0].BaseOffset
+	}
+	return r.log.memStart
+}
+
+// resetLog empties the log and starts it at offset.
+func (r *Replica) resetLog(offset int64) {
+	r.ready.Append, r.ready.Truncate, r.ready.StartAt = nil, -1, offset
+	if r.log.store == nil {
+		r.log.mem, r.log.memStart = nil, offset
+	}
+}
+
 func (r *Replica) leo() int64 {
 	if r.log.store == nil {
 		if len(r.log.mem) == 0 {
-			return 0
+			return r.log.memStart
 		}
 		return r.log.mem[len(r.log.mem)-1].NextOffset()
 	}
@@ -77,6 +107,7 @@ func (r *Replica) readStore(offset int64, maxBytes int) []record.Batch {
 // read returns whole batches from the one holding offset, up to maxBytes but
 // at least one, and none at or past limit.
 func (r *Replica) read(offset, limit int64, maxBytes int) []record.Batch {
+	offset = max(offset, r.logStart())
 	if r.log.store == nil {
 		return readBatches(r.log.mem, offset, limit, maxBytes)
 	}
@@ -128,6 +159,7 @@ func readBatches(log []record.Batch, offset, limit int64, maxBytes int) []record
 // each calls fn with every batch from the one holding offset on, in
 // order, reading a Log a chunk at a time.
 func (r *Replica) each(offset int64, fn func(b *record.Batch)) {
+	offset = max(offset, r.logStart())
 	if r.log.store == nil {
 		for _, b := range readBatches(r.log.mem, offset, math.MaxInt64, math.MaxInt) {
 			fn(&b)
@@ -175,7 +207,7 @@ func (r *Replica) Log() []record.Batch {
 		return r.log.mem
 	}
 	var out []record.Batch
-	if m, ok := r.log.store.(mirrored); ok && r.ready.Truncate < 0 {
+	if m, ok := r.log.store.(mirrored); ok && r.ready.Truncate < 0 && r.ready.StartAt < 0 {
 		if all, ok := m.Mirrored(); ok {
 			if len(r.ready.Append) == 0 {
 				return all

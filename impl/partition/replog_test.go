@@ -92,3 +92,69 @@ func TestLogReadsSeeAPendingTruncation(t *testing.T) {
 	assert.Equal(t, int64(2), rd.Truncate)
 	require.Len(t, rd.Append, 1)
 }
+
+// A Log whose oldest batches retention deleted: reads below its start are
+// OFFSET_OUT_OF_RANGE for a consumer and for a follower, whose answer
+// names the start; a follower whose log ends below it starts again there,
+// with nothing, its HW at the start (everything below was committed).
+func TestReadsBelowTheLogStartAreOutOfRange(t *testing.T) {
+	all := stored([]int32{1, 1, 1, 1, 1}, "a", "b", "c", "d", "e")
+	st := &brokenLog{durable: durable{log: all[2:]}} // retention took [0, 2)
+	r, err := NewOnLog(testConfig(1), testTP, st, 1, epochCache(t, entry(1, 0)), nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.LogStart())
+	assert.Equal(t, int64(2), r.HW(), "the HW is at least the log start offset")
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	r.Ready()
+	res := r.Read(1, 1<<20, -1)
+	require.ErrorIs(t, res.Err, kafka.ErrOffsetOutOfRange)
+	assert.Equal(t, int64(2), res.LogStart)
+	res = r.Read(2, 1<<20, -1)
+	require.NoError(t, res.Err)
+	assert.Equal(t, int64(2), res.LogStart)
+
+	resp := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, ReplicaIncarnation: 1, FetchOffset: 1, CurrentLeaderEpoch: 2, MaxBytes: 1 << 20}, 10)
+	require.ErrorIs(t, resp.Err, kafka.ErrOffsetOutOfRange)
+	assert.Equal(t, int64(2), resp.LogStart)
+	assert.Equal(t, int64(5), resp.LEO)
+
+	cfg := testConfig(2)
+	f, rd := followerOf(t, cfg, all[:1], 1, epochCache(t, entry(1, 0)), 2)
+	rd = answerEpochQuery(t, f, rd)
+	fetch := messages[FetchRequest](rd)
+	require.Len(t, fetch, 1)
+	assert.Equal(t, int64(1), fetch[0].FetchOffset)
+	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: 4, LEO: 5, LogStart: 2}, 11)
+	rd = f.Ready()
+	assert.Equal(t, int64(2), rd.StartAt, "the follower starts again at the leader's log start")
+	assert.Empty(t, f.Log())
+	assert.Equal(t, int64(2), f.LEO())
+	assert.Equal(t, int64(2), f.LogStart())
+	assert.True(t, rd.HWChanged)
+	assert.Equal(t, int64(2), rd.HW)
+	assert.Empty(t, entries(f.EpochCache()))
+	next := messages[FetchRequest](rd)
+	require.Len(t, next, 1)
+	assert.Equal(t, int64(2), next[0].FetchOffset)
+	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: next[0].ID, Batches: all[2:4], HW: 4, LEO: 5, LogStart: 2}, 12)
+	assert.Equal(t, int64(4), f.LEO())
+	assert.Equal(t, []storage.EpochEntry{entry(1, 2)}, entries(f.EpochCache()))
+
+	// An answer past our end is still "our log runs past the leader's".
+	g, rd := followerOf(t, cfg, all, 5, epochCache(t, entry(1, 0)), 2)
+	rd = answerEpochQuery(t, g, rd)
+	fetch = messages[FetchRequest](rd)
+	g.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: 3, LEO: 3, LogStart: 2}, 11)
+	assert.Equal(t, int64(-1), g.Ready().StartAt)
+	assert.Equal(t, int64(5), g.LEO(), "not reset: it asks where its epoch ends")
+}
+
+// answerEpochQuery answers the follower's epoch query in rd: epoch 1 ends
+// at 5 on the leader.
+func answerEpochQuery(t *testing.T, f *Replica, rd Ready) Ready {
+	t.Helper()
+	q := messages[EpochEndRequest](rd)
+	require.Len(t, q, 1)
+	f.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q[0].ID, Epoch: 1, EndOffset: 5}, 1)
+	return f.Ready()
+}

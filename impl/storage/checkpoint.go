@@ -86,7 +86,7 @@ func ReadHW(d Disk, dir string) (int64, error) {
 }
 
 // offsetKinds names the checkpoint kind of each one-offset checkpoint file.
-var offsetKinds = map[string]string{HWFile: "hw", RecoveryPointFile: "recovery-point"}
+var offsetKinds = map[string]string{HWFile: "hw", RecoveryPointFile: "recovery-point", LogStartFile: "log-start-offset"}
 
 // writeOffsetCheckpoint durably and atomically stores one offset in the
 // checkpoint file of dir.

@@ -177,8 +177,9 @@ func (l *Log) Append(b record.Batch) error {
 		return l.fail("append to", name, err)
 	}
 	if s.size == 0 {
-		s.firstTS = ts
+		s.firstTS, s.maxTS, s.maxKnown = ts, ts, true
 	}
+	s.maxTS = max(s.maxTS, ts)
 	s.size += int64(len(frame))
 	s.sinceIndex += int64(len(frame))
 	s.next = b.NextOffset()
@@ -353,6 +354,7 @@ func (l *Log) shorten(i int, pos, next int64) error {
 		s.index = s.index[:keep]
 	}
 	s.size, s.next, s.dirty = pos, next, true
+	s.maxKnown = false
 	s.sinceIndex = pos
 	if keep > 0 {
 		s.sinceIndex = pos - s.index[keep-1].pos
@@ -373,6 +375,7 @@ func (l *Log) activate(s *segment) error {
 		s.sinceIndex = s.size - index[len(index)-1].pos
 	}
 	s.firstTS = l.firstTimestamp(s)
+	s.maxKnown = false
 	return nil
 }
 

@@ -126,6 +126,17 @@ func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch), verify bo
 		l.segs = append(l.segs, &segment{base: b, next: b, firstTS: -1})
 	}
 	if len(l.segs) == 0 {
+		// An empty log starts where a reset left it (retention never
+		// empties one: it keeps the active segment).
+		start, err := readOffsetCheckpoint(d, dir, LogStartFile)
+		if errors.Is(err, ErrCorruptCheckpoint) {
+			l.rec.Notes = append(l.rec.Notes, fmt.Sprintf("%v: the empty log starts at 0; replication resets it to its leader's log start", err))
+			start, err = 0, nil
+		}
+		if err != nil {
+			return nil, l.rec, fmt.Errorf("open log %s: %w", dir, err)
+		}
+		l.start = start
 		l.rec.ScannedFrom = l.start
 		return l, l.Recovery(), nil
 	}

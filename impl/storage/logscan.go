@@ -16,13 +16,16 @@ type indexBuilder struct {
 	entries  []indexEntry
 	since    int64 // frame bytes since the last entry
 	firstTS  int64
+	maxTS    int64
 	n        int
 }
 
 func (ib *indexBuilder) add(f frame) {
+	ts := f.batch.MaxTimestamp()
 	if ib.n == 0 {
-		ib.firstTS = f.batch.MaxTimestamp()
+		ib.firstTS, ib.maxTS = ts, ts
 	}
+	ib.maxTS = max(ib.maxTS, ts)
 	if f.pos > 0 && ib.since >= ib.interval {
 		ib.entries = append(ib.entries, indexEntry{offset: f.batch.BaseOffset, pos: f.pos})
 		ib.since = 0
@@ -204,5 +207,6 @@ func (l *Log) writeIndex(s *segment, ib indexBuilder) error {
 	}
 	s.index = append([]indexEntry{}, ib.entries...)
 	s.sinceIndex, s.firstTS, s.dirty = ib.since, ib.firstTS, true
+	s.maxTS, s.maxKnown = ib.maxTS, ib.n > 0
 	return nil
 }

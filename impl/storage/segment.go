@@ -38,6 +38,11 @@ const (
 // RecoveryPointFile is the checkpoint holding a log's recovery point.
 const RecoveryPointFile = "recovery-point"
 
+// LogStartFile is the checkpoint holding the start offset of a log reset
+// to begin past its batches (Log.ResetTo) and holding none yet; a log
+// with segments starts at its first segment's base.
+const LogStartFile = "log-start-offset"
+
 // legacyLogFile is the single log file of the format before segments; a
 // directory that holds one is refused with a message, not misread.
 const legacyLogFile = "log"
@@ -83,6 +88,14 @@ type LogConfig struct {
 	// this far past the largest of the active segment's first batch
 	// (log.roll.ms; Kafka measures it by record timestamps too).
 	RollMs int64
+	// RetentionMs deletes a segment whose records are all this much older
+	// than the time DeleteRetained is given (log.retention.ms, by record
+	// timestamps as in Kafka); -1 keeps segments forever.
+	RetentionMs int64
+	// RetentionBytes deletes the oldest segments while the log without
+	// them still holds this many bytes (log.retention.bytes); -1, Kafka's
+	// default, has no limit. 0 means the default too.
+	RetentionBytes int64
 	// Mirror keeps a decoded copy of every batch in memory, for checkers
 	// that look at whole logs after every step (the simulator's
 	// invariants): Mirrored returns it. Reads still go to the files.
@@ -94,6 +107,8 @@ const (
 	DefaultSegmentBytes       = 1 << 30
 	DefaultIndexIntervalBytes = 4096
 	DefaultRollMs             = 7 * 24 * 3600 * 1000
+	DefaultRetentionMs        = 7 * 24 * 3600 * 1000
+	DefaultRetentionBytes     = -1
 )
 
 // withDefaults fills the zero fields with Kafka's defaults.
@@ -107,6 +122,12 @@ func (c LogConfig) withDefaults() LogConfig {
 	if c.RollMs == 0 {
 		c.RollMs = DefaultRollMs
 	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = DefaultRetentionMs
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = DefaultRetentionBytes
+	}
 	return c
 }
 
@@ -119,6 +140,10 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("log.index.interval.bytes %d: want 1 or more (0 for the default, %d)", c.IndexIntervalBytes, DefaultIndexIntervalBytes)
 	case c.RollMs < 0:
 		return fmt.Errorf("log.roll.ms %d: want 1 or more (0 for the default, %d)", c.RollMs, DefaultRollMs)
+	case c.RetentionMs < -1:
+		return fmt.Errorf("log.retention.ms %d: want 1 or more, or -1 for no limit (0 for the default, %d)", c.RetentionMs, DefaultRetentionMs)
+	case c.RetentionBytes < -1:
+		return fmt.Errorf("log.retention.bytes %d: want 1 or more, or -1 for no limit (the default)", c.RetentionBytes)
 	}
 	return nil
 }
@@ -138,7 +163,12 @@ type segment struct {
 	next    int64
 	size    int64
 	firstTS int64 // largest timestamp of the first batch; -1 before one
-	index   []indexEntry
+	// maxTS is the largest timestamp of the segment's last batch, when
+	// maxKnown: kept by appends, read once for a segment opened without
+	// a scan (retention looks at it), forgotten by a cut.
+	maxTS    int64
+	maxKnown bool
+	index    []indexEntry
 	// sinceIndex counts the frame bytes appended since the last index
 	// entry (or the segment's start).
 	sinceIndex int64
