@@ -95,7 +95,7 @@ bench: $(TOOLEXEC)
 LOGBENCH_BYTES ?= 2GiB
 logbench:
 	$(GO) build -o bin/watermark-plain ./tools/watermark
-	$(GO) run ./tools/logbench --binary bin/watermark-plain --bytes $(LOGBENCH_BYTES)
+	$(GO) run ./tools/logbench --binary bin/watermark-plain --bytes $(LOGBENCH_BYTES) $(ARGS)
 
 ## fuzz: a short run of every fuzz target
 fuzz:

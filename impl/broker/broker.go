@@ -322,6 +322,17 @@ func (b *Broker) tick(now int64) error {
 			}
 		}
 	}
+	if b.cfg.HWCheckpointIntervalMs == 0 || b.now-b.lastCheckpoint >= b.cfg.HWCheckpointIntervalMs {
+		// Rolled segments are synced and the recovery point moved past
+		// them with the checkpoints, as Kafka flushes a rolled segment in
+		// the background: a power loss just after a roll can still take
+		// the old segment's tail.
+		for _, tp := range b.order {
+			if err := b.parts[tp].log.SyncRolled(); err != nil {
+				return storageFailure(tp, err)
+			}
+		}
+	}
 	if b.cfg.HWCheckpointIntervalMs > 0 && b.now-b.lastCheckpoint >= b.cfg.HWCheckpointIntervalMs {
 		b.lastCheckpoint = b.now
 		for _, tp := range b.order {

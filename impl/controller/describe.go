@@ -127,7 +127,14 @@ func (c *Controller) checkELR(p *kafka.PartitionState) error {
 	return nil
 }
 
+// hasDuplicates reports whether an id appears twice in s: a replica list,
+// a handful of ids, compared pairwise without allocating (the invariants
+// run it on every partition after every simulated step).
 func hasDuplicates(s []int32) bool {
-	sorted := slices.Sorted(slices.Values(s))
-	return len(slices.Compact(sorted)) != len(s)
+	for i := range s {
+		if slices.Contains(s[i+1:], s[i]) {
+			return true
+		}
+	}
+	return false
 }

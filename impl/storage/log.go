@@ -241,6 +241,32 @@ func (l *Log) Sync() error {
 	return nil
 }
 
+// SyncRolled makes every segment before the active one durable and moves
+// the recovery point to the active segment's base: what Kafka does in the
+// background after each roll (it flushes the segment it rolled, and
+// checkpoints recovery points every log.flush.offset.checkpoint.interval.ms),
+// so that a restart scans little more than the active segment although
+// the log is never synced on a timer.
+func (l *Log) SyncRolled() error {
+	if l.failed != nil {
+		return l.failed
+	}
+	if len(l.segs) < 2 {
+		return nil
+	}
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if s.dirty {
+			if err := l.syncSegment(s); err != nil {
+				return err
+			}
+		}
+	}
+	if base := l.active().base; base > l.recoveryPoint {
+		return l.setRecoveryPoint(base)
+	}
+	return nil
+}
+
 func (l *Log) syncSegment(s *segment) error {
 	name := SegmentName(l.dir, s.base)
 	if err := l.disk.Sync(name); err != nil {

@@ -445,3 +445,24 @@ func TestOpenLogScanTrustsTheRecoveryPoint(t *testing.T) {
 	_, err = l3.ReadAll()
 	require.ErrorIs(t, err, kafka.ErrStorage)
 }
+
+// SyncRolled makes the rolled segments durable and moves the recovery
+// point to the active segment, without syncing the active one: a power
+// loss then takes only the active segment's unsynced tail, and a reopen
+// scans only it.
+func TestSyncRolledTrustsTheRolledSegments(t *testing.T) {
+	d := NewSimDisk()
+	l, _ := openWith(t, d, small)
+	written := appendN(t, l, rand.New(rand.NewPCG(71, 72)), 40)
+	require.Greater(t, len(l.Segments()), 3)
+	require.NoError(t, l.SyncRolled())
+	active, lastRolled := l.active().base, l.segs[len(l.segs)-2].base
+	assert.Equal(t, active, l.RecoveryPoint())
+	d.PowerLossWorst()
+	l2, rec := openWith(t, d, small)
+	// The active segment, never synced, is gone: the scan starts at the
+	// last segment there is, the last one rolled.
+	assert.Equal(t, lastRolled, rec.ScannedFrom, "only the last segment is scanned")
+	assert.Equal(t, active, l2.LEO(), "its unsynced batches are gone; the rolled ones stay")
+	assert.Equal(t, written[:record.Search(written, active)], mustReadAll(t, l2))
+}

@@ -45,6 +45,7 @@ func mainErr() error {
 	size := fs.String("bytes", "2GiB", "how much to write, in record values: a number with an optional KiB, MiB or GiB")
 	record := fs.Int("record", 1024, "bytes per record value")
 	brokers := fs.Int("brokers", 3, "brokers; the topic has one partition per broker, replicated to every broker")
+	segment := fs.String("segment-bytes", "1GiB", "log.segment.bytes of the brokers (Kafka's default, 1 GiB): a SIGKILL restart scans the active segment, so smaller ones show what the recovery point saves")
 	dir := fs.String("dir", "", "where the nodes keep their data (default: a new temporary directory, removed at the end)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -55,6 +56,10 @@ func mainErr() error {
 	total, err := parseBytes(*size)
 	if err != nil {
 		return fmt.Errorf("--bytes %q: %w", *size, err)
+	}
+	segBytes, err := parseBytes(*segment)
+	if err != nil {
+		return fmt.Errorf("--segment-bytes %q: %w", *segment, err)
 	}
 	if *binary == "" {
 		return errors.New("--binary is required: the watermark executable to measure (go build -o bin/watermark-plain ./tools/watermark)")
@@ -75,6 +80,7 @@ func mainErr() error {
 	}
 	ctx := context.Background()
 	settings := run.KafkaSettings()
+	settings.Broker.LogSegmentBytes = segBytes
 	c, err := cluster.Start(ctx, cluster.Options{Binary: bin, Brokers: *brokers, Dir: *dir, Settings: settings, StartTimeout: 2 * time.Minute})
 	if err != nil {
 		return err
@@ -82,8 +88,8 @@ func mainErr() error {
 	defer c.Stop()
 
 	b := &bench{c: c, brokers: *brokers, record: *record, count: total / int64(*record)}
-	fmt.Printf("%s: %d brokers, %d records of %d bytes (%s) to a topic of %d partitions, replication factor %d, acks=all\n",
-		bin, *brokers, b.count, *record, human(b.count*int64(*record)), *brokers, *brokers)
+	fmt.Printf("%s: %d brokers, %d records of %d bytes (%s) to a topic of %d partitions, replication factor %d, acks=all, %s segments\n",
+		bin, *brokers, b.count, *record, human(b.count*int64(*record)), *brokers, *brokers, human(segBytes))
 	return b.run(ctx)
 }
 
