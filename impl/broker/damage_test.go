@@ -32,8 +32,11 @@ func TestDamageInATrustedSegmentIsFoundByTheReadThatMeetsIt(t *testing.T) {
 	// Producer snapshots every second, so that a start does not replay
 	// the whole log to rebuild the producer state.
 	c, leader := newTopic(t, opts{flush: true, segmentBytes: 400, checkpointMs: 1000})
+	// 1.6 MiB: the first batches are no longer among the newest a log
+	// keeps in memory, so a read of them goes to the file.
+	big := strings.Repeat("x", 40<<10)
 	for i := range 40 {
-		c.produceOK(leader, tp0, fmt.Sprint("value-", i))
+		c.produceOK(leader, tp0, fmt.Sprint("value-", i, big))
 	}
 	c.tick(2000)
 	n := c.nodes[leader]

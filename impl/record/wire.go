@@ -117,17 +117,28 @@ func Parse(buf []byte) (Batch, error) {
 	if delta := int32(binary.BigEndian.Uint32(w[offLastDelta:])); count <= 0 || delta != count-1 {
 		return b, fmt.Errorf("%w: %d records, last offset delta %d", ErrInvalid, count, delta)
 	}
-	b.BaseOffset = int64(binary.BigEndian.Uint64(w))
-	b.LeaderEpoch = int32(binary.BigEndian.Uint32(w[offEpoch:]))
-	b.ProducerID = int64(binary.BigEndian.Uint64(w[offPID:]))
-	b.ProducerEpoch = int16(binary.BigEndian.Uint16(w[offPEpoch:]))
-	b.BaseSequence = int32(binary.BigEndian.Uint32(w[offSeq:]))
+	return header(w), nil
+}
+
+// header is the batch whose Wire is w, its header fields read from w.
+func header(w []byte) Batch {
+	b := Batch{
+		BaseOffset:    int64(binary.BigEndian.Uint64(w)),
+		LeaderEpoch:   int32(binary.BigEndian.Uint32(w[offEpoch:])),
+		ProducerID:    int64(binary.BigEndian.Uint64(w[offPID:])),
+		ProducerEpoch: int16(binary.BigEndian.Uint16(w[offPEpoch:])),
+		BaseSequence:  int32(binary.BigEndian.Uint32(w[offSeq:])),
+		Wire:          w,
+	}
 	if b.ProducerID < 0 {
 		b.ProducerID, b.ProducerEpoch, b.BaseSequence = NoProducerID, 0, NoSequence
 	}
-	b.Wire = w
-	return b, nil
+	return b
 }
+
+// Encoded is Parse for the bytes Encode just returned, which it does not
+// check again: the batch with Wire w and its header fields.
+func Encoded(w []byte) Batch { return header(w) }
 
 // Attributes are the batch's attribute bits (0, uncompressed and not
 // transactional, for a batch built in memory).

@@ -59,6 +59,7 @@ type Log struct {
 	// mirrored says it is current (see Mirrored).
 	mirror   []record.Batch
 	mirrored bool
+	tail     tail // the newest frames, for reads near the LEO
 }
 
 // Mirrored returns every batch of the log from the in-memory copy a
@@ -184,6 +185,7 @@ func (l *Log) Append(b record.Batch) error {
 	s.sinceIndex += int64(len(frame))
 	s.next = b.NextOffset()
 	s.dirty = true
+	l.tail.add(record.Encoded(append([]byte(nil), frame...)))
 	if l.mirrored {
 		// The mirror holds the batch as ReadAll would return it: its
 		// stored bytes and its records decoded from them.
@@ -310,6 +312,7 @@ func (l *Log) TruncateTo(offset int64) (newLEO int64, err error) {
 		return l.LEO(), nil
 	}
 	l.mirrored, l.mirror = false, nil
+	defer func() { l.tail.cut(l.LEO()) }()
 	i, pos, cut := 0, int64(0), l.start
 	if offset > l.start {
 		i = l.segOf(offset)

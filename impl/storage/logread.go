@@ -171,14 +171,19 @@ var errIndexMismatch = errors.New("log file does not match its index")
 //
 // Read seeks with the segment's sparse index and decodes only the frames
 // from the index entry before offset to the last batch it returns, through
-// Disk.ReadAt. The batches belong to the caller; each is its stored bytes
-// (record.Batch.Wire), its records not decoded, so that a fetch serves
-// them as they are. A frame that no longer
+// Disk.ReadAt, unless offset is among the newest batches, which it keeps
+// in memory (tail). Each batch is its stored bytes (record.Batch.Wire),
+// its records not decoded, so that a fetch serves them as they are; the
+// caller may change the Batch but must not write into its Wire, which a
+// batch from memory shares. A frame that no longer
 // matches the log (a file changed under it) fails the log with
 // kafka.ErrStorage.
 func (l *Log) Read(offset int64, maxBytes int) ([]record.Batch, error) {
 	if offset < l.start || offset >= l.LEO() {
 		return nil, nil
+	}
+	if out, ok := l.tail.read(offset, maxBytes); ok {
+		return out, nil
 	}
 	var out []record.Batch
 	total := 0

@@ -112,6 +112,7 @@ func (l *Log) Scan(fn func(b *record.Batch)) error {
 // went.
 func (l *Log) cutAt(i int, sc scanned, reason string) error {
 	l.mirrored, l.mirror = false, nil
+	l.tail.reset()
 	s := l.segs[i]
 	name := SegmentName(l.dir, s.base)
 	size, err := l.disk.FileSize(name)

@@ -99,6 +99,7 @@ func (l *Log) ResetTo(offset int64) error {
 		return fmt.Errorf("reset %s: negative offset %d", l.dir, offset)
 	}
 	l.mirrored, l.mirror = false, nil
+	l.tail.reset()
 	if err := l.dropFrom(0); err != nil {
 		return err
 	}
