@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"io/fs"
 	"math"
@@ -232,6 +233,12 @@ func FuzzRecover(f *testing.F) {
 		d := NewSimDisk()
 		require.NoError(t, d.WriteFileAtomic(path.Join("p", LogFile), data))
 		l, rec, err := OpenLog(d, "p", oneSegment)
+		if errors.Is(err, ErrOldFormat) {
+			// The file starts with a whole frame of this reference's
+			// earlier format, CRC and all, so not with a v2 batch (its
+			// magic byte would be 2): refused by design.
+			return
+		}
 		require.NoError(t, err)
 
 		// The recovered batches are their bytes in the file, so that
