@@ -155,8 +155,8 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 //     that no fetch ever returned, whether
 //     its offset is below the end of the final reads (they passed over it) or
 //     beyond (they never got that far: the log ends before it); but not
-//     one below the highest log start offset a fetch answer reported,
-//     which retention deleted. Ops: the produce, the final fetch that read
+//     one below a log start offset a fetch answer reported, returning
+//     after the produce was called: retention deleted it. Ops: the produce, the final fetch that read
 //     furthest.
 //   - deleted-uncommitted: a fetch, ok or OFFSET_OUT_OF_RANGE, whose
 //     answer reported a log start offset past its HW: retention deletes

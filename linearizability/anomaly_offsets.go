@@ -82,9 +82,9 @@ type partitionCheck struct {
 	// finalCall is when the partition's first Final fetch was called: only
 	// writes acknowledged before it must show in the final reads.
 	finalCall int64
-	// logStart is the highest log start offset a fetch answer reported:
-	// retention deleted everything below it.
-	logStart int64
+	// starts are the log start offsets fetch answers reported (when > 0),
+	// with when each returned: retention deleted everything below one.
+	starts []startSeen
 
 	committed []int32
 	clients   map[int]*clientState
@@ -105,7 +105,7 @@ func (c *partitionCheck) run(tp kafka.TopicPartition, ops []int32) []Anomaly {
 	c.vals, c.pairs, c.gaps, c.out = c.vals[:0], c.pairs[:0], c.gaps[:0], nil
 	c.final = -1
 	c.finalCall = never
-	c.logStart = 0
+	c.starts = c.starts[:0]
 	for _, i := range ops {
 		switch c.h[i].Kind {
 		case KindProduce:
@@ -206,9 +206,12 @@ func (c *partitionCheck) addProduce(i int32) {
 func (c *partitionCheck) addFetch(i int32) {
 	op := &c.h[i]
 	ok := op.Outcome == OutcomeOK
-	c.logStart = max(c.logStart, op.LogStart)
-	// An OFFSET_OUT_OF_RANGE answer names the log start and the HW too.
-	if (ok || op.Code == codeOutOfRange) && op.LogStart > op.HW {
+	if op.LogStart > 0 {
+		c.starts = append(c.starts, startSeen{op.LogStart, c.ret(i)})
+	}
+	// The reference's OFFSET_OUT_OF_RANGE answer names the log start and
+	// the HW too; an answer without an HW (-1) is not judged.
+	if (ok || op.Code == codeOutOfRange) && op.HW >= 0 && op.LogStart > op.HW {
 		c.report(AnomalyDeletedUncommitted, op.LogStart, "", []int32{i},
 			"op %d was answered with log start offset %d past its HW %d: retention deleted records that were not committed", op.ID, op.LogStart, op.HW)
 	}
@@ -465,8 +468,9 @@ func (c *partitionCheck) checkValues() {
 				c.h[v.firstRead].ID, v.value, v.firstOff, prod.ID, cmp.Or(prod.Error, "no error given"))
 		}
 		// Retention may delete a record before anyone reads it: below a
-		// reported log start offset, unread is not unseen.
-		if c.final >= 0 && prod.Outcome == OutcomeOK && prod.Acks != 0 && prod.Offset >= c.logStart && v.firstRead < 0 &&
+		// log start offset reported after the write was sent, unread is
+		// not unseen.
+		if c.final >= 0 && prod.Outcome == OutcomeOK && prod.Acks != 0 && prod.Offset >= 0 && !c.deleted(prod) && v.firstRead < 0 &&
 			prod.Return >= 0 && prod.Return < c.finalCall {
 			where := fmt.Sprintf("the final reads ended below it (op %d reached offset %d)", c.h[c.final].ID, c.finalEnd)
 			if prod.Offset <= c.finalEnd {
@@ -481,3 +485,27 @@ func (c *partitionCheck) checkValues() {
 
 // codeOutOfRange is OFFSET_OUT_OF_RANGE's Kafka error code.
 var codeOutOfRange = kafka.CodeOf(kafka.ErrOffsetOutOfRange)
+
+// startSeen is a log start offset a fetch answer reported, and when the
+// fetch returned.
+type startSeen struct{ start, ret int64 }
+
+// deleted reports whether retention may have deleted the record produce
+// prod wrote: a fetch that returned after prod was called reported a log
+// start offset past its offset, and none that returned before it was
+// called did. A record is appended at the log's end, never below its
+// start (a new leader's log reaches every committed record, so past any
+// log start a leader reported), so a start already past it when it was
+// sent excuses nothing.
+func (c *partitionCheck) deleted(prod *Op) bool {
+	after := false
+	for _, s := range c.starts {
+		if s.start > prod.Offset {
+			if s.ret <= prod.Call {
+				return false
+			}
+			after = true
+		}
+	}
+	return after
+}

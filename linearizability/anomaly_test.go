@@ -306,6 +306,18 @@ func TestUnseenBelowTheLogStart(t *testing.T) {
 		f := b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeOK, Offset: 2, Records: []Record{rec(2, "c")}, HW: 3, LogStart: 1, Final: true})
 		assert.Equal(t, []string{fmt.Sprintf(`unseen at 1 "b" ops [%d %d]`, s, f)}, b.check(t))
 	})
+	t.Run("has: below a log start reported before it was written", func(t *testing.T) {
+		var b hist
+		b.sendAcks1(0, "a", 0)
+		b.sendAcks1(0, "b", 1)
+		outOfRange(&b)
+		s := b.sendAcks1(0, "z", 1) // acknowledged below the log start 2
+		b.sendAcks1(0, "c", 2)
+		f := b.add(Op{Client: 1, Kind: KindFetch, Outcome: OutcomeOK, Offset: 2, Records: []Record{rec(2, "c")}, HW: 3, LogStart: 2, Final: true})
+		got := b.check(t)
+		assert.Contains(t, got, fmt.Sprintf(`unseen at 1 "z" ops [%d %d]`, s, f))
+		assert.NotContains(t, got, fmt.Sprintf(`unseen at 1 "b" ops [1 %d]`, f), "b was written before the log start passed it")
+	})
 	t.Run("has: deleted-uncommitted", func(t *testing.T) {
 		var b hist
 		b.sendAcks1(0, "a", 0)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -35,7 +36,15 @@ func (c *Cluster) DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string
 	}
 	var what []string
 	for _, tp := range tps {
-		name := filepath.Join(c.dir, fmt.Sprintf("broker-%d", id), filepath.FromSlash(broker.LogFile(tp)))
+		root := filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))
+		dir := path.Dir(broker.LogFile(tp))
+		var names []string
+		if entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir))); err == nil {
+			for _, e := range entries {
+				names = append(names, dir+"/"+e.Name())
+			}
+		}
+		name := filepath.Join(root, filepath.FromSlash(broker.FirstSegment(tp, names)))
 		w, err := flipMiddle(name, n)
 		if err != nil {
 			return what, fmt.Errorf("damage the log of %s on broker %d: %w", tp, id, err)

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/pingcap/failpoint"
@@ -198,7 +199,8 @@ func (s *Sim) damageLog(n *node, f run.Fault, downMs int64) {
 		s.proto.leave("steps after a damaged log (the model's disks keep what they synced)")
 	}
 	for _, tp := range tps {
-		name := broker.LogFile(tp)
+		names, _ := n.disk.List(path.Dir(broker.LogFile(tp)) + "/")
+		name := broker.FirstSegment(tp, names)
 		stable := n.disk.Stable(name)
 		if stable < 64 {
 			continue // nothing synced worth damaging

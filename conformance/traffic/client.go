@@ -42,7 +42,8 @@ type client struct {
 	sends map[uint64]int
 }
 
-// finalRead reads every partition from offset 0 to the HW that ListOffsets
+// finalRead reads every partition from its log start offset (it starts at
+// 0 and moves on OFFSET_OUT_OF_RANGE) to the HW that ListOffsets
 // reports, once all faults have healed. Its fetches are marked Final only
 // when a partition's pass completes, so a pass cut short by a late fault
 // claims nothing.
@@ -56,8 +57,11 @@ type finalRead struct {
 
 type inflight struct {
 	corr     uint64
-	op       int // index in history, or -1 for a metadata request
+	op       int // index in history, or -1 for a metadata request or an earliest ListOffsets
 	deadline int64
+	// earliest marks a ListOffsets for the log start offset, after an
+	// OFFSET_OUT_OF_RANGE that did not name it (Kafka's answer does not).
+	earliest bool
 }
 
 // Start starts the workload's clients, and the final reader unless the
@@ -303,15 +307,23 @@ func (c *client) handle(env broker.Envelope) {
 		}
 		c.inflight = nil
 		op := &c.s.History[f.op]
-		op.LogStart = max(m.LogStart, 0)
-		if errors.Is(m.Err, kafka.ErrOffsetOutOfRange) {
-			op.HW = m.HW // the answer names both: judged against each other
+		outOfRange := errors.Is(m.Err, kafka.ErrOffsetOutOfRange)
+		switch {
+		case m.Err == nil:
+			op.LogStart = max(m.LogStart, 0)
+		case outOfRange && m.LogStart >= 0 && m.HW >= 0:
+			// The reference names both in the answer: judged against
+			// each other. Kafka's names neither (-1).
+			op.LogStart, op.HW = m.LogStart, m.HW
 		}
 		if m.Err != nil {
 			c.finish(f.op, linearizability.OutcomeFail, m.Err)
 			c.needMeta = true
-			if errors.Is(m.Err, kafka.ErrOffsetOutOfRange) && m.LogStart > c.pos[m.TopicPartition] {
+			switch {
+			case outOfRange && m.LogStart > c.pos[m.TopicPartition]:
 				c.skipTo(m.TopicPartition, m.LogStart)
+			case outOfRange && m.LogStart < 0:
+				c.listEarliest(m.TopicPartition, env.From)
 			}
 			if c.final != nil {
 				c.afterFinalFetch(m.TopicPartition, false)
@@ -351,6 +363,12 @@ func (c *client) handle(env broker.Envelope) {
 			return
 		}
 		c.inflight = nil
+		if f.earliest {
+			if m.Err == nil && m.Offset > c.pos[m.TopicPartition] {
+				c.skipTo(m.TopicPartition, m.Offset)
+			}
+			return
+		}
 		op := &c.s.History[f.op]
 		if m.Err != nil {
 			c.finish(f.op, linearizability.OutcomeFail, m.Err)
@@ -494,6 +512,14 @@ func setError(op *linearizability.Op, err error) {
 	if errors.As(err, &k) {
 		op.Code = k.Code()
 	}
+}
+
+// listEarliest asks leader for tp's log start offset, which the
+// OFFSET_OUT_OF_RANGE answer of a fetch did not name.
+func (c *client) listEarliest(tp kafka.TopicPartition, leader broker.NodeID) {
+	c.corr++
+	c.s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp}})
+	c.inflight = &inflight{corr: c.corr, op: -1, deadline: c.s.Now + 1000, earliest: true}
 }
 
 // skipTo moves the client's position in tp to start, the log start offset

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,23 @@ func partitionDir(tp kafka.TopicPartition) string {
 // storage.Disk name; on a real disk, relative to the data directory), for
 // harnesses that damage it on purpose.
 func LogFile(tp kafka.TopicPartition) string { return partitionDir(tp) + "/" + storage.LogFile }
+
+// FirstSegment names the oldest segment of tp's log among names (Disk
+// names, as Disk.List gives them), or LogFile(tp) when they hold none:
+// retention deletes a log's first segments, so a harness that damages
+// synced bytes looks for the oldest one left.
+func FirstSegment(tp kafka.TopicPartition, names []string) string {
+	dir, first := partitionDir(tp), ""
+	for _, n := range names {
+		if path.Dir(n) == dir && storage.IsSegmentFile(n) && (first == "" || n < first) {
+			first = n // names are zero-padded offsets: in order as strings
+		}
+	}
+	if first == "" {
+		return LogFile(tp)
+	}
+	return first
+}
 
 // listPartitions finds every partition directory that holds a file.
 func listPartitions(d storage.Disk) ([]kafka.TopicPartition, error) {
@@ -81,12 +99,8 @@ func (b *Broker) apply(h *hosted) error {
 	rd := r.Ready()
 	if rd.ReadErr != nil {
 		// A batch failed its checks where recovery trusted the file, or
-		// the disk failed: crash rather than serve it, and have the next
-		// start read every segment, which cuts the log at the damage.
-		if err := verifyNext(b.disk); err != nil {
-			return storageFailure(h.tp, errors.Join(rd.ReadErr, err))
-		}
-		return storageFailure(h.tp, rd.ReadErr)
+		// the disk failed: crash rather than serve it.
+		return b.storageFailure(h.tp, rd.ReadErr)
 	}
 	leader := r.Role() == partition.RoleLeader
 	for _, e := range rd.Events {
@@ -94,13 +108,18 @@ func (b *Broker) apply(h *hosted) error {
 	}
 	if rd.StartAt >= 0 {
 		// Everything the log held is below the leader's log start: it goes
-		// durably (ResetTo), and the snapshot with it.
+		// durably (ResetTo), and the snapshot with it. The emptied epoch
+		// cache first: a crash between must not leave entries of the old
+		// log above an empty one's start.
+		if err := storage.WriteEpochCache(b.disk, h.dir, r.EpochCache()); err != nil {
+			return b.storageFailure(h.tp, err)
+		}
 		if err := h.log.ResetTo(rd.StartAt); err != nil {
-			return storageFailure(h.tp, err)
+			return b.storageFailure(h.tp, err)
 		}
 		if h.snapshotAt >= 0 {
 			if err := storage.RemoveProducerSnapshot(b.disk, h.dir); err != nil {
-				return storageFailure(h.tp, err)
+				return b.storageFailure(h.tp, err)
 			}
 			h.snapshotAt = -1
 		}
@@ -110,19 +129,19 @@ func (b *Broker) apply(h *hosted) error {
 			return err
 		}
 		if _, err := h.log.TruncateTo(rd.Truncate); err != nil {
-			return storageFailure(h.tp, err)
+			return b.storageFailure(h.tp, err)
 		}
 		// Make the truncation durable before anything is appended in its
 		// place: a power loss must not bring the removed batches back
 		// under an HW checkpoint and an epoch cache that no longer fit
 		// them. Truncations are rare; the sync is cheap insurance.
 		if err := h.log.Sync(); err != nil {
-			return storageFailure(h.tp, err)
+			return b.storageFailure(h.tp, err)
 		}
 		if h.snapshotAt > rd.Truncate {
 			// The snapshot describes batches the log no longer holds.
 			if err := storage.RemoveProducerSnapshot(b.disk, h.dir); err != nil {
-				return storageFailure(h.tp, err)
+				return b.storageFailure(h.tp, err)
 			}
 			h.snapshotAt = -1
 		}
@@ -132,7 +151,7 @@ func (b *Broker) apply(h *hosted) error {
 	}
 	if rd.EpochsChanged {
 		if err := storage.WriteEpochCache(b.disk, h.dir, r.EpochCache()); err != nil {
-			return storageFailure(h.tp, err)
+			return b.storageFailure(h.tp, err)
 		}
 	}
 	if len(rd.Append) > 0 {
@@ -148,7 +167,7 @@ func (b *Broker) apply(h *hosted) error {
 		}
 		for i := range rd.Append {
 			if err := h.log.Append(rd.Append[i]); err != nil {
-				return storageFailure(h.tp, err)
+				return b.storageFailure(h.tp, err)
 			}
 		}
 		if b.cfg.FlushEveryAppend {
@@ -156,7 +175,7 @@ func (b *Broker) apply(h *hosted) error {
 				return err
 			}
 			if err := h.log.Sync(); err != nil {
-				return storageFailure(h.tp, err)
+				return b.storageFailure(h.tp, err)
 			}
 		}
 		if err := b.failpoint(pick(leader, FPLeaderAfterAppend, FPFollowerAfterAppend)); err != nil {
@@ -224,7 +243,7 @@ func (b *Broker) snapshotProducers(h *hosted) error {
 	// notices, removes it and replays the whole log instead.
 	snap := h.replica.ProducerSnapshot()
 	if err := storage.WriteProducerSnapshot(b.disk, h.dir, snap.Lines()); err != nil {
-		return storageFailure(h.tp, err)
+		return b.storageFailure(h.tp, err)
 	}
 	h.snapshotAt = snap.Offset
 	return b.failpoint(FPAfterProducerSnapshot)
@@ -240,14 +259,21 @@ func (b *Broker) checkpointHW(h *hosted) error {
 	}
 	hw := h.replica.HW()
 	if err := storage.WriteHW(b.disk, h.dir, hw); err != nil {
-		return storageFailure(h.tp, err)
+		return b.storageFailure(h.tp, err)
 	}
 	h.hwDirty = false
 	h.checkpointed = hw
 	return nil
 }
 
-func storageFailure(tp kafka.TopicPartition, err error) error {
+// storageFailure crashes the broker on a failed read or write of tp's
+// storage, leaving the marker that makes the next start read every
+// segment (verifyMarker): a failure may be damage in a segment the next
+// start would otherwise trust again, and the crash would repeat.
+func (b *Broker) storageFailure(tp kafka.TopicPartition, err error) error {
+	if merr := verifyNext(b.disk); merr != nil {
+		err = errors.Join(err, merr)
+	}
 	return &FailpointError{Name: "storage", Action: ActionCrash, Cause: fmt.Errorf("%s: %w", tp, err)}
 }
 

@@ -310,7 +310,7 @@ func (b *Broker) tick(now int64) error {
 		}
 		for _, tp := range b.order {
 			if err := b.parts[tp].log.Sync(); err != nil {
-				return storageFailure(tp, err)
+				return b.storageFailure(tp, err)
 			}
 		}
 	}
@@ -329,7 +329,7 @@ func (b *Broker) tick(now int64) error {
 		// the old segment's tail.
 		for _, tp := range b.order {
 			if err := b.parts[tp].log.SyncRolled(); err != nil {
-				return storageFailure(tp, err)
+				return b.storageFailure(tp, err)
 			}
 		}
 	}

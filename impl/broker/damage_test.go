@@ -103,3 +103,12 @@ func TestReplayMeetingDamageVerifiesTheLog(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, lostWarnings(b.TakeEvents()), 1)
 }
+
+// Damage faults look for the oldest segment left: retention deletes the
+// first ones.
+func TestFirstSegmentIsTheOldestLeft(t *testing.T) {
+	dir := tp0Dir + "/"
+	names := []string{dir + "hw-checkpoint", storage.SegmentName(tp0Dir, 2000), storage.SegmentName(tp0Dir, 150), "p/t/1/" + storage.LogFile}
+	assert.Equal(t, storage.SegmentName(tp0Dir, 150), broker.FirstSegment(tp0, names))
+	assert.Equal(t, broker.LogFile(tp0), broker.FirstSegment(tp0, nil), "none: the first a log has")
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -12,11 +13,12 @@ import (
 )
 
 // verifyMarker is a file that exists while the broker's next start must
-// read every segment of every log, as log_verify_on_start does: a read
-// met a batch that failed its checks in a segment recovery had trusted (a
-// flipped bit in a synced file), and the broker crashed rather than serve
-// it. The next start finds the damage at open, cuts the log before it and
-// reports the lost data, as it would for a torn tail.
+// read every segment of every log, as log_verify_on_start does: a read or
+// write of its storage failed (a batch that failed its checks in a
+// segment recovery had trusted, a flipped bit in a synced file, or the
+// disk), and the broker crashed rather than serve it. The next start finds
+// any damage at open, cuts the log before it and reports the lost data,
+// as it would for a torn tail.
 const verifyMarker = "verify-logs-at-start"
 
 // verifyNext leaves verifyMarker for the next start, durably.
@@ -27,11 +29,14 @@ func verifyNext(d storage.Disk) error {
 // takeVerifyMarker reports whether the previous process left verifyMarker.
 // The caller removes it (clearVerifyMarker) once every log is open.
 func takeVerifyMarker(d storage.Disk) (bool, error) {
-	names, err := d.List(verifyMarker)
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", verifyMarker, err)
+	_, err := d.FileSize(verifyMarker)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
 	}
-	return slices.Contains(names, verifyMarker), nil
+	return false, fmt.Errorf("read %s: %w", verifyMarker, err)
 }
 
 func clearVerifyMarker(d storage.Disk) error {
@@ -134,6 +139,10 @@ func (b *Broker) openLog(tp kafka.TopicPartition, dir string, verify bool) (*sto
 		return nil, rec, storage.EpochCache{}, fmt.Errorf("open %s: %w", tp, err)
 	}
 	epochs, ok := joinEpochs(stored, scanned, rec.ScannedFrom, log.StartOffset())
+	if !ok && verify {
+		// Every batch was read: the log's own epochs are the cache.
+		epochs, ok = scanned, true
+	}
 	if !ok {
 		// Read the trusted segments too. The first open's cut, if it made
 		// one, is on disk: keep its report unless the second finds worse.

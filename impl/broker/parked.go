@@ -175,7 +175,9 @@ func (b *Broker) retryFetches(tp kafka.TopicPartition, all bool) {
 		} else {
 			res = partition.ReadResult{Err: kafka.ErrUnknownTopicOrPartition, HW: -1, LEO: -1}
 		}
-		if res.Err == nil && b.now < f.deadline && size(res.Batches, f.req.Offset) < max(f.req.MinBytes, 1) {
+		// A read that failed is not answered as if the log held nothing
+		// there: the broker crashes at the replica's next Ready.
+		if ok && h.replica.ReadFailed() || res.Err == nil && b.now < f.deadline && size(res.Batches, f.req.Offset) < max(f.req.MinBytes, 1) {
 			b.fetches[n] = f
 			n++
 			continue

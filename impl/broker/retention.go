@@ -16,7 +16,7 @@ func (b *Broker) retain(h *hosted) error {
 	before := h.log.StartOffset()
 	n, err := h.log.DeleteRetained(b.now, h.replica.HW())
 	if err != nil {
-		return storageFailure(h.tp, err)
+		return b.storageFailure(h.tp, err)
 	}
 	if n > 0 {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: h.tp, Kind: "retention",

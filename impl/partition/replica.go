@@ -188,8 +188,9 @@ func (r Role) String() string {
 // Replica is one broker's replica of one partition.
 //
 // Invariants:
-//  1. The log is contiguous from offset 0: each batch starts at the one
-//     before's NextOffset.
+//  1. The log is contiguous from its log start offset (0 until retention
+//     or a reset moves it): each batch starts at the one before's
+//     NextOffset.
 //  2. 0 <= hw <= leo().
 //  3. On one leader epoch, the leader's hw never decreases.
 //  4. epochs.Latest() <= epoch; on a leader, epochs holds (epoch, leaderStart).
@@ -293,6 +294,11 @@ func (r *Replica) HW() int64 { return r.hw }
 
 // LEO is the offset after the replica's last record.
 func (r *Replica) LEO() int64 { return r.leo() }
+
+// ReadFailed reports whether a read of the replica's Log failed since its
+// last Ready (which hands the failure over as ReadErr): what the read
+// returned is not what the log holds.
+func (r *Replica) ReadFailed() bool { return r.log.err != nil }
 
 // LogStart is the offset of the replica's first record, which retention
 // moves (the LEO when it holds none).

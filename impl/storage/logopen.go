@@ -263,9 +263,16 @@ func (l *Log) recover(fn func(b *record.Batch), verify bool) error {
 	return nil
 }
 
-// removeSegment deletes segment i's files and forgets it.
+// removeSegment deletes segment i's files and forgets it. Before it
+// removes the last one, it checkpoints where the log starts, which no
+// segment's name says any more (retention.go).
 func (l *Log) removeSegment(i int) error {
 	s := l.segs[i]
+	if len(l.segs) == 1 {
+		if err := writeOffsetCheckpoint(l.disk, l.dir, LogStartFile, l.start); err != nil {
+			return l.fail("write", LogStartFile, err)
+		}
+	}
 	for _, name := range []string{indexName(l.dir, s.base), SegmentName(l.dir, s.base)} {
 		if l.exists(name) {
 			if err := l.disk.Remove(name); err != nil {

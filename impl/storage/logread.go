@@ -179,6 +179,9 @@ var errIndexMismatch = errors.New("log file does not match its index")
 // matches the log (a file changed under it) fails the log with
 // kafka.ErrStorage.
 func (l *Log) Read(offset int64, maxBytes int) ([]record.Batch, error) {
+	if l.failed != nil {
+		return nil, l.failed // a file may no longer hold what the log says
+	}
 	if offset < l.start || offset >= l.LEO() {
 		return nil, nil
 	}

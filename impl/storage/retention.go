@@ -18,9 +18,9 @@ import (
 // any point leaves a log that is a suffix of the one before: a log start
 // offset that moved less far, never a gap. No checkpoint is needed for
 // it, but for an empty log, which has no segment to name its start: the
-// log-start-offset checkpoint holds it, written after the segments are
-// gone (a crash before leaves an empty log at a lower start, which the
-// leader's OFFSET_OUT_OF_RANGE resets again).
+// log-start-offset checkpoint holds it, written before the last segment
+// goes (by a reset, a truncation or a recovery cut) and ignored while any
+// segment is left.
 
 // DeleteRetained deletes the oldest segments retention lets go and
 // returns how many it deleted. A segment goes when it is not the active
@@ -89,8 +89,8 @@ func (l *Log) largestTimestamp(s *segment) (int64, error) {
 }
 
 // ResetTo empties the log and starts it at offset: the next batch
-// appended must have that base offset. The segments go durably, newest
-// first, and then the log-start-offset checkpoint is written.
+// appended must have that base offset. The log-start-offset checkpoint
+// is written first, then the segments go durably, newest first.
 func (l *Log) ResetTo(offset int64) error {
 	if l.failed != nil {
 		return l.failed
@@ -100,15 +100,14 @@ func (l *Log) ResetTo(offset int64) error {
 	}
 	l.mirrored, l.mirror = false, nil
 	l.tail.reset()
-	if err := l.dropFrom(0); err != nil {
-		return err
-	}
+	// The checkpoint first: it is ignored while a segment is left, so a
+	// crash mid-way leaves the old log, or the new empty one.
 	if err := writeOffsetCheckpoint(l.disk, l.dir, LogStartFile, offset); err != nil {
 		return l.fail("write", LogStartFile, err)
 	}
-	if err := l.setRecoveryPoint(offset); err != nil {
+	l.start = offset
+	if err := l.dropFrom(0); err != nil {
 		return err
 	}
-	l.start = offset
-	return nil
+	return l.setRecoveryPoint(offset)
 }

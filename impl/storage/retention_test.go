@@ -170,3 +170,33 @@ func TestResetStartsAnEmptyLogAtAnOffset(t *testing.T) {
 	err := l3.Append(genBatch(rand.New(rand.NewPCG(1, 2)), 5, 1))
 	assert.ErrorIs(t, err, ErrNonContiguous)
 }
+
+// A log that starts past 0 keeps its start when a truncation or a
+// recovery cut takes its last segment, across a restart.
+func TestAnEmptiedLogKeepsItsStart(t *testing.T) {
+	cfg := small
+	cfg.RetentionBytes = 1
+	d := NewSimDisk()
+	l, _ := openWith(t, d, cfg)
+	appendN(t, l, rand.New(rand.NewPCG(91, 92)), 40)
+	_, err := l.DeleteRetained(0, l.LEO())
+	require.NoError(t, err)
+	start := l.StartOffset()
+	require.Positive(t, start)
+	_, err = l.TruncateTo(start)
+	require.NoError(t, err)
+	assert.Empty(t, l.Segments())
+	l2, _ := openWith(t, d, cfg)
+	assert.Equal(t, start, l2.StartOffset())
+	assert.Equal(t, start, l2.LEO())
+
+	// A recovery cut that keeps nothing of the only segment.
+	written := appendN(t, l2, rand.New(rand.NewPCG(93, 94)), 1)
+	require.NoError(t, l2.Sync())
+	corruptFile(t, d, l2.Segments()[0], func(b []byte) { b[len(b)/2] ^= 0x40 })
+	l3, rec := openWith(t, d, cfg)
+	assert.False(t, rec.Clean())
+	assert.Equal(t, written[0].BaseOffset, l3.StartOffset())
+	l4, _ := openWith(t, d, cfg)
+	assert.Equal(t, written[0].BaseOffset, l4.StartOffset(), "and after the next restart")
+}
