@@ -54,7 +54,6 @@ type Log struct {
 	recoveryPoint int64 // as the checkpoint holds it
 	rec           Recovery
 	failed        error // sticky I/O failure, see kafka.ErrStorage
-	buf           []byte
 	// mirror holds every batch, decoded, when the config asks for it and
 	// mirrored says it is current (see Mirrored).
 	mirror   []record.Batch
@@ -127,12 +126,6 @@ func (l *Log) fail(op, name string, err error) error {
 	return l.failed
 }
 
-// maxRetainedBuf bounds the encode buffer a Log keeps between appends. It
-// is above a default-sized producer batch (Kafka's 1 MB) in this framing
-// with the slack append's growth adds: below it, every such batch paid for a
-// fresh buffer and its zeroing.
-const maxRetainedBuf = 2 << 20
-
 // Append writes b at the end of the log, in a new segment when the active
 // one is full by size (SegmentBytes) or by age (RollMs). b.BaseOffset must
 // equal LEO(). The write reaches the page cache only; call Sync to make it
@@ -151,14 +144,11 @@ func (l *Log) Append(b record.Batch) error {
 		return fmt.Errorf("append to %s: %w: base offset %d, log end offset %d",
 			l.File(), ErrNonContiguous, b.BaseOffset, leo)
 	}
-	frame, err := appendFrame(l.buf[:0], &b)
+	// Encoded into a buffer of its own, which the tail keeps once it is
+	// written (Disk.Append does not retain it).
+	frame, err := appendFrame(make([]byte, 0, b.Size()), &b)
 	if err != nil {
 		return fmt.Errorf("append to %s: %w", l.File(), err)
-	}
-	// Keep the encode buffer for the next append unless one huge batch
-	// grew it.
-	if cap(frame) <= maxRetainedBuf {
-		l.buf = frame
 	}
 	ts := b.MaxTimestamp()
 	if len(l.segs) == 0 || l.full(l.active(), int64(len(frame)), ts) {
@@ -185,11 +175,12 @@ func (l *Log) Append(b record.Batch) error {
 	s.sinceIndex += int64(len(frame))
 	s.next = b.NextOffset()
 	s.dirty = true
-	l.tail.add(record.Encoded(append([]byte(nil), frame...)))
+	l.tail.add(record.Encoded(frame))
 	if l.mirrored {
 		// The mirror holds the batch as ReadAll would return it: its
-		// stored bytes and its records decoded from them.
-		m, _, err := decodeFrame(append([]byte(nil), frame...))
+		// stored bytes (shared with the tail: never written) and its
+		// records decoded from them.
+		m, _, err := decodeFrame(frame)
 		if err == nil {
 			err = decodeRecords(&m)
 		}
