@@ -18,11 +18,9 @@ func (b *Broker) retain(h *hosted) error {
 	if err != nil {
 		return b.storageFailure(h.tp, err)
 	}
-	if n == 0 {
-		return nil
+	if n > 0 {
+		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: h.tp, Kind: "retention",
+			Detail: fmt.Sprintf("deleted %d segments: the log start offset moved from %d to %d", n, before, h.log.StartOffset())})
 	}
-	b.events = append(b.events, Event{Broker: b.cfg.ID, TP: h.tp, Kind: "retention",
-		Detail: fmt.Sprintf("deleted %d segments: the log start offset moved from %d to %d", n, before, h.log.StartOffset())})
-	h.replica.LogStartMoved()
-	return b.apply(h)
+	return nil
 }

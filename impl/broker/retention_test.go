@@ -9,7 +9,6 @@ import (
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
-	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // retentionOpts: 400-byte segments, logs kept to 1200 bytes, checked
@@ -34,11 +33,6 @@ func TestRetentionMovesTheLogStartOffset(t *testing.T) {
 	require.Positive(t, start, "retention deleted the oldest segments")
 	assert.LessOrEqual(t, start, c.replica(leader, tp0).HW())
 	assert.Equal(t, start, c.listOffset(leader, tp0, false).Offset, "earliest is the log start offset")
-	epochs, err := storage.ReadEpochCache(c.nodes[leader].disk, tp0Dir)
-	require.NoError(t, err)
-	entries := epochs.Entries()
-	require.NotEmpty(t, entries)
-	assert.Equal(t, start, entries[0].StartOffset, "the epoch cache, on disk too, starts at the log start")
 
 	c.fetch(leader, tp0, start-1, 0, 0)
 	resp := takeOne[broker.FetchResponse](c)

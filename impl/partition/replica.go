@@ -264,7 +264,7 @@ func build(cfg Config, tp kafka.TopicPartition, log replicaLog, hw int64, epochs
 	}
 	before := len(r.epochs.Entries())
 	r.epochs.TruncateFromEnd(r.leo())
-	if len(r.epochs.Entries()) != before || r.epochs.TruncateFromStart(r.logStart()) {
+	if len(r.epochs.Entries()) != before {
 		r.ready.EpochsChanged = true
 	}
 	r.producers = r.restoreProducers(snap)
@@ -294,17 +294,6 @@ func (r *Replica) HW() int64 { return r.hw }
 
 // LEO is the offset after the replica's last record.
 func (r *Replica) LEO() int64 { return r.leo() }
-
-// LogStartMoved tells the replica that its Log's start offset moved
-// (retention deleted its oldest batches, below the HW): the epochs wholly
-// below it leave the leader-epoch cache, and the one holding it starts
-// there, so that no epoch query is answered below the log start. The
-// cache goes out in Ready when it changed.
-func (r *Replica) LogStartMoved() {
-	if r.epochs.TruncateFromStart(r.logStart()) {
-		r.ready.EpochsChanged = true
-	}
-}
 
 // ReadFailed reports whether a read of the replica's Log failed since its
 // last Ready (which hands the failure over as ReadErr): what the read

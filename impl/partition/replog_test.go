@@ -104,8 +104,6 @@ func TestReadsBelowTheLogStartAreOutOfRange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), r.LogStart())
 	assert.Equal(t, int64(2), r.HW(), "the HW is at least the log start offset")
-	assert.Equal(t, []storage.EpochEntry{entry(1, 2)}, entries(r.EpochCache()), "the epoch cache starts at the log start")
-	assert.True(t, r.Ready().EpochsChanged)
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	r.Ready()
 	res := r.Read(1, 1<<20, -1)
@@ -149,11 +147,6 @@ func TestReadsBelowTheLogStartAreOutOfRange(t *testing.T) {
 	g.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: 3, LEO: 3, LogStart: 2}, 11)
 	assert.Equal(t, int64(-1), g.Ready().StartAt)
 	assert.Equal(t, int64(5), g.LEO(), "not reset: it asks where its epoch ends")
-
-	st.log = st.log[1:] // retention again, on the leader
-	r.LogStartMoved()
-	assert.Equal(t, []storage.EpochEntry{entry(1, 3), entry(2, 5)}, entries(r.EpochCache()), "the leader's own epoch stays")
-	assert.True(t, r.Ready().EpochsChanged)
 }
 
 // answerEpochQuery answers the follower's epoch query in rd: epoch 1 ends

@@ -104,27 +104,6 @@ func (c *EpochCache) TruncateFromEnd(offset int64) {
 	c.entries = c.entries[:i]
 }
 
-// TruncateFromStart drops the entries of epochs that end at or before
-// offset, the log start offset after retention deleted what was below it,
-// and moves the start of the one holding offset up to it, as Kafka's
-// truncateFromStart does: the cache then describes only records the log
-// holds, so an epoch query is never answered with an offset below the log
-// start. It reports whether the cache changed.
-func (c *EpochCache) TruncateFromStart(offset int64) bool {
-	if len(c.entries) == 0 || c.entries[0].StartOffset >= offset {
-		return false
-	}
-	i := 0
-	for i+1 < len(c.entries) && c.entries[i+1].StartOffset <= offset {
-		i++
-	}
-	n := copy(c.entries, c.entries[i:])
-	clear(c.entries[n:])
-	c.entries = c.entries[:n]
-	c.entries[0].StartOffset = max(c.entries[0].StartOffset, offset)
-	return true
-}
-
 // EndOffsetFor answers an OffsetsForLeaderEpoch request for epoch as a leader
 // whose log ends at leo, following Kafka since KIP-279 (2.0):
 //

@@ -70,36 +70,6 @@ func TestEpochCacheTruncateFromEnd(t *testing.T) {
 	}
 }
 
-// Retention moved the log start offset: the epochs wholly below it go, and
-// the one holding it starts there (Kafka's truncateFromStart).
-func TestEpochCacheTruncateFromStart(t *testing.T) {
-	tests := []struct {
-		offset  int64
-		changed bool
-		want    string
-	}{
-		{0, false, "[0@0 2@5 4@9]"},
-		{3, true, "[0@3 2@5 4@9]"},
-		{5, true, "[2@5 4@9]"},
-		{7, true, "[2@7 4@9]"},
-		{9, true, "[4@9]"},
-		{100, true, "[4@100]"},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.offset), func(t *testing.T) {
-			c := cache(t, EpochEntry{0, 0}, EpochEntry{2, 5}, EpochEntry{4, 9})
-			assert.Equal(t, tt.changed, c.TruncateFromStart(tt.offset))
-			assert.Equal(t, tt.want, c.String())
-			_, err := NewEpochCache(c.Entries())
-			assert.NoError(t, err, "TruncateFromStart keeps the invariants")
-		})
-	}
-	c := cache(t, EpochEntry{0, 0}, EpochEntry{2, 5})
-	c.TruncateFromStart(7)
-	e, end := c.EndOffsetFor(0, 20)
-	assert.Equal(t, int64(7), end, "an epoch older than the log start ends there, not below it (%d)", e)
-}
-
 // TestEpochCacheEndOffsetFor checks the leader's answer to
 // OffsetsForLeaderEpoch: the largest epoch it has <= the one asked, and where
 // that epoch ends. Reference: KIP-101, KIP-279.
