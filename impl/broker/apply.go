@@ -271,8 +271,12 @@ func (b *Broker) checkpointHW(h *hosted) error {
 // segment (verifyMarker): a failure may be damage in a segment the next
 // start would otherwise trust again, and the crash would repeat.
 func (b *Broker) storageFailure(tp kafka.TopicPartition, err error) error {
-	if merr := verifyNext(b.disk); merr != nil {
-		err = errors.Join(err, merr)
+	// A batch the log refused (not contiguous, not valid) is a bug of the
+	// caller, not of the disk: no marker for it.
+	if !errors.Is(err, storage.ErrNonContiguous) && !errors.Is(err, storage.ErrInvalidBatch) {
+		if merr := verifyNext(b.disk); merr != nil {
+			err = errors.Join(err, merr)
+		}
 	}
 	return &FailpointError{Name: "storage", Action: ActionCrash, Cause: fmt.Errorf("%s: %w", tp, err)}
 }

@@ -388,7 +388,7 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 			var err error
 			if h, err = b.load(tp, false); err != nil {
 				// A storage failure is fatal to the process, as in Kafka.
-				return &FailpointError{Name: "storage", Action: ActionCrash, Cause: err}
+				return b.storageFailure(tp, err)
 			}
 		}
 		epochBefore := h.replica.LeaderEpoch()

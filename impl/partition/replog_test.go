@@ -158,3 +158,36 @@ func answerEpochQuery(t *testing.T, f *Replica, rd Ready) Ready {
 	f.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q[0].ID, Epoch: 1, EndOffset: 5}, 1)
 	return f.Ready()
 }
+
+// The leader-epoch cache keeps the epochs below the log start offset (Kafka
+// trims them, but a Kafka follower also deletes below its leader's log
+// start; here each replica's retention is its own). A follower that led an
+// epoch whose tail was never committed asks where that epoch ended: the
+// answer is where it really ended on the leader, below the leader's log
+// start, so the follower drops its divergent tail and is then reset to the
+// leader's log start. Trimmed, the cache would answer with the log start
+// and the follower would keep a record the committed log does not hold.
+func TestFollowerBelowLeaderStartDropsItsDivergentTail(t *testing.T) {
+	leaderLog := stored([]int32{1, 1, 2, 2, 2}, "a", "b", "L2", "L3", "L4")
+	st := &brokenLog{durable: durable{log: leaderLog[3:]}} // retention took [0, 3)
+	l, err := NewOnLog(testConfig(1), testTP, st, 5, epochCache(t, entry(1, 0), entry(2, 2)), nil)
+	require.NoError(t, err)
+	l.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	l.Ready()
+
+	mine := stored([]int32{1, 1, 1, 1, 1}, "a", "b", "F2", "F3", "F4")
+	f, rd := followerOf(t, testConfig(2), mine, 2, epochCache(t, entry(1, 0)), 2)
+	q := messages[EpochEndRequest](rd)
+	require.Len(t, q, 1)
+	ans := l.EpochEnd(q[0])
+	assert.Equal(t, int64(2), ans.EndOffset, "epoch 1 ended at 2 on the leader, below its log start 3")
+	f.HandleEpochEndResponse(ans, 1)
+	rd = f.Ready()
+	assert.Equal(t, int64(2), f.LEO(), "F2 and after are gone")
+	fetch := messages[FetchRequest](rd)
+	require.Len(t, fetch, 1)
+	f.HandleFetchResponse(l.ReplicaFetch(fetch[0], 2), 2)
+	rd = f.Ready()
+	assert.Equal(t, int64(3), rd.StartAt, "below the leader's log start: begin again there")
+	assert.Empty(t, f.Log())
+}
