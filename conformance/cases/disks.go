@@ -15,26 +15,14 @@ var diskCases = []Case{
 	{
 		Name:    "damaged-log",
 		Summary: "logs synced every 500 ms; one broker at a time, leader or follower, goes down and comes back with 8 bytes flipped in the middle of its synced log: it truncates at the damage, leads nothing it lost, and copies the rest again",
-		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Broker.FlushIntervalMs = 500
-			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultDamageLog, run.FaultDamageLog, run.FaultCrash}, IntervalMs: 3000, FaultMs: 1000, MaxFaulty: 1}
-			return cfg
-		},
+		Spec:    func(seed uint64) run.Spec { return damagedLogs(seed, 0) },
 		Require: reached(run.SitDamagedLog),
 	},
 	{
 		Name: "damaged-trusted-segment",
 		Summary: "damaged-log with 2 KiB segments: the damage lands in a synced segment below the recovery point, which a start trusts without reading (as Kafka does); " +
 			"the read that meets it crashes the broker, whose next start reads every segment, truncates at the damage and leads nothing it lost",
-		Spec: func(seed uint64) run.Spec {
-			cfg := base(seed)
-			cfg.Broker.FlushIntervalMs = 500
-			cfg.Broker.LogSegmentBytes = 2048
-			cfg.Broker.LogIndexIntervalBytes = 512
-			cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultDamageLog, run.FaultDamageLog, run.FaultCrash}, IntervalMs: 3000, FaultMs: 1000, MaxFaulty: 1}
-			return cfg
-		},
+		Spec:    func(seed uint64) run.Spec { return damagedLogs(seed, 2048) },
 		Require: reached(run.SitDamagedLog),
 	},
 	{
@@ -184,5 +172,20 @@ func eligibleLostPower(seed uint64) run.Spec {
 		{When: run.Trigger{AtMs: 7000}, Kind: run.FaultPowerLoss, Node: 2, ForMs: 500},
 		{When: run.Trigger{AtMs: 8000}, Kind: run.FaultCrash, Node: 1, ForMs: 12_000},
 	}
+	return cfg
+}
+
+// damagedLogs is damaged-log's run: logs synced every 500 ms, one broker
+// at a time down and back with bytes flipped in its synced log, in
+// segments of segmentBytes (0: Kafka's 1 GiB, so the damage is in the
+// segment a start scans; small, it lands below the recovery point).
+func damagedLogs(seed uint64, segmentBytes int64) run.Spec {
+	cfg := base(seed)
+	cfg.Broker.FlushIntervalMs = 500
+	if segmentBytes > 0 {
+		cfg.Broker.LogSegmentBytes = segmentBytes
+		cfg.Broker.LogIndexIntervalBytes = segmentBytes / 4
+	}
+	cfg.Nemesis = run.Nemesis{Kinds: []run.FaultKind{run.FaultDamageLog, run.FaultDamageLog, run.FaultCrash}, IntervalMs: 3000, FaultMs: 1000, MaxFaulty: 1}
 	return cfg
 }

@@ -106,13 +106,9 @@ func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch), verify bo
 	if err != nil {
 		return nil, l.rec, err
 	}
-	rp, err := readOffsetCheckpoint(d, dir, RecoveryPointFile)
-	if errors.Is(err, ErrCorruptCheckpoint) {
-		l.rec.Notes = append(l.rec.Notes, fmt.Sprintf("%v: scanning every segment", err))
-		rp, err = 0, nil
-	}
+	rp, err := l.readOffset(RecoveryPointFile, "scanning every segment")
 	if err != nil {
-		return nil, l.rec, fmt.Errorf("open log %s: %w", dir, err)
+		return nil, l.rec, err
 	}
 	l.recoveryPoint = rp
 	if len(bases) > 0 {
@@ -126,15 +122,11 @@ func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch), verify bo
 		l.segs = append(l.segs, &segment{base: b, next: b, firstTS: -1})
 	}
 	if len(l.segs) == 0 {
-		// An empty log starts where a reset left it (retention never
-		// empties one: it keeps the active segment).
-		start, err := readOffsetCheckpoint(d, dir, LogStartFile)
-		if errors.Is(err, ErrCorruptCheckpoint) {
-			l.rec.Notes = append(l.rec.Notes, fmt.Sprintf("%v: the empty log starts at 0; replication resets it to its leader's log start", err))
-			start, err = 0, nil
-		}
+		// An empty log starts where the checkpoint written before its
+		// last segment went says (a reset, a truncation or a cut).
+		start, err := l.readOffset(LogStartFile, "the empty log starts at 0; replication resets it to its leader's log start")
 		if err != nil {
-			return nil, l.rec, fmt.Errorf("open log %s: %w", dir, err)
+			return nil, l.rec, err
 		}
 		l.start = start
 		l.rec.ScannedFrom = l.start
@@ -144,6 +136,22 @@ func open(d Disk, dir string, cfg LogConfig, fn func(b *record.Batch), verify bo
 		return nil, l.rec, err
 	}
 	return l, l.Recovery(), nil
+}
+
+// readOffset reads the one-offset checkpoint file of the log's directory:
+// 0 if there is none, and 0 with a note saying what recovery does instead
+// (fallback) if it is damaged, since both checkpoints it reads are derived
+// and recovery can do without them.
+func (l *Log) readOffset(file, fallback string) (int64, error) {
+	v, err := readOffsetCheckpoint(l.disk, l.dir, file)
+	if errors.Is(err, ErrCorruptCheckpoint) {
+		l.rec.Notes = append(l.rec.Notes, fmt.Sprintf("%v: %s", err, fallback))
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("open log %s: %w", l.dir, err)
+	}
+	return v, nil
 }
 
 // ownFramed reports whether segment name starts with a frame of the
