@@ -122,7 +122,7 @@ func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
 	if req.Batch.Len() <= 0 {
 		return ProduceResult{BaseOffset: -1, Err: kafka.ErrInvalidRecord}
 	}
-	if req.Acks == AcksAll && len(r.isr) < r.cfg.MinInsyncReplicas {
+	if req.Acks == AcksAll && len(r.isr) < r.minISR() {
 		return ProduceResult{BaseOffset: -1, Err: kafka.ErrNotEnoughReplicas}
 	}
 	b := req.Batch
@@ -306,7 +306,7 @@ func (r *Replica) adoptISR(st kafka.PartitionState) {
 	r.replicas = slices.Clone(st.Replicas)
 	r.leader.pending = nil
 	r.event(EventISRChanged, "isr %v partition epoch %d", r.isr, r.partitionEpoch)
-	if !r.cfg.AdvanceHWBelowMinISR && len(r.isr) < r.cfg.MinInsyncReplicas {
+	if !r.cfg.AdvanceHWBelowMinISR && len(r.isr) < r.minISR() {
 		// HW cannot pass what is parked until the ISR grows back: tell the
 		// producers now, as Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND does;
 		// the records may still commit, so the outcome is unknown to them.
@@ -394,7 +394,7 @@ func (r *Replica) maybeAdvanceHW() {
 	if p := r.leader.pending; p != nil {
 		size = min(size, len(p.isr))
 	}
-	if !r.cfg.AdvanceHWBelowMinISR && size < r.cfg.MinInsyncReplicas {
+	if !r.cfg.AdvanceHWBelowMinISR && size < r.minISR() {
 		return
 	}
 	hw := r.leo()
@@ -416,6 +416,18 @@ func (r *Replica) maybeAdvanceHW() {
 	r.completeProduces()
 }
 
+// minISR is the effective min.insync.replicas: the setting, capped at
+// the replication factor, as Kafka has applied it to the acks=all
+// refusal, the HW and the eligible leader replicas since 3.7
+// (KAFKA-15583), so a topic with fewer replicas than the setting stays
+// writable. Before the replica knows its assignment, the setting.
+func (r *Replica) minISR() int {
+	if len(r.replicas) == 0 {
+		return r.cfg.MinInsyncReplicas
+	}
+	return min(r.cfg.MinInsyncReplicas, len(r.replicas))
+}
+
 func (r *Replica) maximalISR() []int32 {
 	if r.leader.pending == nil {
 		return r.isr
@@ -434,7 +446,7 @@ func (r *Replica) completeProduces() {
 			continue
 		}
 		var err error
-		if len(r.isr) < r.cfg.MinInsyncReplicas {
+		if len(r.isr) < r.minISR() {
 			err = kafka.ErrNotEnoughReplicasAfterAppend
 		}
 		r.ready.Completions = append(r.ready.Completions, Completion{ID: p.id, BaseOffset: p.base, Err: err})

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // "acks 0: no response; acks 1: the leader answers once the record is in its
@@ -96,6 +97,28 @@ func TestAcksAllRefusedWhenISRBelowMin(t *testing.T) {
 	res = r.Produce(ProduceRequest{ID: 2, Acks: AcksLeader, Batch: batch("b")}, 0)
 	assert.Equal(t, ProduceResult{BaseOffset: 0}, res)
 	assert.Equal(t, int64(0), r.HW(), "below min ISR HW does not advance (KIP-966)")
+}
+
+// min.insync.replicas is capped at the replication factor: a topic with
+// one replica and min ISR 2 takes acks=all and commits on its one copy,
+// as Kafka does since 3.7, while a topic of three replicas with the same
+// setting and an ISR of one still refuses it.
+// Reference: KAFKA-15583 (effective min ISR).
+func TestMinISRCappedAtReplicationFactor(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.MinInsyncReplicas = 2
+	r := newReplica(t, cfg, nil, 0, storage.EpochCache{})
+	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1}, PartitionEpoch: 1}, 0)
+	r.Ready()
+	res := r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0)
+	require.NoError(t, res.Err)
+	rd := r.Ready()
+	assert.Equal(t, int64(1), r.HW(), "the one replica is the whole ISR the topic can have")
+	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0}}, rd.Completions)
+
+	r3 := leaderOf(t, cfg, []int32{1})
+	res = r3.Produce(ProduceRequest{ID: 2, Acks: AcksAll, Batch: batch("b")}, 0)
+	assert.Equal(t, kafka.ErrNotEnoughReplicas, res.Err, "three replicas: the cap is 2")
 }
 
 // "If the ISR shrinks below M after the append, the answer is
