@@ -129,6 +129,7 @@ func DefaultSettings() Settings {
 	b.RequestTimeoutMs = 2000
 	b.HeartbeatIntervalMs = 200
 	b.HWCheckpointIntervalMs = 1000
+	b.ControlledShutdownTimeoutMs = 5000
 	b.OffsetsTopicPartitions = 3
 	b.OffsetsTopicReplicationFactor = 3
 	b.OffsetsCommitTimeoutMs = 5000
@@ -153,6 +154,7 @@ func KafkaSettings() Settings {
 	b.ReplicaFetchWaitMaxMs = 500
 	b.RequestTimeoutMs = 30000
 	b.HWCheckpointIntervalMs = 5000
+	b.ControlledShutdownTimeoutMs = broker.DefaultSettings().ControlledShutdownTimeoutMs
 	b.OffsetsTopicPartitions = 50
 	b.Config.MinSessionTimeoutMs = 6000
 	s.Controller.SessionTimeoutMs = controller.DefaultConfig().SessionTimeoutMs

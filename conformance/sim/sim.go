@@ -513,7 +513,7 @@ func (s *Sim) afterBroker(n *node, err error) {
 func (s *Sim) flushController() {
 	for _, e := range s.ctrl.TakeEvents() {
 		s.trace.note(s.Now, "controller: "+e.String())
-		if k := e.Kind; s.inv != nil && (k == controller.ElectionClean || k == controller.ElectionPreferred || k == controller.ElectionUnclean || k == controller.ElectionEligible) {
+		if s.inv != nil && e.Kind.IsElection() {
 			s.inv.cov.election(s, e.State)
 		}
 		switch e.Kind {
@@ -524,7 +524,7 @@ func (s *Sim) flushController() {
 				s.Stats.ISRExpands++
 			}
 			s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
-		case controller.ElectionClean, controller.ElectionPreferred, controller.ElectionEligible:
+		case controller.ElectionClean, controller.ElectionPreferred, controller.ElectionEligible, controller.ElectionShutdown:
 			s.Stats.Elections++
 			n := run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false)
 			if e.Kind == controller.ElectionEligible {

@@ -103,8 +103,13 @@ func (b *Broker) apply(h *hosted) error {
 		return b.storageFailure(h.tp, rd.ReadErr)
 	}
 	leader := r.Role() == partition.RoleLeader
+	roles := false // the replica's role, epoch or ISR changed
 	for _, e := range rd.Events {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: h.tp, Kind: e.Kind.String(), Detail: e.Detail})
+		switch e.Kind {
+		case partition.EventBecameLeader, partition.EventBecameFollower, partition.EventISRChanged:
+			roles = true
+		}
 	}
 	if rd.StartAt >= 0 {
 		// Everything the log held is below the leader's log start: it goes
@@ -187,10 +192,15 @@ func (b *Broker) apply(h *hosted) error {
 			return err
 		}
 		h.hwDirty = true
-		if b.cfg.HWCheckpointIntervalMs == 0 {
-			if err := b.checkpointHW(h); err != nil {
-				return err
-			}
+	}
+	if h.hwDirty && (roles || b.cfg.HWCheckpointIntervalMs == 0) {
+		// Kafka checkpoints on a timer; the reference also at every
+		// leadership and ISR change, so that the HW a restart compares
+		// its recovered log with is never older than the replica's last
+		// role: a stale checkpoint would let a damaged replica pass for
+		// one that lost nothing committed (load.go lostData).
+		if err := b.checkpointHW(h); err != nil {
+			return err
 		}
 	}
 	for _, m := range rd.Messages {

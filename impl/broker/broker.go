@@ -75,7 +75,11 @@ type Broker struct {
 	lastRegister   int64
 	lostData       []kafka.TopicPartition // partitions whose logs lost committed records at load (RegisterBroker.LostData)
 	emptyDisk      bool                   // no partition on disk at start (RegisterBroker.EmptyDisk)
-	synced         bool                   // the previous process synced every append (RegisterBroker.Synced)
+	// previous is the incarnation whose clean shutdown this start found
+	// (RegisterBroker.PreviousIncarnation); 0: the last stop was not clean.
+	previous int64
+	synced   bool // the previous process synced every append (RegisterBroker.Synced)
+	shutdown shutdownState
 	topicConfigs   map[string]kafka.TopicConfig
 	lastHeartbeat  int64
 	lastCheckpoint int64
@@ -133,11 +137,19 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 		parts:       map[kafka.TopicPartition]*hosted{},
 		metadata:    map[kafka.TopicPartition]kafka.PartitionState{},
 		produces:    map[uint64]*parkedProduce{},
+		shutdown:    shutdownState{begun: -1},
 
 		coords:       map[kafka.TopicPartition]*group.Coordinator{},
 		coordEpoch:   map[kafka.TopicPartition]int32{},
 		groupWaiters: map[uint64]groupWaiter{},
 	}
+	// The marker goes before anything is written: a crash of this
+	// process must not pass for a clean stop.
+	previous, err := takeCleanShutdown(disk)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
+	b.previous = previous
 	tps, err := listPartitions(disk)
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
@@ -203,7 +215,7 @@ func (b *Broker) send(to NodeID, msg any) {
 
 func (b *Broker) sendRegister() {
 	b.lastRegister = b.now
-	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address, LostData: slices.Clone(b.lostData), EmptyDisk: b.emptyDisk, Synced: b.synced})
+	b.send(ControllerID, RegisterBroker{Incarnation: b.incarnation, Address: b.cfg.Address, LostData: slices.Clone(b.lostData), EmptyDisk: b.emptyDisk, PreviousIncarnation: b.previous, Synced: b.synced})
 }
 
 // Handle processes one message. A non-nil error is a *FailpointError: a
@@ -234,6 +246,8 @@ func (b *Broker) dispatch(env Envelope) error {
 	switch m := env.Msg.(type) {
 	case StateUpdate:
 		return b.handleStateUpdate(m)
+	case ShutdownAnswer:
+		b.handleShutdownAnswer(m)
 	case kafka.AlterPartitionAnswer:
 		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleAlterPartitionAnswer(m, b.now) })
 	case partition.FetchRequest:
@@ -289,9 +303,8 @@ func (b *Broker) tick(now int64) error {
 	if !b.registered && b.now-b.lastRegister >= b.cfg.HeartbeatIntervalMs {
 		b.sendRegister()
 	}
-	if b.registered && b.now-b.lastHeartbeat >= b.cfg.HeartbeatIntervalMs {
-		b.lastHeartbeat = b.now
-		b.send(ControllerID, Heartbeat{Incarnation: b.incarnation, MetadataVersion: b.metaVersion})
+	if b.registered && b.heartbeatDue() {
+		b.sendHeartbeat()
 	}
 	for _, tp := range b.order {
 		h := b.parts[tp]

@@ -26,10 +26,11 @@ const (
 	adminID  = broker.ClientIDBase + 1 // sends CreateTopic
 	tickMs   = 10                      // the period of every node's timer
 
-	// sessionTimeoutMs is long enough that no test ends a session by
-	// accident: a stopped broker leaves the ISR through its leader's lag
-	// check or a restart, never through the controller's session expiry.
-	sessionTimeoutMs = 600_000
+	// sessionTimeoutMs is Kafka's broker.session.timeout.ms. A restarted
+	// broker registers only once its old session has ended (KRaft's
+	// DUPLICATE_BROKER_REGISTRATION), so start waits for that: up to
+	// this long since the crashed process's last heartbeat.
+	sessionTimeoutMs = 9000
 	fetchWaitMs      = 200 // replica.fetch.wait.max.ms
 	heartbeatMs      = 100
 )
@@ -135,6 +136,12 @@ func (c *cluster) start(id broker.NodeID) *broker.Broker {
 	c.t.Helper()
 	n := c.nodes[id]
 	require.Nil(c.t, n.b, "broker %d is already running", id)
+	// The controller takes the new process only once the old one's
+	// session has ended.
+	if old, ok := c.ctrl.Controller().Incarnation(int32(id)); ok && c.ctrl.Controller().IsAlive(int32(id)) {
+		c.tickUntil(2*sessionTimeoutMs, func() bool { return !c.ctrl.Controller().IsAlive(int32(id)) },
+			fmt.Sprintf("broker %d's old session (incarnation %d) never ended", id, old))
+	}
 	c.inc++
 	b, err := broker.Open(n.cfg, n.disk, c.inc, c.now, n.fpctx)
 	require.NoError(c.t, err)

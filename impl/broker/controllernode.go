@@ -35,6 +35,14 @@ type ControllerNode struct {
 	// heartbeat interval ago, not merely one still on its way.
 	version uint64
 	heard   map[int32]uint64
+	// reported is the last metadata version each broker said it applied
+	// (its registration's full state, then its heartbeats); stopping
+	// maps a broker in a controlled shutdown to the version that carried
+	// its moved leaderships. It may stop once every active broker has
+	// reported that version (Kafka's controlledShutdownOffset against
+	// the lowest active broker's metadata offset).
+	reported map[int32]uint64
+	stopping map[int32]uint64
 }
 
 // NewControllerNode starts a controller with cfg.
@@ -43,7 +51,8 @@ func NewControllerNode(cfg controller.Config) (*ControllerNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ControllerNode{c: c, addresses: map[int32]string{}, resync: map[int32]bool{}, heard: map[int32]uint64{}}, nil
+	return &ControllerNode{c: c, addresses: map[int32]string{}, resync: map[int32]bool{}, heard: map[int32]uint64{},
+		reported: map[int32]uint64{}, stopping: map[int32]uint64{}}, nil
 }
 
 // RestoreControllerNode starts a controller from a snapshot its previous
@@ -55,7 +64,8 @@ func RestoreControllerNode(cfg controller.Config, snap ControllerSnapshot, now i
 	if err != nil {
 		return nil, err
 	}
-	n := &ControllerNode{c: c, addresses: maps.Clone(snap.Addresses), resync: map[int32]bool{}, heard: map[int32]uint64{}}
+	n := &ControllerNode{c: c, addresses: maps.Clone(snap.Addresses), resync: map[int32]bool{}, heard: map[int32]uint64{},
+		reported: map[int32]uint64{}, stopping: map[int32]uint64{}}
 	if n.addresses == nil {
 		n.addresses = map[int32]string{}
 	}
@@ -119,7 +129,8 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		if m.EmptyDisk {
 			lost = n.replicaOf(int32(env.From))
 		}
-		if err := n.c.Register(int32(env.From), m.Incarnation, now, controller.Registration{Lost: lost, Synced: m.Synced}); err != nil {
+		reg := controller.Registration{Lost: lost, PreviousIncarnation: m.PreviousIncarnation, Synced: m.Synced}
+		if err := n.c.Register(int32(env.From), m.Incarnation, now, reg); err != nil {
 			return // a delayed registration of an earlier process
 		}
 		if m.Address != "" && n.addresses[int32(env.From)] != m.Address {
@@ -127,15 +138,22 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 			n.addrGen++
 		}
 		delete(n.resync, int32(env.From))
+		delete(n.stopping, int32(env.From))
 		n.flush()
 		n.heard[int32(env.From)] = n.version
+		n.reported[int32(env.From)] = n.version
 		n.sendFull(env.From, m.Incarnation)
 		return
 	case Heartbeat:
 		id := int32(env.From)
+		if m.WantShutDown {
+			n.controlledShutdown(id, m, now)
+			return
+		}
 		if n.c.Heartbeat(id, m.Incarnation, now) != nil {
 			break // refused: the broker re-registers
 		}
+		n.reported[id] = max(n.reported[id], m.MetadataVersion)
 		behind := m.MetadataVersion < n.heard[id]
 		n.heard[id] = n.version
 		if n.resync[id] || behind {
@@ -159,6 +177,35 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		n.send(env.From, MetadataResponse{Correlation: m.Correlation, Partitions: n.c.Metadata(), LiveBrokers: n.c.LiveBrokers(), Addresses: n.addressBook()})
 	}
 	n.flush()
+}
+
+// controlledShutdown answers a heartbeat that asks to shut down
+// (controller.ControlledShutdown): the broker may stop once it leads
+// nothing and every active broker has applied the update that moved its
+// leaderships; the controller then fences it.
+func (n *ControllerNode) controlledShutdown(id int32, m Heartbeat, now int64) {
+	leadsNothing, err := n.c.ControlledShutdown(id, m.Incarnation, now)
+	if err != nil {
+		return // another process's, or an unknown broker's
+	}
+	n.flush() // the moved leaderships go out before any answer
+	n.reported[id] = max(n.reported[id], m.MetadataVersion)
+	if _, ok := n.stopping[id]; !ok {
+		n.stopping[id] = n.version
+	}
+	ok := leadsNothing && n.c.IsAlive(id)
+	for _, b := range n.c.LiveBrokers() {
+		if b != id && !n.c.ShuttingDown(b) && n.reported[b] < n.stopping[id] {
+			ok = false // b may not know yet that it leads
+		}
+	}
+	if ok {
+		if err := n.c.ShutDown(id, m.Incarnation, now); err == nil {
+			n.flush()
+		}
+	}
+	done := leadsNothing && !n.c.IsAlive(id)
+	n.send(NodeID(id), ShutdownAnswer{Incarnation: m.Incarnation, ShouldShutDown: done})
 }
 
 func (n *ControllerNode) sendFull(to NodeID, incarnation int64) {

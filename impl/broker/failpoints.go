@@ -31,6 +31,10 @@ const (
 	FPProducerStateUpdate    = "producerStateUpdate"
 	FPBeforeProducerSnapshot = "beforeProducerSnapshot"
 	FPAfterProducerSnapshot  = "afterProducerSnapshot"
+	// A clean shutdown (Shutdown): before the logs are flushed, and
+	// before the clean-shutdown marker is written after them.
+	FPShutdownBeforeFlush  = "shutdownBeforeFlush"
+	FPShutdownBeforeMarker = "shutdownBeforeMarker"
 )
 
 // Failpoints lists every failpoint name of this package.
@@ -40,6 +44,7 @@ var Failpoints = []string{
 	FPHWAdvance, FPHWCheckpointWrite, FPBeforeTruncate, FPAfterTruncate,
 	FPISRChange, FPBecomeLeader, FPBecomeFollower,
 	FPProducerStateUpdate, FPBeforeProducerSnapshot, FPAfterProducerSnapshot,
+	FPShutdownBeforeFlush, FPShutdownBeforeMarker,
 }
 
 // PackagePath is the import path that prefixes this package's failpoints.

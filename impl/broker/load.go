@@ -71,14 +71,14 @@ func (b *Broker) loadOnce(tp kafka.TopicPartition, verify bool) (*hosted, error)
 	if !rec.Clean() {
 		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "recovered", Detail: rec.String()})
 	}
-	hw, err := storage.ReadHW(b.disk, dir)
+	hw, hwFound, err := storage.ReadHWCheckpoint(b.disk, dir)
 	if errors.Is(err, storage.ErrCorruptCheckpoint) {
 		return nil, fmt.Errorf("open %s: %w: a high watermark is not derived from the log, so it is not rebuilt; restore the file, or move the partition's directory %s away so that the broker starts empty and copies the partition from its leader", tp, err, dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
-	if why := lostData(rec, hw); why != "" {
+	if why := lostData(rec, hw, hwFound, b.previous != 0); why != "" {
 		b.warn(tp, "this replica LOST COMMITTED DATA: %s; %s. Until it has copied the partition again from a leader that holds it, it must not lead: the controller is told", why, rec)
 		b.lostData = append(b.lostData, tp)
 	}
@@ -215,15 +215,29 @@ func (b *Broker) loadProducerSnapshot(tp kafka.TopicPartition, dir string, leo i
 }
 
 // lostData says how a recovered log shows that this replica lost records
-// it had and that may have been committed ("" if it shows none): it ends
-// below the HW it checkpointed, or recovery found intact batches after the
-// damage it stopped at, which a torn tail never leaves.
-func lostData(rec storage.Recovery, hw int64) string {
+// it had and that may have been committed ("" if it shows none):
+//   - the broker stopped cleanly (clean), with every log flushed to its
+//     end, and recovery still cut the log: no write was torn, so whatever
+//     it cut is damage, and may be committed;
+//   - it ends below the HW it checkpointed;
+//   - recovery found intact batches after the damage it stopped at, which
+//     a torn tail never leaves;
+//   - recovery cut the log and there is no HW checkpoint to say whether
+//     what it cut was committed: no checkpoint is "unknown", never
+//     "nothing committed".
+//
+// After a crash, a cut at the end of what was written, above the
+// checkpointed HW, is a torn write of records no one was told of.
+func lostData(rec storage.Recovery, hw int64, hwFound, clean bool) string {
 	switch {
+	case clean && !rec.Clean():
+		return fmt.Sprintf("the broker stopped cleanly with every log flushed, yet recovery of %s cut it at offset %d (%s): that is damage, not a torn write", rec.File, rec.LEO, rec.Reason)
 	case rec.LEO < hw:
 		return fmt.Sprintf("its log recovered to offset %d, below its checkpointed high watermark %d", rec.LEO, hw)
 	case rec.DroppedBatches > 0:
 		return fmt.Sprintf("recovery of %s stopped at damage with %d intact batches after it, past offset %d", rec.File, rec.DroppedBatches, rec.LEO)
+	case !hwFound && !rec.Clean():
+		return fmt.Sprintf("recovery of %s cut it at offset %d and no high-watermark checkpoint says whether what it cut was committed", rec.File, rec.LEO)
 	}
 	return ""
 }

@@ -39,10 +39,16 @@ type RegisterBroker struct {
 	// or a disk replaced or wiped). The controller takes it to have lost
 	// every partition it is a replica of, until it is back in their ISRs.
 	EmptyDisk bool
+	// PreviousIncarnation is the incarnation whose clean shutdown left
+	// the marker this process found at start (shutdown.go), 0 when there
+	// was none: Kafka's PreviousBrokerEpoch (KIP-966). The controller
+	// calls the restart clean when it names the incarnation it last
+	// registered (controller.Registration).
+	PreviousIncarnation int64
 	// Synced: the process before this one on the same disk synced every
-	// append before reporting it (flush_every_append), so this restart
-	// lost nothing it had reported beyond LostData, and it stays an
-	// eligible leader replica where it is one (controller.Registration).
+	// append before reporting it (flush_every_append), so even a crash
+	// or power loss lost nothing it had reported beyond LostData: the
+	// controller takes its restart as clean too.
 	Synced bool
 }
 
@@ -53,6 +59,19 @@ type RegisterBroker struct {
 type Heartbeat struct {
 	Incarnation     int64
 	MetadataVersion uint64
+	// WantShutDown asks for a controlled shutdown (KRaft's
+	// BrokerHeartbeat.WantShutDown): the controller moves the broker's
+	// leaderships away, takes it out of the ISRs and answers with a
+	// ShutdownAnswer.
+	WantShutDown bool
+}
+
+// ShutdownAnswer answers a Heartbeat that asked to shut down:
+// ShouldShutDown once the broker leads no partition (KRaft's
+// BrokerHeartbeatResponse.ShouldShutDown).
+type ShutdownAnswer struct {
+	Incarnation    int64
+	ShouldShutDown bool
 }
 
 // StateUpdate carries partition states from the controller. Incarnation is

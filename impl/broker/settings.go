@@ -27,6 +27,10 @@ type Settings struct {
 	FlushEveryAppend bool `yaml:"flush_every_append" doc:"fsync the log after every append (log.flush.interval.messages=1)"`
 	// FlushIntervalMs syncs every log this often; 0 never syncs on a timer.
 	FlushIntervalMs int64 `yaml:"flush_interval_ms" doc:"fsync every log this often; 0 leaves it to the OS (log.flush.interval.ms)"`
+	// ControlledShutdownTimeoutMs bounds how long a stopping broker waits
+	// for the controller to move its leaderships (BeginShutdown); past
+	// it the broker flushes and stops without them, as Kafka does.
+	ControlledShutdownTimeoutMs int64 `yaml:"controlled_shutdown_timeout_ms" doc:"how long a stopping broker waits for the controller to move its leaderships before it stops without them (Kafka: five minutes, no setting)"`
 	// LogSegmentBytes, LogIndexIntervalBytes and LogRollMs shape each
 	// log's segments (storage.LogConfig).
 	LogSegmentBytes       int64 `yaml:"log_segment_bytes" doc:"the most a log segment file holds; the batch that would pass it starts a new one (log.segment.bytes)"`
@@ -73,6 +77,9 @@ func DefaultSettings() Settings {
 		Settings:               partition.DefaultSettings(),
 		HeartbeatIntervalMs:    2000,
 		HWCheckpointIntervalMs: 5000,
+		// Kafka 4.1 has no setting for it: BrokerServer waits at most
+		// five minutes (KafkaBroker.shutdown), then shuts down anyway.
+		ControlledShutdownTimeoutMs: 300_000,
 		MessageMaxBytes:        DefaultMessageMaxBytes,
 		LogSegmentBytes:        storage.DefaultSegmentBytes,
 		LogIndexIntervalBytes:  storage.DefaultIndexIntervalBytes,
@@ -99,6 +106,9 @@ func (s Settings) Validate() error {
 	}
 	if s.HeartbeatIntervalMs <= 0 {
 		bad("heartbeat_interval_ms must be > 0, got %d", s.HeartbeatIntervalMs)
+	}
+	if s.ControlledShutdownTimeoutMs <= 0 {
+		bad("controlled_shutdown_timeout_ms must be > 0, got %d", s.ControlledShutdownTimeoutMs)
 	}
 	if s.FlushIntervalMs < 0 {
 		bad("flush_interval_ms must be >= 0, got %d", s.FlushIntervalMs)

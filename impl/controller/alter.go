@@ -79,7 +79,9 @@ func (c *Controller) checkISR(p *kafka.PartitionState, req kafka.AlterPartition,
 			continue
 		}
 		b, ok := c.brokers[r]
-		if !ok || !b.alive {
+		if !ok || !b.alive || b.shuttingDown {
+			// KIP-841: a fenced broker, or one in a controlled shutdown,
+			// does not join an ISR.
 			return kafka.ErrIneligibleReplica
 		}
 		if req.NewISRIncarnations != nil && req.NewISRIncarnations[i] != b.incarnation && !c.cfg.ISRWithoutBrokerEpoch {

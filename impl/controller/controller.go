@@ -119,6 +119,11 @@ type broker struct {
 	// since. It joins no ELR, and as the last ISR member it yields to a
 	// live eligible leader replica (eligible.go).
 	suspect map[kafka.TopicPartition]bool
+	// shuttingDown: this incarnation asked for a controlled shutdown
+	// (shutdown.go). It stays alive until its session ends, but leads
+	// nothing, leaves every ISR it is not the last member of, and joins
+	// none.
+	shuttingDown bool
 }
 
 // Registration is what a broker's process says of itself as it registers.
@@ -126,11 +131,24 @@ type Registration struct {
 	// Lost names the partitions whose logs it recovered with committed
 	// records lost (a damaged or shortened log).
 	Lost []kafka.TopicPartition
+	// PreviousIncarnation is the incarnation whose clean shutdown the
+	// process found the marker of (0: none): KIP-966's
+	// PreviousBrokerEpoch.
+	PreviousIncarnation int64
 	// Synced: its previous process synced every append before reporting
-	// it (log.flush.interval.messages=1), so a restart lost nothing it
-	// had reported beyond what Lost names. Without it, a restart drops
-	// the broker from every ELR (KIP-966's unclean-shutdown rule).
+	// it (log.flush.interval.messages=1), so even a crash lost nothing it
+	// had reported beyond what Lost names.
 	Synced bool
+}
+
+// Clean reports whether the registration follows a clean stop of the
+// incarnation registered before it (registered): its marker names that
+// incarnation (Kafka's rule, KIP-966), or it synced every append (the
+// reference's own: such a process loses nothing it reported, however it
+// stops). Without it, a restart may have lost what the broker had
+// reported, and drops it from every ELR (KIP-966's unclean-shutdown rule).
+func (r Registration) Clean(registered int64) bool {
+	return r.Synced || (r.PreviousIncarnation != 0 && r.PreviousIncarnation == registered)
 }
 
 // Controller is the cluster controller. Create it with New.
@@ -228,6 +246,13 @@ func (c *Controller) LiveBrokers() []int32 {
 func (c *Controller) IsAlive(id int32) bool {
 	b, ok := c.brokers[id]
 	return ok && b.alive
+}
+
+// active reports whether broker id is alive and not in a controlled
+// shutdown: whether it may lead and stay in an ISR beside others.
+func (c *Controller) active(id int32) bool {
+	b, ok := c.brokers[id]
+	return ok && b.alive && !b.shuttingDown
 }
 
 // Incarnation returns the registered incarnation of broker id.

@@ -189,12 +189,14 @@ func TestUncleanElectionWhenReplicaReturns(t *testing.T) {
 	assert.Equal(t, []int32{2}, s.ISR)
 }
 
-// TestRestartFencesBeforeSessionTimeout checks KIP-903's rule that "a
-// restarted replica must not count as in-sync with its old state": a broker
-// registering with a new incarnation, even long before its session expires,
-// leaves every ISR and loses leadership as if it had died, then is alive.
+// TestRestartLeavesEveryISR checks KIP-903's rule that "a restarted
+// replica must not count as in-sync with its old state": a broker
+// registering with a new incarnation (once its old session ended:
+// TestRegistrationWaitsForTheOldSession) has left every ISR and its
+// leaderships as a dead broker does, and the leader's proposal to add it
+// back on the strength of the old process's fetches is refused.
 // Reference: KIP-903.
-func TestRestartFencesBeforeSessionTimeout(t *testing.T) {
+func TestRestartLeavesEveryISR(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2, 3)
 	h.createTopic("t", 1, 3)
 	p := tp("t", 0)
@@ -371,8 +373,12 @@ func TestAlterPartition(t *testing.T) {
 // Reference: spec/SEMANTICS.md, Replication (Controller); KIP-631 (broker epochs).
 func TestHeartbeatsKeepBrokersAlive(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
-	require.NoError(t, h.c.RegisterBroker(2, 2, 0), "broker 2 restarts at once")
-	for h.now = 500; h.now <= 5000; h.now += 500 {
+	require.ErrorIs(t, h.c.RegisterBroker(2, 2, 0), kafka.ErrDuplicateBrokerRegistration,
+		"broker 2 restarts at once: refused while its old session is live")
+	h.now = timeout + 1
+	h.c.Tick(h.now)
+	require.NoError(t, h.c.RegisterBroker(2, 2, h.now), "the old session ended")
+	for h.now += 500; h.now <= 5000; h.now += 500 {
 		require.NoError(t, h.c.Heartbeat(1, 1, h.now))
 		require.ErrorIs(t, h.c.Heartbeat(2, 1, h.now), kafka.ErrStaleIncarnation)
 		h.c.Tick(h.now)
@@ -551,8 +557,7 @@ func TestRestartedReplicaThatLostDataIsNotElected(t *testing.T) {
 	require.NoError(t, h.alter(p, 1).Err) // ISR [1]: broker 1 alone
 	h.c.Ready()
 
-	h.inc[1]++
-	require.NoError(t, h.c.RegisterBroker(1, h.inc[1], h.now, p))
+	h.register(1, Registration{Lost: []kafka.TopicPartition{p}})
 	s := h.state(p)
 	assert.Equal(t, kafka.NoLeader, s.Leader, "the last ISR member lost the data: offline, not elected")
 	assert.Equal(t, []int32{1}, s.ISR)
@@ -570,8 +575,7 @@ func TestRestartedReplicaThatLostDataIsNotElected(t *testing.T) {
 	h2.createTopic("t", 1, 2)
 	require.NoError(t, h2.alter(p, 1).Err)
 	h2.c.Ready()
-	h2.inc[1]++
-	require.NoError(t, h2.c.RegisterBroker(1, h2.inc[1], h2.now, p))
+	h2.register(1, Registration{Lost: []kafka.TopicPartition{p}})
 	assert.Equal(t, int32(2), h2.state(p).Leader, "unclean: the replica that lost nothing")
 	h2.check()
 

@@ -17,7 +17,10 @@ func (c *Controller) Describe() string {
 	for _, id := range c.brokerIDs() {
 		br := c.brokers[id]
 		state := "dead"
-		if br.alive {
+		switch {
+		case br.alive && br.shuttingDown:
+			state = "shutting-down"
+		case br.alive:
 			state = "alive"
 		}
 		fmt.Fprintf(&b, "broker %d %s incarnation=%d last-heartbeat=%d\n",
@@ -73,19 +76,19 @@ func (c *Controller) checkPartition(p *kafka.PartitionState) error {
 		if !slices.Contains(p.Replicas, r) {
 			return fmt.Errorf("isr member %d is not a replica", r)
 		}
-		if !c.IsAlive(r) {
+		if !c.active(r) {
 			dead = append(dead, r)
 		}
 	}
 	if len(dead) > 0 && (len(p.ISR) > 1 || p.Leader != kafka.NoLeader) {
-		return fmt.Errorf("isr %v holds dead %v beside others or under leader %d", p.ISR, dead, p.Leader)
+		return fmt.Errorf("isr %v holds dead or stopping %v beside others or under leader %d", p.ISR, dead, p.Leader)
 	}
 	if p.Leader != kafka.NoLeader {
 		if !slices.Contains(p.ISR, p.Leader) {
 			return fmt.Errorf("leader %d not in isr %v", p.Leader, p.ISR)
 		}
-		if !c.IsAlive(p.Leader) {
-			return fmt.Errorf("leader %d is dead", p.Leader)
+		if !c.active(p.Leader) {
+			return fmt.Errorf("leader %d is dead or in a controlled shutdown", p.Leader)
 		}
 		if c.lostData(p.Leader, p.TopicPartition) && !c.unclean(p.TopicPartition) {
 			return fmt.Errorf("leader %d lost the partition's committed records", p.Leader)
@@ -93,7 +96,7 @@ func (c *Controller) checkPartition(p *kafka.PartitionState) error {
 		return nil
 	}
 	for _, r := range p.Replicas {
-		if c.IsAlive(r) && (c.unclean(p.TopicPartition) || (slices.Contains(p.ISR, r) && !c.lostData(r, p.TopicPartition) && !c.yields(p, p.ISR, r))) {
+		if c.active(r) && (c.unclean(p.TopicPartition) || (slices.Contains(p.ISR, r) && !c.lostData(r, p.TopicPartition) && !c.yields(p, p.ISR, r))) {
 			return fmt.Errorf("offline although replica %d is alive and eligible", r)
 		}
 	}
@@ -120,7 +123,7 @@ func (c *Controller) checkELR(p *kafka.PartitionState) error {
 			return fmt.Errorf("elr member %d lost the partition's committed records", r)
 		case c.suspect(r, p.TopicPartition):
 			return fmt.Errorf("elr member %d restarted uncleanly and has not been back in the isr", r)
-		case p.Leader == kafka.NoLeader && c.IsAlive(r):
+		case p.Leader == kafka.NoLeader && c.active(r):
 			return fmt.Errorf("offline although eligible leader replica %d is alive", r)
 		}
 	}

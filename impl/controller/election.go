@@ -23,11 +23,14 @@ func (c *Controller) reconcile(now int64) {
 func (c *Controller) settle(p *kafka.PartitionState) (kafka.PartitionState, EventKind) {
 	next := p.Clone()
 	next.ISR = c.liveISR(p)
-	if next.Leader != kafka.NoLeader && c.IsAlive(next.Leader) {
+	if next.Leader != kafka.NoLeader && c.active(next.Leader) {
 		return next, ISRChange
 	}
 	if l, ok := c.firstAlive(p.TopicPartition, p.Replicas, next.ISR, false); ok && !c.yields(p, next.ISR, l) {
 		next.Leader = l
+		if p.Leader != kafka.NoLeader && c.IsAlive(p.Leader) {
+			return next, ElectionShutdown // the leader lives: it asked to stop
+		}
 		return next, ElectionClean
 	}
 	if l, ok := c.electEligible(p); ok {
@@ -54,15 +57,16 @@ func (c *Controller) settle(p *kafka.PartitionState) (kafka.PartitionState, Even
 	return next, Offline
 }
 
-// liveISR returns p's ISR without its dead members, unless all are dead:
-// then it keeps one, so that a clean election can pick it when it returns
-// and the partition never claims an empty ISR. It keeps the leader if the
-// leader is among them (it holds every committed record and possibly more),
-// otherwise the first in assignment order.
+// liveISR returns p's ISR without its dead members and those in a
+// controlled shutdown, unless none is left: then it keeps one, so that a
+// clean election can pick it when it returns and the partition never
+// claims an empty ISR. It keeps the leader if the leader is among them (it
+// holds every committed record and possibly more), otherwise the first in
+// assignment order.
 func (c *Controller) liveISR(p *kafka.PartitionState) []int32 {
 	var live []int32
 	for _, r := range p.ISR {
-		if c.IsAlive(r) {
+		if c.active(r) {
 			live = append(live, r)
 		}
 	}
@@ -81,12 +85,12 @@ func (c *Controller) liveISR(p *kafka.PartitionState) []int32 {
 }
 
 // firstAlive returns the first replica of tp, in assignment order, that is
-// alive, if within is non-nil in within, and, unless lostOK, did not lose
-// tp's committed records. Assignment order makes the preferred replica win
+// alive and not shutting down, if within is non-nil in within, and, unless
+// lostOK, did not lose tp's committed records. Assignment order makes the preferred replica win
 // whenever it is eligible, which keeps leaders spread.
 func (c *Controller) firstAlive(tp kafka.TopicPartition, replicas, within []int32, lostOK bool) (int32, bool) {
 	for _, r := range replicas {
-		if c.IsAlive(r) && (within == nil || slices.Contains(within, r)) && (lostOK || !c.lostData(r, tp)) {
+		if c.active(r) && (within == nil || slices.Contains(within, r)) && (lostOK || !c.lostData(r, tp)) {
 			return r, true
 		}
 	}
@@ -106,7 +110,7 @@ func (c *Controller) rebalance(now int64) {
 	for _, tp := range c.order {
 		p := c.partitions[tp]
 		pref := p.Replicas[0]
-		if p.Leader == pref || !c.IsAlive(pref) || !slices.Contains(p.ISR, pref) || c.lostData(pref, tp) {
+		if p.Leader == pref || !c.active(pref) || !slices.Contains(p.ISR, pref) || c.lostData(pref, tp) {
 			continue
 		}
 		next := p.Clone()

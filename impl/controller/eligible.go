@@ -62,7 +62,7 @@ func (c *Controller) WaitsForEligible(tp kafka.TopicPartition) bool {
 		return false
 	}
 	for _, r := range p.ISR {
-		if c.IsAlive(r) && !c.lostData(r, tp) && c.yields(p, p.ISR, r) {
+		if c.active(r) && !c.lostData(r, tp) && c.yields(p, p.ISR, r) {
 			return true
 		}
 	}
@@ -116,10 +116,11 @@ func (c *Controller) updateELR(old kafka.PartitionState, p *kafka.PartitionState
 	c.setELR(tp, elr)
 }
 
-// leaveELR applies rule 4 to broker id, registering a new process.
-func (c *Controller) leaveELR(id int32, reg Registration) {
+// leaveELR applies rule 4 to broker id, registering a new process after
+// a clean or an unclean stop.
+func (c *Controller) leaveELR(id int32, reg Registration, clean bool) {
 	for tp, elr := range c.elr {
-		if slices.Contains(elr, id) && (!reg.Synced || slices.Contains(reg.Lost, tp)) {
+		if slices.Contains(elr, id) && (!clean || slices.Contains(reg.Lost, tp)) {
 			c.setELR(tp, slices.DeleteFunc(slices.Clone(elr), func(r int32) bool { return r == id }))
 		}
 	}

@@ -31,15 +31,13 @@ func TestEligibleReplicaLeadsWhenTheLastISRMemberLostData(t *testing.T) {
 	assert.Equal(t, []int32{1}, h.state(p).ISR, "the last member stays in the ISR")
 
 	// All three come back; broker 1's log was damaged.
-	h.inc[3]++
-	require.NoError(t, h.c.Register(3, h.inc[3], h.now, Registration{Synced: true}))
+	h.register(3, Registration{Synced: true})
 	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "3 is neither in the ISR nor eligible")
 	h.inc[1]++
 	require.NoError(t, h.c.Register(1, h.inc[1], h.now, Registration{Synced: true, Lost: []kafka.TopicPartition{p}}))
 	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "1 lost the data")
 	h.c.Ready()
-	h.inc[2]++
-	require.NoError(t, h.c.Register(2, h.inc[2], h.now, Registration{Synced: true}))
+	h.register(2, Registration{Synced: true})
 	s := h.state(p)
 	assert.Equal(t, int32(2), s.Leader, "the eligible replica leads")
 	assert.Equal(t, []int32{2}, s.ISR)
@@ -64,11 +62,9 @@ func TestEligibleReplicasComeAndGo(t *testing.T) {
 	assert.Equal(t, []int32{2, 3}, h.c.ELR(p), "both leave as the ISR drops below min ISR")
 	h.check()
 
-	h.inc[2]++
-	require.NoError(t, h.c.Register(2, h.inc[2], h.now, Registration{Synced: true}))
+	h.register(2, Registration{Synced: true})
 	assert.Equal(t, []int32{2, 3}, h.c.ELR(p), "2 synced every append: it lost nothing it reported")
-	h.inc[3]++
-	require.NoError(t, h.c.Register(3, h.inc[3], h.now, Registration{}))
+	h.register(3, Registration{})
 	assert.Equal(t, []int32{2}, h.c.ELR(p), "3 may have lost unsynced records it reported")
 	h.c.Ready()
 	h.check()
@@ -162,8 +158,7 @@ func TestUncleanLastISRMemberWaitsForAnEligibleReplica(t *testing.T) {
 			require.NoError(t, h.alter(p, 1).Err)
 			require.Equal(t, []int32{2}, h.c.ELR(p))
 			h.kill(2)
-			h.inc[1]++
-			require.NoError(t, h.c.Register(1, h.inc[1], h.now, Registration{Synced: synced}))
+			h.register(1, Registration{Synced: synced})
 			h.check()
 			if synced {
 				assert.Equal(t, int32(1), h.state(p).Leader)
@@ -185,12 +180,10 @@ func TestUncleanLastISRMemberWaitsForAnEligibleReplica(t *testing.T) {
 	p := tp("t", 0)
 	h.kill(2) // 2 leaves at min ISR... of 2 replicas: {1} is below it
 	require.Equal(t, []int32{2}, h.c.ELR(p))
-	h.inc[2]++
-	require.NoError(t, h.c.Register(2, h.inc[2], h.now, Registration{}))
+	h.register(2, Registration{})
 	require.Nil(t, h.c.ELR(p), "2 restarted uncleanly")
 	h.kill(2)
-	h.inc[1]++
-	require.NoError(t, h.c.Register(1, h.inc[1], h.now, Registration{}))
+	h.register(1, Registration{})
 	assert.Equal(t, int32(1), h.state(p).Leader)
 	h.check()
 }
@@ -217,8 +210,7 @@ func TestTopicConfigsReplaceTheBrokers(t *testing.T) {
 	assert.Nil(t, h.c.ELR(own), "ISR [1] is at the topic's min ISR 1: no ELR")
 	assert.Equal(t, []int32{2}, h.c.ELR(shared), "below the brokers' min ISR 2")
 	h.kill(1)
-	h.inc[2]++
-	require.NoError(t, h.c.Register(2, h.inc[2], h.now, Registration{Synced: true}))
+	h.register(2, Registration{Synced: true})
 	h.c.Ready()
 	assert.Equal(t, kafka.NoLeader, h.state(own).Leader, "2 left the ISR and is not eligible: the topic waits for 1")
 	assert.Equal(t, int32(2), h.state(shared).Leader, "2 is eligible")

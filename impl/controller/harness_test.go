@@ -100,11 +100,24 @@ func (h *harness) revive(id int32) {
 	h.check()
 }
 
-// restart has broker id register with a new incarnation.
+// restart has broker id register with a new incarnation. A controller
+// refuses that while the old process's session is live
+// (DUPLICATE_BROKER_REGISTRATION), so a broker still alive first lets its
+// session expire (kill), as a crashed process's does. KeepISROnRestart
+// controllers take the registration at once.
 func (h *harness) restart(id int32) {
 	h.t.Helper()
+	h.register(id, Registration{})
+}
+
+// register is restart with what the new process says of itself.
+func (h *harness) register(id int32, reg Registration) {
+	h.t.Helper()
+	if h.c.IsAlive(id) && !h.c.cfg.KeepISROnRestart {
+		h.kill(id)
+	}
 	h.inc[id]++
-	require.NoError(h.t, h.c.RegisterBroker(id, h.inc[id], h.now))
+	require.NoError(h.t, h.c.Register(id, h.inc[id], h.now, reg))
 	h.check()
 }
 

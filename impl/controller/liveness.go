@@ -48,6 +48,8 @@ func (c *Controller) Register(id int32, incarnation int64, now int64, reg Regist
 	case incarnation < b.incarnation:
 		return fmt.Errorf("register broker %d incarnation %d, registered %d: %w",
 			id, incarnation, b.incarnation, kafka.ErrStaleIncarnation)
+	case incarnation == b.incarnation && b.shuttingDown && !b.alive:
+		return fmt.Errorf("register broker %d incarnation %d: %w: it finished a controlled shutdown", id, incarnation, kafka.ErrStaleIncarnation)
 	case incarnation == b.incarnation:
 		c.heard(b, now)
 	case c.cfg.KeepISROnRestart:
@@ -60,17 +62,25 @@ func (c *Controller) Register(id int32, incarnation int64, now int64, reg Regist
 		} else {
 			c.heard(b, now)
 		}
+	case b.alive && now-b.lastHeartbeat <= c.cfg.SessionTimeoutMs:
+		// The previous process's session is live: as in KRaft, the new
+		// one waits until that session ends (it registers again each
+		// heartbeat interval). One that finished a controlled shutdown
+		// is fenced, not alive: its successor registers at once.
+		return fmt.Errorf("register broker %d incarnation %d, registered %d: %w",
+			id, incarnation, b.incarnation, kafka.ErrDuplicateBrokerRegistration)
 	default:
+		clean := reg.Clean(b.incarnation)
 		if b.alive {
 			b.alive = false
 			c.emit(Event{Kind: BrokerDead, Now: now, Broker: id, Incarnation: b.incarnation})
 			c.reconcile(now)
 		}
-		b.incarnation, b.lost, b.suspect = incarnation, lostSet(lost), nil
-		if !reg.Synced {
+		b.incarnation, b.lost, b.suspect, b.shuttingDown = incarnation, lostSet(lost), nil, false
+		if !clean {
 			b.suspect = lostSet(c.replicaOf(id))
 		}
-		c.leaveELR(id, reg)
+		c.leaveELR(id, reg, clean)
 		b.lastHeartbeat = max(b.lastHeartbeat, now)
 		b.alive = true
 		c.emit(Event{Kind: BrokerRegistered, Now: now, Broker: id, Incarnation: incarnation})
@@ -103,6 +113,10 @@ func (c *Controller) Heartbeat(id int32, incarnation int64, now int64) error {
 	if incarnation != b.incarnation {
 		return fmt.Errorf("heartbeat from broker %d incarnation %d, registered %d: %w",
 			id, incarnation, b.incarnation, kafka.ErrStaleIncarnation)
+	}
+	if b.shuttingDown && !b.alive {
+		// Fenced by its controlled shutdown: that process is stopping.
+		return fmt.Errorf("heartbeat from broker %d incarnation %d: %w: it finished a controlled shutdown", id, incarnation, kafka.ErrStaleIncarnation)
 	}
 	c.heard(b, now)
 	return nil

@@ -39,6 +39,8 @@ type BrokerRecord struct {
 	// Suspect: the partitions this incarnation may have lost unsynced
 	// records of (an unclean restart, RegisterBroker).
 	Suspect []kafka.TopicPartition `json:",omitempty"`
+	// ShuttingDown: this incarnation asked for a controlled shutdown.
+	ShuttingDown bool `json:",omitempty"`
 }
 
 // Snapshot returns the controller's durable state, sorted, sharing nothing
@@ -47,7 +49,7 @@ func (c *Controller) Snapshot() Snapshot {
 	s := Snapshot{Topics: make(map[string]int32, len(c.topics))}
 	for _, id := range c.brokerIDs() {
 		b := c.brokers[id]
-		rec := BrokerRecord{ID: id, Incarnation: b.incarnation, Alive: b.alive}
+		rec := BrokerRecord{ID: id, Incarnation: b.incarnation, Alive: b.alive, ShuttingDown: b.shuttingDown}
 		for tp := range b.lost {
 			rec.LostData = append(rec.LostData, tp)
 		}
@@ -84,7 +86,7 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 		if _, dup := c.brokers[b.ID]; dup || b.ID < 0 {
 			return nil, fmt.Errorf("restore: broker %d listed twice or invalid", b.ID)
 		}
-		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive, lost: lostSet(b.LostData), suspect: lostSet(b.Suspect)}
+		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive, lost: lostSet(b.LostData), suspect: lostSet(b.Suspect), shuttingDown: b.ShuttingDown}
 	}
 	for t, n := range s.Topics {
 		c.topics[t] = n

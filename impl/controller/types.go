@@ -12,29 +12,35 @@ type EventKind int8
 
 // The kinds of Event.
 const (
-	BrokerRegistered  EventKind = iota + 1 // first registration, or a new incarnation
-	BrokerDead                             // session expired, or fenced because it restarted
-	BrokerRevived                          // a dead broker of the same incarnation is heard from again
-	PartitionCreated                       // a partition came into being
-	ElectionClean                          // a new leader from the ISR
-	ElectionUnclean                        // a new leader from outside the ISR, ISR reset to it
-	ElectionPreferred                      // leadership moved back to the preferred replica
-	Offline                                // the leader was lost and no replica may replace it
-	ISRChange                              // ISR changed, leader did not
-	ElectionEligible                       // a new leader from the eligible leader replicas (KIP-966), ISR reset to it
+	BrokerRegistered   EventKind = iota + 1 // first registration, or a new incarnation
+	BrokerDead                              // session expired, or fenced because it restarted
+	BrokerRevived                           // a dead broker of the same incarnation is heard from again
+	PartitionCreated                        // a partition came into being
+	ElectionClean                           // a new leader from the ISR
+	ElectionUnclean                         // a new leader from outside the ISR, ISR reset to it
+	ElectionPreferred                       // leadership moved back to the preferred replica
+	Offline                                 // the leader was lost and no replica may replace it
+	ISRChange                               // ISR changed, leader did not
+	ElectionEligible                        // a new leader from the eligible leader replicas (KIP-966), ISR reset to it
+	BrokerShuttingDown                      // a broker asked for a controlled shutdown
+	ElectionShutdown                        // a new leader from the ISR, as the leader shuts down
+	BrokerShutDown                          // a broker's controlled shutdown is done: fenced, it may stop
 )
 
 var kindNames = [...]string{
-	BrokerRegistered:  "broker-registered",
-	BrokerDead:        "broker-dead",
-	BrokerRevived:     "broker-revived",
-	PartitionCreated:  "partition-created",
-	ElectionClean:     "election-clean",
-	ElectionUnclean:   "election-unclean",
-	ElectionPreferred: "election-preferred",
-	Offline:           "offline",
-	ISRChange:         "isr-change",
-	ElectionEligible:  "election-eligible",
+	BrokerRegistered:   "broker-registered",
+	BrokerDead:         "broker-dead",
+	BrokerRevived:      "broker-revived",
+	PartitionCreated:   "partition-created",
+	ElectionClean:      "election-clean",
+	ElectionUnclean:    "election-unclean",
+	ElectionPreferred:  "election-preferred",
+	Offline:            "offline",
+	ISRChange:          "isr-change",
+	ElectionEligible:   "election-eligible",
+	BrokerShuttingDown: "broker-shutting-down",
+	ElectionShutdown:   "election-shutdown",
+	BrokerShutDown:     "broker-shut-down",
 }
 
 // String returns the kind's name as Describe and traces print it.
@@ -48,7 +54,17 @@ func (k EventKind) String() string {
 // IsBroker reports whether events of this kind are about a broker rather
 // than a partition.
 func (k EventKind) IsBroker() bool {
-	return k == BrokerRegistered || k == BrokerDead || k == BrokerRevived
+	return k == BrokerRegistered || k == BrokerDead || k == BrokerRevived || k == BrokerShuttingDown || k == BrokerShutDown
+}
+
+// IsElection reports whether events of this kind give a partition a new
+// leader.
+func (k EventKind) IsElection() bool {
+	switch k {
+	case ElectionClean, ElectionUnclean, ElectionPreferred, ElectionEligible, ElectionShutdown:
+		return true
+	}
+	return false
 }
 
 // Event records one decision of the controller, for traces and for checkers

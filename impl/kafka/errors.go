@@ -68,6 +68,10 @@ var (
 	ErrBrokerIDNotRegistered        = sentinel(kerr.BrokerIDNotRegistered, "unknown broker")
 	ErrIneligibleReplica            = sentinel(kerr.IneligibleReplica, "ineligible replica")
 	ErrInvalidConfig                = sentinel(kerr.InvalidConfig, "invalid config")
+	// ErrDuplicateBrokerRegistration refuses a new process's registration
+	// while the broker's previous process still has a live session, and
+	// was not in a controlled shutdown (KRaft's ClusterControlManager).
+	ErrDuplicateBrokerRegistration = sentinel(kerr.DuplicateBrokerRegistration, "another process of this broker is registered and its session is live")
 
 	// Sentinels that share a code with one above: the same answer on the
 	// wire, a different meaning to a caller in the same process.

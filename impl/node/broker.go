@@ -97,6 +97,9 @@ type Broker struct {
 	life
 
 	inbox chan broker.Envelope
+	// stopAsked carries Stop's request to the loop, once.
+	stopAsked chan struct{}
+	stopOnce  sync.Once
 
 	mu       sync.Mutex
 	sessions map[broker.NodeID]*session
@@ -157,7 +160,8 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 	}
 	n := &Broker{
 		cfg: cfg, ln: ln, disk: disk, life: newLife(),
-		inbox:    make(chan broker.Envelope, 8192),
+		inbox:     make(chan broker.Envelope, 8192),
+		stopAsked: make(chan struct{}),
 		sessions: map[broker.NodeID]*session{},
 		conns:    map[net.Conn]bool{},
 	}
@@ -245,11 +249,16 @@ func (n *Broker) loop() {
 	defer n.shutdown()
 	tick := time.NewTicker(time.Duration(n.cfg.TickMs) * time.Millisecond)
 	defer tick.Stop()
+	stopAsked := n.stopAsked
 	for {
 		var err error
 		select {
 		case <-n.stop:
 			return
+		case <-stopAsked:
+			stopAsked = nil
+			n.cfg.Logf("stopping: controlled shutdown: asking the controller to move this broker's leaderships (at most %d ms)", n.cfg.Broker.ControlledShutdownTimeoutMs)
+			n.b.BeginShutdown(n.now())
 		case env := <-n.inbox:
 			err = n.b.Handle(env, n.now())
 		case <-tick.C:
@@ -263,7 +272,53 @@ func (n *Broker) loop() {
 			return
 		}
 		n.route(n.b.TakeOutbox())
+		if n.b.ShuttingDown() && (n.b.ShutdownApproved() || n.b.ShutdownOverdue()) {
+			n.finishStop()
+			return
+		}
 	}
+}
+
+// ErrStopped is what Err reports after a clean stop (Stop): every log
+// flushed and the clean-shutdown marker written.
+var ErrStopped = errors.New("broker stopped cleanly")
+
+// ErrStoppedUncleanly is what Err reports after a Stop whose flush or
+// marker failed: the next start is an unclean one.
+var ErrStoppedUncleanly = errors.New("broker stopped uncleanly")
+
+// Stop stops the broker the way SIGTERM stops a Kafka broker: a
+// controlled shutdown (the controller moves its leaderships and takes it
+// out of the ISRs; the broker waits for that at most
+// controlled_shutdown_timeout_ms, then goes on without it, as Kafka
+// does), then every log flushed and checkpointed and the clean-shutdown
+// marker written (broker.Shutdown). It returns once the broker is down;
+// Err says whether the stop was clean. Close during a Stop abandons it:
+// an unclean stop, as a second SIGTERM makes it.
+func (n *Broker) Stop() error {
+	n.stopOnce.Do(func() { close(n.stopAsked) })
+	<-n.done
+	return nil
+}
+
+// finishStop ends a Stop from the loop: flush, checkpoint and mark.
+func (n *Broker) finishStop() {
+	if !n.b.ShutdownApproved() {
+		n.cfg.Logf("WARNING: controlled shutdown timed out: the controller did not move this broker's leaderships within %d ms; stopping without it (the partitions it leads go offline until the controller notices)", n.cfg.Broker.ControlledShutdownTimeoutMs)
+	}
+	err := n.b.Shutdown()
+	n.logEvents(n.b.TakeEvents())
+	if fe := (*broker.FailpointError)(nil); errors.As(err, &fe) && fe.Name != "storage" {
+		n.failed(err) // a failpoint set in the shutdown path
+		return
+	}
+	if err != nil {
+		n.cfg.Logf("WARNING: clean shutdown failed: %v; stopping uncleanly", err)
+		n.halt(fmt.Errorf("%w: %v", ErrStoppedUncleanly, err))
+		return
+	}
+	n.cfg.Logf("stopped cleanly")
+	n.halt(ErrStopped)
 }
 
 // logEvents logs what the broker did worth an operator's eye: roles taken,

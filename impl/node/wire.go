@@ -160,7 +160,7 @@ func readFrame(dec *decoder) (frame, error) {
 // plane (broker <-> controller) and replication (broker <-> broker). Client
 // requests never do: a connection's requests go to its own broker.
 var wireMessages = []any{
-	broker.RegisterBroker{}, broker.Heartbeat{}, broker.StateUpdate{},
+	broker.RegisterBroker{}, broker.Heartbeat{}, broker.ShutdownAnswer{}, broker.StateUpdate{},
 	kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
 	broker.CreateTopic{}, broker.CreateTopicResponse{},
 	broker.MetadataRequest{}, broker.MetadataResponse{},

@@ -85,6 +85,17 @@ func ReadHW(d Disk, dir string) (int64, error) {
 	return readOffsetCheckpoint(d, dir, HWFile)
 }
 
+// ReadHWCheckpoint is ReadHW that also says whether there was a
+// checkpoint at all: a replica with none has committed nothing it knows
+// of, or lost the file, and its loader must not take "none" for "0".
+func ReadHWCheckpoint(d Disk, dir string) (hw int64, found bool, err error) {
+	if _, err := d.FileSize(path.Join(dir, HWFile)); errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	hw, err = readOffsetCheckpoint(d, dir, HWFile)
+	return hw, err == nil, err
+}
+
 // offsetKinds names the checkpoint kind of each one-offset checkpoint file.
 var offsetKinds = map[string]string{HWFile: "hw", RecoveryPointFile: "recovery-point", LogStartFile: "log-start-offset"}
 

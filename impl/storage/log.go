@@ -234,6 +234,20 @@ func (l *Log) Sync() error {
 	return nil
 }
 
+// Flush makes the whole log durable and moves the recovery point to the
+// LEO, whatever segment that is in: a clean shutdown's flush (Kafka's
+// LogManager.shutdown flushes every log and checkpoints its recovery
+// point at the log end), after which nothing in the log is a torn write.
+func (l *Log) Flush() error {
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	if leo := l.LEO(); leo != l.recoveryPoint {
+		return l.setRecoveryPoint(leo)
+	}
+	return nil
+}
+
 // SyncRolled makes every segment before the active one durable and moves
 // the recovery point to the active segment's base: what Kafka does in the
 // background after each roll (it flushes the segment it rolled, and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -56,13 +55,23 @@ flags:
 `
 
 func runServe(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return serve(ctx, args, stdout, stderr)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stops := make(chan struct{}, 2)
+	go func() {
+		for range sigs {
+			stops <- struct{}{}
+		}
+	}()
+	return serve(stops, args, stdout, stderr)
 }
 
-// serve runs one node until ctx ends or the node stops.
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// serve runs one node until it stops by itself or is told to on stops:
+// the first stop is a clean one (a broker's controlled shutdown, flush
+// and clean-shutdown marker), a second one while that runs stops at once,
+// as a crash would.
+func serve(stops <-chan struct{}, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("watermark serve", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -125,7 +134,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usageErr(err)
 		}
-		return serveController(ctx, settings, *listen, *dataDir, secret, *verbose, stdout, stderr)
+		return serveController(stops, settings, *listen, *dataDir, secret, *verbose, stdout, stderr)
 	case "broker":
 	default:
 		return usageErr(fmt.Errorf("--role %q: want broker or controller", *role))
@@ -192,15 +201,36 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "broker %d listening on %s\n", *id, b.Addr())
 	select {
-	case <-ctx.Done():
-		_ = b.Close()
-		return exitOK
+	case <-stops:
+		return stopBroker(b, stops, logf)
 	case <-b.Done():
 	}
 	return stopped(fmt.Sprintf("broker %d", *id), b.Err(), stderr)
 }
 
-func serveController(ctx context.Context, s run.Settings, listen, dataDir string, secret []byte, verbose bool, stdout, stderr io.Writer) int {
+// stopBroker stops b cleanly (node.Broker.Stop), or at once on a second
+// stop, and says which happened. Either way the exit is 0: the operator
+// asked for it.
+func stopBroker(b *node.Broker, stops <-chan struct{}, logf func(string, ...any)) int {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	go func() { _ = b.Stop() }()
+	select {
+	case <-b.Done():
+	case <-stops:
+		logf("a second stop signal: stopping at once, uncleanly (nothing flushed, no clean-shutdown marker)")
+		_ = b.Close()
+	}
+	if errors.Is(b.Err(), node.ErrStopped) {
+		logf("broker stopped cleanly")
+	} else {
+		logf("broker stopped uncleanly: %v", b.Err())
+	}
+	return exitOK
+}
+
+func serveController(stops <-chan struct{}, s run.Settings, listen, dataDir string, secret []byte, verbose bool, stdout, stderr io.Writer) int {
 	ccfg := s.ControllerConfig()
 	c, err := node.StartController(node.ControllerConfig{
 		Secret:     secret,
@@ -215,7 +245,7 @@ func serveController(ctx context.Context, s run.Settings, listen, dataDir string
 	}
 	fmt.Fprintf(stdout, "controller listening on %s\n", c.Addr())
 	select {
-	case <-ctx.Done():
+	case <-stops:
 		_ = c.Close()
 		return exitOK
 	case <-c.Done():

@@ -63,8 +63,15 @@ func background(t *testing.T, fn func(context.Context, []string, *safeBuffer, *s
 	return out, errOut, stop
 }
 
+// serveFn runs serve until ctx ends, which is one stop signal: a broker
+// stops cleanly.
 func serveFn(ctx context.Context, args []string, out, errOut *safeBuffer) int {
-	return serve(ctx, args, out, errOut)
+	stops := make(chan struct{}, 1)
+	go func() {
+		<-ctx.Done()
+		stops <- struct{}{}
+	}()
+	return serve(stops, args, out, errOut)
 }
 
 // waitLine waits for a line matching re on out and returns its submatches.
@@ -94,6 +101,8 @@ func TestServeRunsAControllerAndABrokerUntilCancelled(t *testing.T) {
 		"--verbose logs carry the node's prefix")
 
 	assert.Equal(t, exitOK, stopBroker())
+	assert.Contains(t, bErr.String(), "broker stopped cleanly", "SIGTERM is a controlled shutdown, then a flush and the clean-shutdown marker")
+	assert.FileExists(t, filepath.Join(dir, "broker-1", "clean-shutdown"))
 	assert.Equal(t, exitOK, stopController())
 }
 
