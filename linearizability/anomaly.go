@@ -201,7 +201,10 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 //     returned, was called before F returned, and may have taken effect
 //     after C (it returned at or after C's call, or its outcome is
 //     unknown). Committed offsets go back only by a later commit. Offset is
-//     C's. Ops: C, F.
+//     C's. Ops: C, F. A commit recorded failed with a code that leaves its
+//     outcome open (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+//     REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND; see FORMAT.md)
+//     counts as unknown: it never is C, but may explain F.
 //
 // Where a rule needs one witness among several, it cites the fetch called
 // latest. The group anomalies are ordered with the others: by the

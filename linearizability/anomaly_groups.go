@@ -84,7 +84,7 @@ func checkGroups(h []Op) []Anomaly {
 				observed = append(observed, int32(i))
 			}
 		case KindCommit:
-			if op.Outcome != OutcomeFail {
+			if judgedOutcome(op) != OutcomeFail {
 				k := groupKey{op.Group, op.TP()}
 				commits[k] = append(commits[k], int32(i))
 			}

@@ -83,6 +83,20 @@ const (
 	OutcomeUnknown Outcome = "unknown"
 )
 
+// judgedOutcome is the outcome the checkers judge op by: its own, except
+// that a commit recorded as failed with a code after which its offsets may
+// still have been stored (kafka.CommitOutcomeUnknown: Kafka 4.x answers a
+// commit whose write timed out COORDINATOR_NOT_AVAILABLE, and the write may
+// commit) is unknown. A harness that took such an answer for a definite
+// failure would otherwise have a correct broker judged not linearizable
+// when a later offset-fetch shows the commit.
+func judgedOutcome(op *Op) Outcome {
+	if op.Kind == KindCommit && op.Outcome == OutcomeFail && kafka.CommitOutcomeUnknown(kafka.ForCode(op.Code)) {
+		return OutcomeUnknown
+	}
+	return op.Outcome
+}
+
 // Record is one record a fetch returned.
 type Record struct {
 	Offset int64  `json:"offset"`

@@ -55,7 +55,8 @@ type groupKey struct {
 //
 //  1. A commit is spec.CommitOffset. A failed one is kept, a no-op, so
 //     that it shows in the picture. One whose outcome the client could not
-//     learn (unknown, or still open) may take effect at any time after its
+//     learn (unknown, still open, or failed with a code that leaves it
+//     unknown: judgedOutcome) may take effect at any time after its
 //     call, or never (spec.CommitOffset's rule 4); it is a pending commit,
 //     as unread writes are pending in the log model (toOperations, 4 and
 //     5): its Return is set past every other operation's, linearizing it
@@ -161,10 +162,10 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 		for _, i := range idx {
 			op := &h[i]
 			call := &groupCall{part: part[k], label: label, kind: op.Kind, generation: op.Generation, member: op.Member}
-			returned := op.Return
+			returned, outcome := op.Return, judgedOutcome(op)
 			if op.Kind == KindCommit {
-				call.commit = spec.Commit{Generation: op.Generation, Member: op.Member, Offset: op.Offset, Outcome: specOutcome(op.Outcome)}
-				if op.Outcome == OutcomeUnknown || op.Return < 0 {
+				call.commit = spec.Commit{Generation: op.Generation, Member: op.Member, Offset: op.Offset, Outcome: specOutcome(outcome)}
+				if outcome == OutcomeUnknown || op.Return < 0 {
 					returned = end
 					call.pending = true
 				}
@@ -173,7 +174,7 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 				ClientId: rows[op.Client],
 				Input:    call,
 				Call:     op.Call,
-				Output:   &groupReturn{outcome: op.Outcome, offset: op.Offset},
+				Output:   &groupReturn{outcome: outcome, offset: op.Offset},
 				Return:   returned,
 				Metadata: logMeta{id: op.ID, client: op.Client, tp: k.tp, group: k.group},
 			})
@@ -212,7 +213,7 @@ func dropUnobservedPending(h []Op, idx []int) []int {
 	}
 	return slices.DeleteFunc(idx, func(i int) bool {
 		op := &h[i]
-		return op.Kind == KindCommit && (op.Outcome == OutcomeUnknown || op.Return < 0) && !seen[op.Offset]
+		return op.Kind == KindCommit && (judgedOutcome(op) == OutcomeUnknown || op.Return < 0) && !seen[op.Offset]
 	})
 }
 

@@ -100,8 +100,8 @@ func accepts(s GroupOffset, c Commit) (GroupOffset, bool) {
 //
 //  1. A definite failure leaves the state as it was: {s}. The coordinator
 //     refuses commits for reasons the history does not show
-//     (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, a coordinator moving), so a
-//     refusal is always allowed. Reference: FORMAT.md ("fail: the operation
+//     (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, a coordinator still
+//     loading), so a refusal is always allowed. Reference: FORMAT.md ("fail: the operation
 //     certainly did not take effect").
 //
 //  2. Generation fencing: a member's commit (Generation >= 0) is accepted
@@ -125,7 +125,12 @@ func accepts(s GroupOffset, c Commit) (GroupOffset, bool) {
 //
 //  4. acknowledged: the commit was accepted, so it must be acceptable: {the
 //     state it leaves} or {}. Unknown: it may or may not have been
-//     accepted: {s} and, if it is acceptable, the state it leaves.
+//     accepted: {s} and, if it is acceptable, the state it leaves. That
+//     includes a commit answered COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+//     REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND: Kafka 4.x
+//     answers a commit whose write timed out COORDINATOR_NOT_AVAILABLE, and
+//     the write may commit all the same. Reference: spec/SEMANTICS.md,
+//     Committed offsets and coordinator failover; FORMAT.md, commit.
 //
 // Commits to one partition overwrite each other: the committed offset may
 // go backwards, but only by a later commit.

@@ -99,10 +99,12 @@ type Fetched struct {
 }
 
 // Committed is the outcome of Commit ID: Err nil when the coordinator
-// stored Offsets. Unknown means they may or may not have been stored (no
-// answer, or NOT_COORDINATOR, which the coordinator also answers when its
-// append failed). Generation and MemberID are what the commit carried.
-// CallMs is when Commit was called.
+// stored Offsets. Unknown means they may or may not have been stored: no
+// answer, or an answer after which the write may still commit
+// (kafka.CommitOutcomeUnknown: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+// REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND; Kafka 4.x answers a
+// timed-out write COORDINATOR_NOT_AVAILABLE). Generation and MemberID are
+// what the commit carried. CallMs is when Commit was called.
 type Committed struct {
 	Span
 	ID         uint64

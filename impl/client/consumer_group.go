@@ -141,8 +141,12 @@ func (c *Consumer) coordinatorLost() {
 }
 
 // coordinatorError reports codes that mean "ask for the coordinator again".
+// COORDINATOR_NOT_AVAILABLE is one, as in Java's AbstractCoordinator: Kafka
+// 4.x's coordinator answers it when a write timed out, which a coordinator
+// cut off from its followers keeps doing.
 func coordinatorError(e error) bool {
-	return errors.Is(e, kafka.ErrNotCoordinator) || errors.Is(e, kafka.ErrCoordinatorLoadInProgress)
+	return errors.Is(e, kafka.ErrNotCoordinator) || errors.Is(e, kafka.ErrCoordinatorLoadInProgress) ||
+		errors.Is(e, kafka.ErrCoordinatorNotAvailable)
 }
 
 // stepGroup sends the group requests that are due.
@@ -510,11 +514,14 @@ func (c *Consumer) handleCommit(pc *pendingCommit, resp group.CommitResponse) {
 		c.commitDone(pc, nil, false)
 		return
 	}
-	c.commitDone(pc, e, errors.Is(e, kafka.ErrNotCoordinator))
+	c.commitDone(pc, e, kafka.CommitOutcomeUnknown(e))
 	g := &c.g
 	current := c.subscribed() && g.state == gsStable && pc.gen == g.generation && pc.member == g.memberID
 	switch {
-	case coordinatorError(e):
+	case coordinatorError(e), errors.Is(e, kafka.ErrRequestTimedOut):
+		// Java's consumer looks the coordinator up again after a
+		// commit's REQUEST_TIMED_OUT too (Kafka 3.x answered a slow
+		// write so).
 		c.coordinatorLost()
 	case !current:
 		// A refusal of an older generation's commit says nothing about

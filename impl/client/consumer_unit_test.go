@@ -224,8 +224,8 @@ func TestConsumerHeartbeatErrors(t *testing.T) {
 }
 
 // TestConsumerCommitTimeoutIsUnknown: a commit without an answer may or
-// may not have been stored; NOT_COORDINATOR too, since the coordinator
-// answers it when its append failed, which may still commit.
+// may not have been stored (the answers that say as much:
+// TestConsumerCommitAnswers).
 func TestConsumerCommitTimeoutIsUnknown(t *testing.T) {
 	cfg := groupConfig(AssignorRange)
 	c := newTestConsumer(t, cfg)
@@ -253,6 +253,87 @@ func TestConsumerCommitTimeoutIsUnknown(t *testing.T) {
 	require.True(t, cm.Unknown)
 	require.ErrorIs(t, cm.Err, ErrResponseTimeout)
 	require.Equal(t, Span{start, start + cfg.RequestTimeoutMs}, cm.Span)
+}
+
+// TestConsumerCommitAnswers: after a commit reached the coordinator, the
+// answers that leave its write possible (Kafka 4.x answers a write that
+// timed out COORDINATOR_NOT_AVAILABLE, one whose leader moved
+// NOT_COORDINATOR, and may commit either) are unknown outcomes, not
+// failures; a refusal is a definite failure. COORDINATOR_NOT_AVAILABLE,
+// NOT_COORDINATOR and REQUEST_TIMED_OUT also send the member to look the
+// coordinator up again, as Java's ConsumerCoordinator does.
+// Reference: Kafka 4.x CoordinatorOperationExceptionHelper.handleOperationException.
+func TestConsumerCommitAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		unknown bool
+		relook  bool
+	}{
+		{kafka.ErrCoordinatorNotAvailable, true, true},
+		{kafka.ErrNotCoordinator, true, true},
+		{kafka.ErrRequestTimedOut, true, true},
+		{kafka.ErrNotEnoughReplicasAfterAppend, true, false},
+		{kafka.ErrCoordinatorLoadInProgress, false, true},
+		{kafka.ErrUnknownMemberID, false, false},
+		{kafka.ErrRebalanceInProgress, false, false},
+	} {
+		t.Run(kafka.Name(tc.err), func(t *testing.T) {
+			cfg := groupConfig(AssignorRange)
+			c := newTestConsumer(t, cfg)
+			tp := kafka.TopicPartition{Topic: "t", Partition: 0}
+			joinStable(t, c, tp)
+			c.Ready()
+			id := c.Commit(map[kafka.TopicPartition]int64{tp: 5}, c.now)
+			out, _ := c.Ready()
+			gr, to := only[broker.GroupRequest](t, out)
+			c.Handle(to, broker.GroupResponse{Correlation: gr.Correlation,
+				Resp: group.CommitResponse{Partitions: []group.PartitionError{{TopicPartition: tp, Err: tc.err}}}}, c.now)
+			_, ev := c.Ready()
+			var cm *Committed
+			for _, e := range ev {
+				if x, ok := e.(*Committed); ok {
+					cm = x
+				}
+			}
+			require.NotNil(t, cm)
+			require.Equal(t, id, cm.ID)
+			require.ErrorIs(t, cm.Err, tc.err)
+			require.Equal(t, tc.unknown, cm.Unknown)
+			c.Tick(c.now + cfg.RetryBackoffMs)
+			out, _ = c.Ready()
+			finds := 0
+			for _, env := range out {
+				if _, ok := env.Msg.(broker.FindCoordinatorRequest); ok {
+					finds++
+				}
+			}
+			require.Equal(t, tc.relook, finds == 1, "FindCoordinator sent: %+v", out)
+		})
+	}
+}
+
+// TestConsumerJoinCoordinatorNotAvailable: a JoinGroup answered
+// COORDINATOR_NOT_AVAILABLE (what a Kafka 4.x coordinator answers when a
+// write timed out, and what a wire front end answers when its broker is
+// slow) sends the member to look the coordinator up again rather than
+// giving up on the group. Reference: Kafka AbstractCoordinator's
+// JoinGroupResponseHandler.
+func TestConsumerJoinCoordinatorNotAvailable(t *testing.T) {
+	cfg := groupConfig(AssignorRange)
+	c := newTestConsumer(t, cfg)
+	c.applyMetadata([]kafka.PartitionState{partitionState(kafka.TopicPartition{Topic: "t"}, 1, 0)}, []int32{1})
+	c.Tick(1)
+	out, _ := c.Ready()
+	fc, to := only[broker.FindCoordinatorRequest](t, out)
+	c.Handle(to, broker.FindCoordinatorResponse{Correlation: fc.Correlation, Coordinator: 1}, 2)
+	out, _ = c.Ready()
+	gr, _ := only[broker.GroupRequest](t, out)
+	c.Handle(1, broker.GroupResponse{Correlation: gr.Correlation, Resp: group.JoinResponse{Err: kafka.ErrCoordinatorNotAvailable}}, 3)
+	_, ev := c.Ready()
+	require.Empty(t, ev, "no GroupFailed")
+	c.Tick(3 + cfg.RetryBackoffMs)
+	out, _ = c.Ready()
+	only[broker.FindCoordinatorRequest](t, out)
 }
 
 // TestConsumerGroupRefusedForGood: a JoinGroup refused with

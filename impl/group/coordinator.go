@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -268,11 +269,11 @@ func (c *Coordinator) appendRecords(p *pendingAppend, records []Record) uint64 {
 }
 
 // AppendDone reports the fate of Append id: err == nil once it is
-// committed, non-nil if it failed. An OffsetCommit waiting on it is
-// answered (NOT_COORDINATOR on failure) and its offsets become visible; a
-// group waiting on it becomes Stable, or on failure answers its parked
-// SyncGroups NOT_COORDINATOR and rebalances, as Kafka does. Unknown ids
-// (from before an Unload) are ignored.
+// committed, non-nil if it failed or timed out. An OffsetCommit waiting on
+// it is answered (on failure with writeError(err)) and its offsets become
+// visible; a group waiting on it becomes Stable, or on failure answers its
+// parked SyncGroups writeError(err) and rebalances, as Kafka does. Unknown
+// ids (from before an Unload) are ignored.
 func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 	a, ok := c.appends[id]
 	if !ok {
@@ -281,7 +282,7 @@ func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 	delete(c.appends, id)
 	if a.commit {
 		if err != nil {
-			c.answer(a.request, commitAnswer(a.offsets, a.errs, kafka.ErrNotCoordinator))
+			c.answer(a.request, commitAnswer(a.offsets, a.errs, writeError(err)))
 			return
 		}
 		for i, o := range a.offsets {
@@ -301,6 +302,31 @@ func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 		return // the group moved on; its parked requests were answered then
 	}
 	c.groupStored(g, err, now)
+}
+
+// writeError is what a request waiting on a failed append is answered, as
+// Kafka 4.x's coordinator maps the append's error
+// (CoordinatorOperationExceptionHelper.handleOperationException for
+// OffsetCommit, GroupMetadataManager.appendGroupMetadataErrorToResponseError
+// for SyncGroup): a timeout or too few in-sync replicas is
+// COORDINATOR_NOT_AVAILABLE; a lost leadership (not the leader, or a leader
+// change while the append waited) or a storage error NOT_COORDINATOR, and
+// so is anything else, which Kafka passes on as it is but the offsets
+// partition does not answer here. NOT_ENOUGH_REPLICAS_AFTER_APPEND, which
+// Kafka 4.x's acks=1 writes never meet and this coordinator's acks=all ones
+// do, is COORDINATOR_NOT_AVAILABLE as in Kafka 3.x
+// (GroupMetadataManager.storeOffsets). Either way the client looks the
+// coordinator up again. An OffsetCommit so answered may have been written
+// and commit later, which is why clients take either answer as an unknown
+// outcome (kafka.CommitOutcomeUnknown).
+func writeError(err error) error {
+	switch {
+	case errors.Is(err, kafka.ErrRequestTimedOut), errors.Is(err, kafka.ErrNotEnoughReplicas),
+		errors.Is(err, kafka.ErrNotEnoughReplicasAfterAppend), errors.Is(err, kafka.ErrUnknownTopicOrPartition):
+		return kafka.ErrCoordinatorNotAvailable
+	default:
+		return kafka.ErrNotCoordinator
+	}
 }
 
 // Tick advances logical time: expires silent members and unused KIP-394

@@ -25,7 +25,9 @@ import (
 //	commit group=G [member=M] gen=N offsets=(t/0=5,..)
 //	fetch group=G [partitions=(t/0,..)]
 //	tick ms=N
-//	done [fail]                            report every append in flight
+//	done [fail[=CODE]] [written]           report every append in flight: committed, or failed with
+//	                                       Kafka's error CODE (a lost leadership without one);
+//	                                       written: its records reached the log all the same
 //	failover epoch=N                       Unload; a new coordinator loads the committed records
 //	describe
 func TestScenarios(t *testing.T) {
@@ -94,15 +96,12 @@ func runScenarioCommand(t *testing.T, h *harness, d *datadriven.TestData) string
 		h.now += ms
 		h.c.Tick(h.now)
 	case "done":
-		var err error
-		if d.HasArg("fail") {
-			err = errLostLeadership
-		}
+		err := appendFailure(t, d)
 		var out strings.Builder
 		for len(h.appends) > 0 {
 			a := h.appends[0]
 			h.appends = h.appends[1:]
-			if err == nil {
+			if err == nil || d.HasArg("written") {
 				h.log = append(h.log, a.Records...)
 			}
 			h.c.AppendDone(a.ID, err, h.now)
@@ -126,6 +125,26 @@ func runScenarioCommand(t *testing.T, h *harness, d *datadriven.TestData) string
 		d.Fatalf(t, "unknown command %s", d.Cmd)
 	}
 	return h.stepString()
+}
+
+// appendFailure reads done's fail argument: nil without one, a lost
+// leadership when it names no code, else the sentinel Kafka names CODE.
+func appendFailure(t *testing.T, d *datadriven.TestData) error {
+	for _, arg := range d.CmdArgs {
+		if arg.Key != "fail" {
+			continue
+		}
+		if len(arg.Vals) == 0 {
+			return errLostLeadership
+		}
+		for _, e := range kafka.Sentinels() {
+			if kafka.Name(e) == arg.Vals[0] {
+				return e
+			}
+		}
+		d.Fatalf(t, "no error named %s", arg.Vals[0])
+	}
+	return nil
 }
 
 // stepString is step, returning the Ready rendered.

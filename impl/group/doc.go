@@ -44,9 +44,18 @@
 //   - OffsetCommit from the current generation is accepted during
 //     PreparingRebalance, as Kafka accepts it: the members still own their
 //     partitions until the join completes, and eager consumers commit on
-//     revocation just then. It is refused with REBALANCE_IN_PROGRESS in
-//     CompletingRebalance, and with ILLEGAL_GENERATION once the generation
-//     moved on, so a stale generation's commit is never accepted.
+//     revocation just then. It is refused with ILLEGAL_GENERATION once the
+//     generation moved on, so a stale generation's commit is never
+//     accepted, and a current member's with REBALANCE_IN_PROGRESS in
+//     CompletingRebalance: the member, then the generation, then the state,
+//     in Kafka 4.x's order (ClassicGroup.validateOffsetCommit).
+//   - A request waiting on an append that failed is answered as Kafka 4.x
+//     answers it: COORDINATOR_NOT_AVAILABLE for a timeout or too few
+//     in-sync replicas, NOT_COORDINATOR otherwise (writeError). An
+//     OffsetCommit so answered may still commit, its record being in the
+//     log; this coordinator forgot it when it answered, so the offset shows
+//     only once a coordinator loads the partition again, where Kafka 4.x
+//     shows it when the high watermark passes it.
 //   - A JoinGroup, SyncGroup or OffsetCommit that is superseded or outlived
 //     is always answered: a retried JoinGroup answers the parked one
 //     REBALANCE_IN_PROGRESS, a removed member's parked requests get
@@ -70,9 +79,6 @@
 //     every member supports; Kafka holds a vote in which each member backs
 //     its most preferred candidate. They agree when members list protocols
 //     in the same order, as a consumer group's members do.
-//   - A failed append answers NOT_COORDINATOR whatever the error (Kafka maps
-//     timeouts and NOT_ENOUGH_REPLICAS to COORDINATOR_NOT_AVAILABLE); the
-//     client looks the coordinator up again and retries either way.
 //   - The initial rebalance delay holds an Empty group's first join open
 //     for InitialRebalanceDelayMs (capped by the rebalance timeout) but is
 //     not extended by each new member as Kafka's is; it defaults to 0.

@@ -81,9 +81,13 @@ func TestTwoMembersJoinSyncStable(t *testing.T) {
 // TestThirdMemberRebalances checks that a new member moves a Stable group
 // to PreparingRebalance, that heartbeats then say REBALANCE_IN_PROGRESS,
 // that the next generation is 2, and that a commit of generation 1 is then
-// refused with ILLEGAL_GENERATION; during CompletingRebalance every commit
-// is refused with REBALANCE_IN_PROGRESS.
-// Reference: spec/SEMANTICS.md, Consumer and groups (stale-generation-commit).
+// refused with ILLEGAL_GENERATION. During CompletingRebalance the member,
+// then the generation, then the state are checked, as Kafka 4.x does: a
+// current member's commit is REBALANCE_IN_PROGRESS, an older generation's
+// ILLEGAL_GENERATION, an unknown member's or a simple one UNKNOWN_MEMBER_ID
+// (Kafka before KAFKA-8487, in 2.4, answered them all REBALANCE_IN_PROGRESS).
+// Reference: spec/SEMANTICS.md, Consumer and groups (stale-generation-commit);
+// Kafka 4.x ClassicGroup.validateOffsetCommit.
 func TestThirdMemberRebalances(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stableGroup("g", 2)
@@ -108,7 +112,9 @@ func TestThirdMemberRebalances(t *testing.T) {
 	}
 	assert.Equal(t, kafka.ErrRebalanceInProgress, h.commitErr(h.commit("g", a, 2, off("t", 0, 1))),
 		"no commits while the assignment is being decided")
-	assert.Equal(t, kafka.ErrRebalanceInProgress, h.commitErr(h.commit("g", b, 1, off("t", 2, 9))))
+	assert.Equal(t, kafka.ErrIllegalGeneration, h.commitErr(h.commit("g", b, 1, off("t", 2, 9))))
+	assert.Equal(t, kafka.ErrUnknownMemberID, h.commitErr(h.commit("g", "nobody", 2, off("t", 2, 9))))
+	assert.Equal(t, kafka.ErrUnknownMemberID, h.commitErr(h.commit("g", "", -1, off("t", 2, 9))))
 
 	h.sync("g", a, 2, rangeAssign(t, h.joinResp(ja), map[string]int32{"t": 4}))
 	h.sync("g", c, 2, nil)

@@ -11,16 +11,25 @@ import (
 // Append; it is answered, and its offsets become visible to OffsetFetch,
 // only when AppendDone reports the append committed.
 //
-// Rules, in Kafka's order (classic GroupCoordinator.handleCommitOffsets):
+// Rules, in Kafka 4.x's order (OffsetMetadataManager.validateOffsetCommit,
+// then ClassicGroup.validateOffsetCommit):
 //  1. no such group: accepted if Generation < 0 (a "simple" consumer),
-//     else ILLEGAL_GENERATION;
+//     else ILLEGAL_GENERATION (what OffsetCommit before v9 gets);
 //  2. Generation < 0 and the group is Empty: accepted;
-//  3. the group is CompletingRebalance: REBALANCE_IN_PROGRESS;
-//  4. MemberID is not a member: UNKNOWN_MEMBER_ID;
-//  5. Generation is not the group's: ILLEGAL_GENERATION;
+//  3. MemberID is not a member: UNKNOWN_MEMBER_ID (a simple commit to a
+//     group with members too);
+//  4. Generation is not the group's: ILLEGAL_GENERATION;
+//  5. the group is CompletingRebalance: REBALANCE_IN_PROGRESS;
 //  6. otherwise accepted, also in PreparingRebalance: members of the
 //     current generation still own their partitions until the join
 //     completes, and the eager protocol commits on revocation just then.
+//
+// Kafka checked CompletingRebalance first, so that a stale member got
+// REBALANCE_IN_PROGRESS there, until KAFKA-8487 (2.4) moved the check after
+// the member and the generation, where the Scala coordinator
+// (GroupCoordinator.validateOffsetCommit) and Kafka 4.x's keep it.
+//
+// A failed or timed-out append is answered as writeError maps it.
 func (c *Coordinator) OffsetCommit(id uint64, req CommitRequest, now int64) {
 	e := c.checkCommit(req, now)
 	errs := make([]error, len(req.Offsets))
@@ -59,12 +68,12 @@ func (c *Coordinator) checkCommit(req CommitRequest, now int64) error {
 		return kafka.ErrIllegalGeneration
 	case req.Generation < 0 && g.state == Empty:
 		return nil
-	case g.state == CompletingRebalance:
-		return kafka.ErrRebalanceInProgress
 	case g.members[req.MemberID] == nil:
 		return kafka.ErrUnknownMemberID
 	case req.Generation != g.generation:
 		return kafka.ErrIllegalGeneration
+	case g.state == CompletingRebalance:
+		return kafka.ErrRebalanceInProgress
 	}
 	g.members[req.MemberID].lastHeard = now
 	return nil

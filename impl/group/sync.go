@@ -66,7 +66,7 @@ func (c *Coordinator) groupStored(g *group, err error, now int64) {
 	proposal := g.proposal
 	g.storing, g.proposal = 0, nil
 	if err != nil {
-		c.answerSyncs(g, kafka.ErrNotCoordinator)
+		c.answerSyncs(g, writeError(err))
 		c.prepareRebalance(g, now, "store-failed")
 		return
 	}

@@ -1,7 +1,9 @@
 // Package kafka is the vocabulary every part of the reference shares, the
 // way Kafka names it: a topic-partition, the state the controller publishes
 // for a partition, and the errors a node answers with, each tied to its
-// Kafka error code by one table (errors.go).
+// Kafka error code by one table (errors.go), with what a code tells a
+// client (Retriable; CommitOutcomeUnknown, shared by the reference client
+// and the checkers so that both read a commit's answer alike).
 //
 // It sits below every other package of impl/ and holds no behaviour of its
 // own: what crosses a package line (a core's answer, a message between

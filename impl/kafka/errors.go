@@ -178,6 +178,35 @@ func With(err error, format string, args ...any) error {
 	return &Error{kafka: e.kafka, text: e.text + ": " + detail, base: e.base}
 }
 
+// CommitOutcomeUnknown reports whether err, a coordinator's answer to an
+// OffsetCommit that reached it, leaves the commit's outcome unknown: the
+// offsets may have been stored or not. It holds for NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT and
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, matched by code so that an error read
+// back from the wire counts as the sentinel it stands for.
+//
+// Kafka 4.x's coordinator appends a commit with acks=1 and answers once the
+// high watermark passes it (CoordinatorRuntime, CoordinatorPartitionWriter):
+// a commit that outlives offsets.commit.timeout.ms is answered
+// COORDINATOR_NOT_AVAILABLE (REQUEST_TIMED_OUT, remapped by
+// CoordinatorOperationExceptionHelper.handleOperationException) and one
+// whose leader moved NOT_COORDINATOR, while its record may still commit.
+// Kafka 3.x's coordinator wrote with acks=all and answered a timeout as
+// REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND as
+// COORDINATOR_NOT_AVAILABLE (GroupMetadataManager.storeOffsets); a broker
+// that passes the append's own error on answers the latter as is.
+func CommitOutcomeUnknown(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch CodeOf(err) {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code,
+		kerr.RequestTimedOut.Code, kerr.NotEnoughReplicasAfterAppend.Code:
+		return true
+	}
+	return false
+}
+
 // CodeOf is the Kafka error code for err: 0 for nil, the code of the
 // *Error it is or wraps, and UNKNOWN_SERVER_ERROR for anything else.
 func CodeOf(err error) int16 {

@@ -118,3 +118,20 @@ func TestGobKeepsIdentity(t *testing.T) {
 	require.NoError(t, e.GobDecode(data))
 	require.ErrorIs(t, &e, ErrNotLeader)
 }
+
+// TestCommitOutcomeUnknown: the answers to a sent OffsetCommit after which
+// its offsets may have been stored are unknown, read back from the wire
+// (ForCode) or wrapped with context too; a refusal or a client's own error
+// is not. Reference: Kafka 4.x CoordinatorOperationExceptionHelper,
+// Kafka 3.x GroupMetadataManager.storeOffsets.
+func TestCommitOutcomeUnknown(t *testing.T) {
+	for _, err := range []error{ErrNotCoordinator, ErrCoordinatorNotAvailable, ErrRequestTimedOut, ErrNotEnoughReplicasAfterAppend} {
+		require.True(t, CommitOutcomeUnknown(err), "%v", err)
+		require.True(t, CommitOutcomeUnknown(ForCode(CodeOf(err))), "%v off the wire", err)
+		require.True(t, CommitOutcomeUnknown(fmt.Errorf("commit to g: %w", With(err, "detail"))), "%v wrapped", err)
+	}
+	for _, err := range []error{nil, ErrIllegalGeneration, ErrUnknownMemberID, ErrRebalanceInProgress,
+		ErrCoordinatorLoadInProgress, ErrNotEnoughReplicas, ErrInvalidGroupID, errors.New("client timeout")} {
+		require.False(t, CommitOutcomeUnknown(err), "%v", err)
+	}
+}
