@@ -43,6 +43,9 @@ type Capabilities struct {
 	Slow    bool // add latency to a broker's links
 	// ReplaceDisk: kill a broker, empty its data directory, and restart it.
 	ReplaceDisk bool
+	// Stop: stop a broker as an operator does (SIGTERM: a controlled
+	// shutdown, a flush, a clean-shutdown marker) and restart it.
+	Stop bool
 	// Failpoints: switch the reference broker's failpoints at exact
 	// protocol steps, across brokers. Only the simulator can: it runs
 	// every broker in one process and steps them one message at a time.
@@ -50,7 +53,7 @@ type Capabilities struct {
 }
 
 // AllCapabilities is every capability: what the simulator offers.
-var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true, Failpoints: true}
+var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true, Stop: true, Failpoints: true}
 
 // missing names the capabilities cfg's faults need and have does not
 // offer, with how to get each where that helps; "" when none is missing.
@@ -61,12 +64,19 @@ func missing(cfg run.Spec, have Capabilities) string {
 			need = append(need, what)
 		}
 	}
+	for _, f := range cfg.Faults {
+		if f.Kind == run.FaultDamageLog && f.Clean {
+			add(have.Stop, "stopping brokers cleanly (--stop-cmd and --restart-cmd, or a Stopper)")
+		}
+	}
 	for _, k := range cfg.Kinds() {
 		switch k {
 		case run.FaultCrash:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
 		case run.FaultReplaceDisk, run.FaultDamageLog:
 			add(have.ReplaceDisk, "replacing or damaging a broker's disk (a Cluster that owns its data directories: --target cluster or the simulator)")
+		case run.FaultStop, run.FaultRollingStop:
+			add(have.Stop, "stopping brokers cleanly (--stop-cmd and --restart-cmd, or a Stopper)")
 		case run.FaultBounceLeader:
 			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
 			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
@@ -150,7 +160,7 @@ func (t *ClusterTarget) Parallel() bool { return false }
 // What else real processes cannot do (power loss, dropping single
 // messages) Run reports as a *SkipError.
 func (t *ClusterTarget) Capabilities() Capabilities {
-	return Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true}
+	return Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true, Stop: true}
 }
 
 // Run implements Target.
@@ -228,9 +238,10 @@ type liveCluster struct {
 func (l liveCluster) Brokers() int             { return len(l.c.Bootstrap()) }
 func (l liveCluster) Kill(id int) error        { return l.c.Kill(id) }
 func (l liveCluster) ReplaceDisk(id int) error { return l.c.ReplaceDisk(id) }
-func (l liveCluster) DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string, error) {
-	return l.c.DamageLog(id, tps, n)
+func (l liveCluster) DamageLog(id int, tps []kafka.TopicPartition, n int, pick func([]byte) (int64, bool), clean bool) ([]string, error) {
+	return l.c.DamageLog(id, tps, n, pick, clean)
 }
+func (l liveCluster) Stop(id int) error { return l.c.Terminate(id, 0) }
 func (l liveCluster) Pause(id int) error   { return l.c.Pause(id) }
 func (l liveCluster) Resume(id int) error  { return l.c.Resume(id) }
 func (l liveCluster) Isolate(id int) error { return l.c.Isolate(id) }
@@ -249,6 +260,8 @@ func (l liveCluster) How(kind run.FaultKind, _ int) string {
 		return "SIGKILL"
 	case run.FaultPause:
 		return "SIGSTOP"
+	case run.FaultStop:
+		return "SIGTERM"
 	}
 	return "through its proxies"
 }

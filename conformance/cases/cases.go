@@ -72,6 +72,8 @@ const (
 	PromiseLongPollBusy  = "long-poll-busy"      // fetches returned at once with nothing to return
 	PromiseLongPollLate  = "long-poll-late"      // a held fetch did not return when data arrived
 	PromiseGroupTakeover = "group-takeover-late" // a dead member's partitions were not moved in time
+	PromiseNoStall       = "produce-stalled"     // sends waited longer than a leader move while brokers stopped cleanly
+	PromiseLedAgain      = "partition-offline"   // a partition stayed without a leader though replicas with its data were back
 )
 
 // requireMinISRRefuses: no acks=all send made while brokers 2 and 3 were
@@ -525,7 +527,7 @@ func acks1LeaderCrashes(cfg run.Spec) run.Spec {
 // Cases is every case, in the order `watermark check` runs them: the
 // broker faults, the rare states, damaged disks, then the baseline cases
 // that need none, then the consumer-group cases.
-var Cases = slices.Concat(brokerCases, rareCases, diskCases, baselineCases, groupCases)
+var Cases = slices.Concat(brokerCases, rareCases, diskCases, shutdownCases, baselineCases, groupCases)
 
 // FromFile is the case a run file judges its run by: the file's spec for
 // any seed, its allowed anomalies and its flags.

@@ -138,7 +138,7 @@ var rareCases = []Case{
 	},
 	{
 		Name:    "isr-late-copies",
-		Summary: "followers stop fetching and come back, or die and come back on empty disks, so leaders shrink and grow their ISRs, while every ISR request and answer is held up to 3 s and arrives a second time up to 6 s later, after the partition has moved on",
+		Summary: "followers stop fetching and come back, die and come back on empty disks, or are stopped cleanly, so leaders shrink and grow their ISRs, while every ISR request and answer is held up to 3 s and arrives a second time up to 6 s later, after the partition has moved on",
 		Spec: func(seed uint64) run.Spec {
 			// Every ISR request and answer arrives twice, out of order with
 			// the other messages of its link (so heartbeats are not held
@@ -150,7 +150,7 @@ var rareCases = []Case{
 	},
 	{
 		Name:    "isr-stale-state-updates",
-		Summary: "followers stop fetching and come back, or die and come back on empty disks, so the controller and the leaders change ISRs, while the controller's state updates are held up to 2 s, out of order: a leader learns newer ISRs from its answers first and must ignore the older states that arrive after",
+		Summary: "followers stop fetching and come back, die and come back on empty disks, or are stopped cleanly, so the controller and the leaders change ISRs, while the controller's state updates are held up to 2 s, out of order: a leader learns newer ISRs from its answers first and must ignore the older states that arrive after",
 		Spec: func(seed uint64) run.Spec {
 			// Every state update is held, out of order with the other
 			// messages of its link (so heartbeats are not held behind it).
@@ -465,12 +465,18 @@ func isrChurn(seed uint64, m run.MessageFault) run.Spec {
 }
 
 // followersChurn adds to cfg a follower that stops fetching for 1.5 s
-// every 2.5 s, and one that loses its disk every 5 s.
+// every 2.5 s, and, every 5 s, one that loses its disk or is stopped
+// cleanly (its controlled shutdown takes it out of the ISRs: a change the
+// controller makes on its own, which a leader may not have heard of when
+// it proposes the next).
 func followersChurn(cfg run.Spec) run.Spec {
 	for i, at := 0, int64(2000); at < cfg.DurationMs-2000; i, at = i+1, at+2500 {
 		cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 1500, Messages: stopFetching()})
-		if i%2 == 1 {
+		switch i % 4 {
+		case 1:
 			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 1200}, Kind: run.FaultReplaceDisk, Role: run.RoleFollower, ForMs: 800})
+		case 3:
+			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 400}, Kind: run.FaultStop, Role: run.RoleFollower, ForMs: 800})
 		}
 	}
 	return cfg

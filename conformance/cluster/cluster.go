@@ -61,8 +61,9 @@ type Options struct {
 	// StartTimeout bounds each node's start and the wait until every
 	// broker is registered (default 30s).
 	StartTimeout time.Duration
-	// StopGrace is how long Stop waits after SIGTERM before SIGKILL
-	// (default 5s).
+	// StopGrace is how long Stop and Terminate wait after SIGTERM before
+	// SIGKILL (default 20s: a broker's controlled shutdown waits for its
+	// peers' heartbeats).
 	StopGrace time.Duration
 	// OnExit is called (from another goroutine) when a node process ends
 	// without the cluster ending it: a crash, a failpoint, a bug.
@@ -123,7 +124,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		opts.StartTimeout = 30 * time.Second
 	}
 	if opts.StopGrace <= 0 {
-		opts.StopGrace = 5 * time.Second
+		opts.StopGrace = 20 * time.Second
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -474,6 +475,27 @@ func (c *Cluster) Kill(id int) error {
 	return p.kill()
 }
 
+// Terminate stops broker id as an operator does, with SIGTERM: a
+// controlled shutdown (the controller moves its leaderships away), then
+// every log flushed and the clean-shutdown marker written. It waits until
+// the process is gone; one still up after grace (0: Options.StopGrace)
+// is killed, and that is an error. Terminating a broker that is down is
+// not an error.
+func (c *Cluster) Terminate(id int, grace time.Duration) error {
+	p, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	if grace <= 0 {
+		grace = c.opts.StopGrace
+	}
+	c.opts.Logf("stop broker %d (SIGTERM)", id)
+	if p.terminate(grace) != nil || p.killedAfterGrace() {
+		return fmt.Errorf("broker %d did not stop within %v of SIGTERM: killed", id, grace)
+	}
+	return nil
+}
+
 // Restart starts broker id again with the same flags and data directory,
 // killing it first if it is still up, and waits until it listens. It does
 // not wait for the broker to rejoin the ISR; see WaitReady.
@@ -527,32 +549,36 @@ func (c *Cluster) RestartController(ctx context.Context) error {
 }
 
 // Stop ends every node (SIGTERM, then SIGKILL after Options.StopGrace) and
-// closes the proxies. It is safe to call more than once; the data and logs
-// stay in Dir.
+// closes the proxies: the brokers first, all at once, each with its
+// controlled shutdown (which needs the controller), then the controller.
+// It is safe to call more than once; the data and logs stay in Dir.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var errs []error
-		procs := []*process{}
+		stop := func(procs []*process) {
+			for _, p := range procs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := p.terminate(c.opts.StopGrace); err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		var procs []*process
 		for _, id := range c.ids() {
 			procs = append(procs, c.brokers[id])
 		}
+		stop(procs)
 		if c.controller != nil {
-			procs = append(procs, c.controller)
+			stop([]*process{c.controller})
 		}
-		for _, p := range procs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := p.terminate(c.opts.StopGrace); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
 		for _, px := range c.proxies() {
 			_ = px.Close()
 		}

@@ -26,13 +26,23 @@ func (c *Cluster) ReplaceDisk(id int) error {
 	return os.MkdirAll(dir, 0o755)
 }
 
-// DamageLog kills broker id and flips n bytes in the middle of its log of
-// each partition in tps (the files a broker synced; after SIGKILL the page
-// cache holds what it wrote), as a bad sector would. It says, per log,
-// which bytes it flipped; a log under 64 bytes is left alone.
-func (c *Cluster) DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string, error) {
-	if err := c.Kill(id); err != nil {
+// DamageLog stops broker id (SIGKILL, or with clean SIGTERM and its
+// clean shutdown) and flips n bytes of its log of each partition in tps,
+// in the oldest segment, at the byte pick chooses in what the file holds
+// (nil: the middle), as a bad sector would. After SIGKILL the page cache
+// holds what it wrote; after a clean stop every byte was synced. It says,
+// per log, which bytes it flipped; a log pick finds too short is left
+// alone.
+func (c *Cluster) DamageLog(id int, tps []kafka.TopicPartition, n int, pick func(data []byte) (int64, bool), clean bool) ([]string, error) {
+	stop := c.Kill
+	if clean {
+		stop = func(id int) error { return c.Terminate(id, 0) }
+	}
+	if err := stop(id); err != nil {
 		return nil, err
+	}
+	if pick == nil {
+		pick = func(data []byte) (int64, bool) { return int64(len(data) / 2), len(data) >= 64 }
 	}
 	var what []string
 	for _, tp := range tps {
@@ -45,7 +55,7 @@ func (c *Cluster) DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string
 			}
 		}
 		name := filepath.Join(root, filepath.FromSlash(broker.FirstSegment(tp, names)))
-		w, err := flipMiddle(name, n)
+		w, err := flip(name, n, pick)
 		if err != nil {
 			return what, fmt.Errorf("damage the log of %s on broker %d: %w", tp, id, err)
 		}
@@ -57,35 +67,31 @@ func (c *Cluster) DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string
 	return what, nil
 }
 
-// flipMiddle inverts n bytes in the middle of file name; "" when the file
-// is missing or too short to damage.
-func flipMiddle(name string, n int) (string, error) {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
+// flip inverts n bytes of file name from the byte pick chooses; "" when
+// the file is missing or pick finds it too short to damage.
+func flip(name string, n int, pick func(data []byte) (int64, bool)) (string, error) {
+	data, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	at, ok := pick(data)
+	if !ok || at < 0 || at >= int64(len(data)) {
+		return "", nil
+	}
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return "", err
 	}
-	size := st.Size()
-	if size < 64 {
-		return "", nil
-	}
-	at := size / 2
-	buf := make([]byte, min(int64(n), size-at))
-	if _, err := f.ReadAt(buf, at); err != nil {
-		return "", err
-	}
+	defer f.Close()
+	buf := data[at:min(at+int64(n), int64(len(data)))]
 	for i := range buf {
 		buf[i] ^= 0xff
 	}
 	if _, err := f.WriteAt(buf, at); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d bytes flipped at byte %d of %d (%s)", len(buf), at, size, name), f.Sync()
+	return fmt.Sprintf("%d bytes flipped at byte %d of %d (%s)", len(buf), at, len(data), name), f.Sync()
 }

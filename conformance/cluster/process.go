@@ -53,6 +53,7 @@ type process struct {
 	expected bool          // the cluster ended this run itself
 	paused   bool
 	starts   int
+	forced   bool // the last terminate had to kill
 }
 
 // running reports whether the process is up (it may be paused).
@@ -203,10 +204,18 @@ func (p *process) kill() error {
 	}
 }
 
+// killedAfterGrace reports whether the last terminate had to kill.
+func (p *process) killedAfterGrace() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.forced
+}
+
 // terminate asks the process to stop (SIGTERM, waking it if paused) and
 // kills it if it has not exited after grace.
 func (p *process) terminate(grace time.Duration) error {
 	p.mu.Lock()
+	p.forced = false
 	if !p.runningLocked() {
 		p.mu.Unlock()
 		return nil
@@ -222,10 +231,16 @@ func (p *process) terminate(grace time.Duration) error {
 	if err == nil {
 		select {
 		case <-exited:
+			p.mu.Lock()
+			p.forced = false
+			p.mu.Unlock()
 			return nil
 		case <-time.After(grace):
 		}
 	}
+	p.mu.Lock()
+	p.forced = true
+	p.mu.Unlock()
 	return p.kill()
 }
 

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 // inject applies one fault to the real cluster now and schedules its end.
 func (l *live) inject(f run.Fault) {
-	if f.Kind == run.FaultBounceLeader || f.Repeat > 0 {
+	if f.Kind == run.FaultBounceLeader || f.Kind == run.FaultRollingStop || f.Repeat > 0 {
 		steps := nemesis.Unfold(&l.Spec, l, f, l.Rng)
 		if steps == nil {
 			l.Notef(run.NoteHarness, 0, "%s: no leader or no follower to strike now, skipped", f.Kind)
@@ -53,33 +54,17 @@ func (l *live) inject(f run.Fault) {
 		l.Reached(run.SitEmptyDiskReturn)
 		l.fault(run.FaultReplaceDisk, id, "broker %d's machine dies; it comes back on an empty disk", id)
 	case run.FaultDamageLog:
-		r, ok := cl.(DiskReplacer)
-		if !ok {
-			return // refused before the run (Capabilities)
+		l.damageLog(id, f, dur, fail)
+	case run.FaultStop:
+		st, ok := cl.(Stopper)
+		if !ok || l.down[id] || l.stopping[id] {
+			return // refused before the run (Capabilities) if !ok
 		}
-		var tps []kafka.TopicPartition
-		last := false
-		for _, tp := range l.Spec.Partitions() {
-			p, ok := l.Partition(tp)
-			if (f.Partition == nil || *f.Partition == tp) && ok && slices.Contains(p.Replicas, int32(id)) {
-				tps = append(tps, tp)
-				last = last || slices.Equal(p.ISR, []int32{int32(id)})
-			}
-		}
-		var what []string
-		if !l.takeDown(id, dur, fail, func() (err error) { what, err = r.DamageLog(id, tps, f.DamagedBytes()); return err }) {
-			return
-		}
-		l.Stats.Crashes++
-		l.fault(run.FaultCrash, id, "crash broker %d to damage its log (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
-		for _, w := range what {
-			l.Stats.DamagedLogs++
-			l.Reached(run.SitDamagedLog)
-			if last {
-				l.Reached(run.SitDamagedLastISR)
-			}
-			l.fault(run.FaultDamageLog, id, "damage broker %d's log: %s%s", id, w, map[bool]string{true: " (the only ISR member)"}[last])
-		}
+		l.beginStop(id, f.PowerOff)
+		l.async(func() func() {
+			err := st.Stop(id)
+			return func() { l.stopped(id, dur, err, nil) }
+		})
 	case run.FaultPause:
 		if l.down[id] || l.paused[id] || fail(cl.Pause(id)) {
 			return
@@ -115,11 +100,101 @@ func (l *live) inject(f run.Fault) {
 	}
 }
 
+// beginStop counts a clean stop of broker id as it begins: the broker is
+// faulted from now on, and down once Stop returns (stopped).
+func (l *live) beginStop(id int, powerOff bool) {
+	if l.paused[id] {
+		_ = l.opts.Cluster.Resume(id)
+		l.paused[id] = false
+		l.faulted[id]--
+	}
+	l.stopping[id] = true
+	l.faulted[id]++
+	l.Stats.Faults++
+	l.Stats.Stops++
+	l.fault(run.FaultStop, id, "stop broker %d (%s): a controlled shutdown, then every log flushed", id, l.opts.Cluster.How(run.FaultStop, id))
+	if powerOff {
+		// A process cannot cut its machine's power; the stop's flush is
+		// what a power cut after it would test, and the simulator does.
+		l.Notef(run.NoteHarness, id, "power_off: real processes cannot cut their machine's power; the broker is only stopped")
+	}
+}
+
+// stopped records the end of broker id's clean stop (err: it had to be
+// killed, or the stop failed) and schedules its restart after dur; then
+// runs after, if any, on the stopped broker's disk.
+func (l *live) stopped(id int, dur int64, err error, after func()) {
+	l.stopping[id] = false
+	if err != nil {
+		l.Notef(run.NoteHarness, id, "stop broker %d: %v", id, err)
+	} else {
+		l.Stats.CleanStops++
+		l.Notef(run.NoteBroker, id, "broker %d stopped cleanly", id)
+	}
+	l.down[id] = true
+	if after != nil {
+		after()
+	}
+	l.at(l.Now+dur, func() { l.restart(id) })
+}
+
+// damageLog stops broker id (a kill, or with f.Clean a clean stop) and
+// damages its logs of the run's partitions it holds (f.Partition's only,
+// when set) where f.DamageAt says, in the oldest segment.
+func (l *live) damageLog(id int, f run.Fault, dur int64, fail func(error) bool) {
+	r, ok := l.opts.Cluster.(DiskReplacer)
+	if !ok || l.stopping[id] {
+		return // refused before the run (Capabilities) if !ok
+	}
+	var tps []kafka.TopicPartition
+	last := false
+	for _, tp := range l.Spec.Partitions() {
+		p, ok := l.Partition(tp)
+		if (f.Partition == nil || *f.Partition == tp) && ok && slices.Contains(p.Replicas, int32(id)) {
+			tps = append(tps, tp)
+			last = last || slices.Equal(p.ISR, []int32{int32(id)})
+		}
+	}
+	rng := rand.New(rand.NewPCG(l.Rng.Uint64(), 0))
+	pick := func(data []byte) (int64, bool) { return run.DamagePoint(data, f.DamageAt, rng) }
+	record := func(what []string, clean bool) {
+		for _, w := range what {
+			l.Stats.DamagedLogs++
+			l.Reached(run.SitDamagedLog)
+			if last {
+				l.Reached(run.SitDamagedLastISR)
+			}
+			if clean {
+				l.Reached(run.SitCleanStopThenDamage)
+			}
+			l.fault(run.FaultDamageLog, id, "damage broker %d's log (%s): %s%s", id, f.DamageAt, w, map[bool]string{true: " (the only ISR member)"}[last])
+		}
+	}
+	if f.Clean {
+		if l.down[id] {
+			return
+		}
+		l.beginStop(id, false)
+		l.async(func() func() {
+			what, err := r.DamageLog(id, tps, f.DamagedBytes(), pick, true)
+			return func() { l.stopped(id, dur, err, func() { record(what, err == nil) }) }
+		})
+		return
+	}
+	var what []string
+	if !l.takeDown(id, dur, fail, func() (err error) { what, err = r.DamageLog(id, tps, f.DamagedBytes(), pick, false); return err }) {
+		return
+	}
+	l.Stats.Crashes++
+	l.fault(run.FaultCrash, id, "crash broker %d to damage its log (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
+	record(what, false)
+}
+
 // takeDown stops broker id's process with stop (a kill, a disk replaced
 // or damaged) unless it is down already, ends a pause it was in, counts
 // the fault and schedules the restart after dur; false if it did not.
 func (l *live) takeDown(id int, dur int64, fail func(error) bool, stop func() error) bool {
-	if l.down[id] {
+	if l.down[id] || l.stopping[id] {
 		return false
 	}
 	if l.paused[id] {

@@ -46,9 +46,18 @@ type Cluster interface {
 // left.
 type DiskReplacer interface {
 	ReplaceDisk(id int) error
-	// DamageLog kills broker id and flips n bytes in the middle of its
-	// log of each partition in tps; it says what it flipped, per log.
-	DamageLog(id int, tps []kafka.TopicPartition, n int) ([]string, error)
+	// DamageLog stops broker id (kills it, or with clean stops it as
+	// Stopper does) and flips n bytes of its log of each partition in
+	// tps, at the byte pick chooses in the file's bytes; it says what it
+	// flipped, per log.
+	DamageLog(id int, tps []kafka.TopicPartition, n int, pick func(data []byte) (int64, bool), clean bool) ([]string, error)
+}
+
+// Stopper is a Cluster that can stop a broker as an operator does
+// (SIGTERM: a controlled shutdown, then a flush and a clean-shutdown
+// marker) and wait until it is down; Restart then starts it again.
+type Stopper interface {
+	Stop(id int) error
 }
 
 // Exchanger carries the clients' requests to a real cluster over the
@@ -149,6 +158,30 @@ type live struct {
 	// hws and seenBy: the HWs and ISRs seen from outside (outside.go).
 	hws    map[kafka.TopicPartition]*hwView
 	seenBy map[broker.NodeID]map[kafka.TopicPartition]kafka.PartitionState
+	// posts carries what work done off the loop (async) leaves for it.
+	posts   chan func()
+	offLoop sync.WaitGroup
+	// stopping marks the brokers a clean stop is under way on.
+	stopping []bool
+}
+
+// async runs work off the loop (a clean stop takes seconds, and the
+// clients must go on meanwhile); what it returns runs on the loop once
+// it is done.
+func (l *live) async(work func() func()) {
+	l.offLoop.Add(1)
+	go func() {
+		defer l.offLoop.Done()
+		l.posts <- work()
+	}()
+}
+
+// drainAsync waits for the work async started and runs what it posted.
+func (l *live) drainAsync() {
+	l.offLoop.Wait()
+	for len(l.posts) > 0 {
+		(<-l.posts)()
+	}
 }
 
 type liveTimer struct {
@@ -185,8 +218,11 @@ func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
 		faulted: make([]int, cfg.Brokers+1),
 		down:    make([]bool, cfg.Brokers+1),
 		paused:  make([]bool, cfg.Brokers+1),
-		leaders: map[kafka.TopicPartition]kafka.PartitionState{},
-		nets:    map[broker.NodeID]Exchanger{},
+		posts:   make(chan func(), 4*cfg.Brokers+4),
+
+		stopping: make([]bool, cfg.Brokers+1),
+		leaders:  map[kafka.TopicPartition]kafka.PartitionState{},
+		nets:     map[broker.NodeID]Exchanger{},
 	}
 	l.Host = l
 	for _, t := range cfg.Topics {
@@ -226,6 +262,7 @@ func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
 		l.at(cfg.DurationMs+cfg.SettleMs/2, l.StartFinalRead)
 	}
 	err := l.loop()
+	l.drainAsync()
 	l.healAll()
 	for id := 1; id <= cfg.Brokers; id++ {
 		if l.down[id] {
@@ -364,6 +401,10 @@ func (l *live) loop() error {
 		select {
 		case <-l.ctx.Done():
 			return l.ctx.Err()
+		case fn := <-l.posts:
+			l.Now = time.Since(l.start).Milliseconds()
+			fn()
+			continue
 		case a := <-l.answers:
 			env := a.env
 			l.Now = time.Since(l.start).Milliseconds()

@@ -87,6 +87,8 @@ func Next(s *run.Spec, c Cluster, rng *rand.Rand) (run.Fault, bool) {
 		kind = run.FaultPowerLoss
 	case kind == run.FaultBounceLeader && (limit < 2 || faulty > 0):
 		kind = run.FaultCrash // it needs two brokers faulted at once
+	case kind == run.FaultRollingStop && faulty > 0:
+		kind = run.FaultStop // it stops every broker in turn: from a whole cluster
 	}
 	f := run.Fault{Kind: kind, ForMs: nm.FaultMs, DelayMs: nm.DelayMs, Role: nm.Role}
 	if f.ForMs <= 0 {
@@ -102,6 +104,16 @@ func Next(s *run.Spec, c Cluster, rng *rand.Rand) (run.Fault, bool) {
 	case run.FaultPowerLossAll:
 		f.Role = run.RoleAny
 		return f, true
+	case run.FaultRollingStop:
+		f.Role, f.PowerOff = run.RoleAny, rng.IntN(3) == 0
+		return f, true
+	case run.FaultStop:
+		// A stopped machine may lose power: a clean stop synced
+		// everything, so it loses nothing.
+		f.PowerOff = rng.IntN(3) == 0
+	case run.FaultDamageLog:
+		f.DamageAt = DrawDamageAt(rng)
+		f.Clean = rng.IntN(2) == 0
 	case run.FaultMessages:
 		f.Messages = nm.Messages.Clone()
 		if f.Messages == nil {
@@ -171,6 +183,11 @@ func Strike(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) (int, bool) {
 	return int(followers[rng.IntN(len(followers))]), true
 }
 
+// DrawDamageAt draws where a damage-log fault strikes a log.
+func DrawDamageAt(rng *rand.Rand) run.DamageAt {
+	return []run.DamageAt{run.DamageMiddle, run.DamageFirst, run.DamageLast, run.DamageAny}[rng.IntN(4)]
+}
+
 // brokerMessages are the message kinds a drawn messages fault picks from:
 // what brokers and the controller say to each other, and the answers
 // that carry a produce's or a fetch's outcome.
@@ -208,8 +225,9 @@ type Step struct {
 }
 
 // Unfold turns a fault that unfolds over time into its steps: a repeated
-// crash, power loss or replace-disk strikes the same broker again GapMs
-// after each return; bounce-leader crashes the leader A of its partition,
+// crash, power loss, replace-disk or stop strikes the same broker again
+// GapMs after each return; rolling-stop stops every broker in turn, each
+// GapMs after the one before came back; bounce-leader crashes the leader A of its partition,
 // then whoever leads next, so A leads again, while a follower of A's
 // epoch is cut off across both elections. nil for any other fault, or
 // when the partition has no leader or follower now.
@@ -217,6 +235,19 @@ func Unfold(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
 	switch {
 	case f.Kind == run.FaultBounceLeader:
 		return bounce(s, c, f, rng)
+	case f.Kind == run.FaultRollingStop:
+		// Each broker in turn, by id: a rolling restart.
+		gap := f.GapMs
+		if gap <= 0 {
+			gap = 1000
+		}
+		one := run.Fault{Kind: run.FaultStop, ForMs: f.ForMs, PowerOff: f.PowerOff}
+		var steps []Step
+		for id := 1; id <= s.Brokers; id++ {
+			one.Node = id
+			steps = append(steps, Step{AfterMs: int64(id-1) * (s.Duration(one) + gap), Fault: one})
+		}
+		return steps
 	case f.Kind.Down() && f.Repeat > 0:
 		id, ok := Strike(s, c, f, rng)
 		if !ok {

@@ -84,6 +84,16 @@ const (
 	// SitDamagedLastISR: the log damaged was that of a partition's only
 	// ISR member: the one replica a clean election could pick.
 	SitDamagedLastISR Situation = "damaged-last-isr-member"
+	// SitCleanStopThenDamage: a log was damaged while its broker was down
+	// after a clean stop (every log flushed, a clean-shutdown marker):
+	// whatever recovery cuts is lost data, not a torn write.
+	SitCleanStopThenDamage Situation = "clean-stop-then-damage"
+	// SitLeaderMovedByShutdown: the controller moved a leadership away
+	// from a live broker that asked to stop (a controlled shutdown).
+	SitLeaderMovedByShutdown Situation = "leader-moved-by-shutdown"
+	// SitELRCleanRestart: a broker registered after a clean stop while it
+	// was an eligible leader replica of a partition, and stayed one.
+	SitELRCleanRestart Situation = "elr-member-clean-restart"
 )
 
 // Situations lists every situation, in the order reports show them.
@@ -92,4 +102,5 @@ var Situations = []Situation{
 	SitEpochTruncation, SitEpochUnknownToLeader, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
 	SitTornTail, SitRollPowerLoss, SitRetention, SitFetchBelowLogStart, SitFollowerReset, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
 	SitZombieCommit, SitMemberDownPastSession, SitDamagedLog, SitDamagedLastISR,
+	SitCleanStopThenDamage, SitLeaderMovedByShutdown, SitELRCleanRestart,
 }

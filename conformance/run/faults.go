@@ -54,22 +54,32 @@ const (
 	// as a bad sector or a stray write would; it comes back after ForMs
 	// and must find the damage as it recovers.
 	FaultDamageLog FaultKind = "damage-log"
+	// FaultStop: the broker is asked to stop, as SIGTERM asks a Kafka
+	// broker: a controlled shutdown (its leaderships move away), then
+	// every log flushed and a clean-shutdown marker written; it comes
+	// back after ForMs. With PowerOff its machine then loses power while
+	// it is down: what the stop did not sync is lost.
+	FaultStop FaultKind = "stop"
+	// FaultRollingStop: every broker in turn, by id, is stopped as stop
+	// does and comes back after ForMs; the next one stops GapMs (0: 1000)
+	// after the one before came back: a rolling restart of the cluster.
+	FaultRollingStop FaultKind = "rolling-stop"
 )
 
 // FaultKinds lists every kind.
 var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal,
 	FaultRestartProducer, FaultCrashConsumer, FaultReplaceDisk, FaultPowerLossAll, FaultMessages, FaultBounceLeader,
-	FaultDamageLog}
+	FaultDamageLog, FaultStop, FaultRollingStop}
 
 // OnBroker reports whether the kind strikes one broker (the others strike
 // the network or the cluster as a whole, or a client).
 func (k FaultKind) OnBroker() bool {
-	return k != FaultHeal && k != FaultRestartProducer && k != FaultCrashConsumer && k != FaultPowerLossAll
+	return k != FaultHeal && k != FaultRestartProducer && k != FaultCrashConsumer && k != FaultPowerLossAll && k != FaultRollingStop
 }
 
 // Down reports whether the kind stops the broker's process.
 func (k FaultKind) Down() bool {
-	return k == FaultCrash || k == FaultPowerLoss || k == FaultReplaceDisk || k == FaultDamageLog
+	return k == FaultCrash || k == FaultPowerLoss || k == FaultReplaceDisk || k == FaultDamageLog || k == FaultStop
 }
 
 // MessageFault selects messages on a broker's links and says what
@@ -251,6 +261,15 @@ type Fault struct {
 	GapMs  int64 `yaml:"gap_ms"`
 	// DamageBytes is how many bytes a damage-log fault flips (0: 8).
 	DamageBytes int `yaml:"damage_bytes"`
+	// DamageAt is where in the synced part of a log a damage-log fault
+	// flips them (DamageAt).
+	DamageAt DamageAt `yaml:"damage_at,omitempty"`
+	// Clean: a damage-log fault stops the broker cleanly (as stop does)
+	// before the damage, instead of crashing it: after a clean stop every
+	// cut recovery makes is lost data.
+	Clean bool `yaml:"clean,omitempty"`
+	// PowerOff: a stop's machine loses power once the broker is down.
+	PowerOff bool `yaml:"power_off,omitempty"`
 }
 
 // DamagedBytes is how many bytes a damage-log fault flips.
@@ -288,7 +307,16 @@ func (f Fault) validate(brokers int) error {
 		return fmt.Errorf("%s: messages: applies to kind messages only", f.Kind)
 	}
 	if f.Repeat != 0 && !f.Kind.Down() {
-		return fmt.Errorf("%s: repeat applies to crash, powerloss, replace-disk and damage-log only", f.Kind)
+		return fmt.Errorf("%s: repeat applies to crash, powerloss, replace-disk, damage-log and stop only", f.Kind)
+	}
+	if (f.DamageAt != "" || f.Clean) && f.Kind != FaultDamageLog {
+		return fmt.Errorf("%s: damage_at and clean apply to damage-log only", f.Kind)
+	}
+	if err := f.DamageAt.validate(); err != nil {
+		return fmt.Errorf("%s: %v", f.Kind, err)
+	}
+	if f.PowerOff && f.Kind != FaultStop && f.Kind != FaultRollingStop {
+		return fmt.Errorf("%s: power_off applies to stop and rolling-stop only", f.Kind)
 	}
 	if f.DamageBytes != 0 && (f.Kind != FaultDamageLog || f.DamageBytes < 0 || f.DamageBytes > 4096) {
 		return fmt.Errorf("%s: damage_bytes %d: applies to damage-log only, 1..4096", f.Kind, f.DamageBytes)

@@ -54,6 +54,8 @@ type Stats struct {
 	PowerLosses      int
 	DiskReplacements int
 	DamagedLogs      int // logs a damage-log fault flipped bytes in
+	Stops            int // clean stops asked for (stop, rolling-stop, a clean damage-log)
+	CleanStops       int // stops that ended clean: flushed, marker written
 	FailpointsFired  int
 	StepLimitHit     bool
 	FinalReadDone    bool // the final read covered every partition

@@ -18,6 +18,9 @@ import (
 // replica, never struck, must stay in the ISR, and lost fetches or
 // answers can push it out (then the struck two are the whole ISR, and the
 // controller elects the one that lost its log: random search found that).
+// Damage to a log counts as that one fault too; clean stops (one broker,
+// in a row, or every broker in turn, with the machine powered off after
+// or not) lose nothing, and strike anywhere.
 func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, latest int64) {
 	cfg.Topics[0].Partitions = int32(1 + rng.IntN(3))
 	if rng.IntN(4) == 0 {
@@ -36,7 +39,7 @@ func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, lat
 	at := func(lo, hi int64) run.Trigger { return run.Trigger{AtMs: lo + rng.Int64N(max(hi-lo, 1))} }
 	for range 1 + rng.IntN(3) {
 		var f run.Fault
-		switch rng.IntN(5) {
+		switch rng.IntN(7) {
 		case 0, 1:
 			f = run.Fault{When: at(1000, latest), Kind: run.FaultMessages, ForMs: 500 + rng.Int64N(4000), Messages: nemesis.DrawMessages(rng)}
 			if pinned != nil || rng.IntN(2) == 0 {
@@ -65,6 +68,28 @@ func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, lat
 			case pinned != nil && powerLosses == 0:
 				powerLosses++
 				f = run.Fault{When: at(1000, latest), Kind: run.FaultReplaceDisk, Node: node(), ForMs: 500 + rng.Int64N(2500)}
+			default:
+				continue
+			}
+		case 5:
+			// A clean stop loses nothing, even with the machine powered
+			// off after it: stops strike anywhere, in rows too.
+			f = run.Fault{When: at(1000, latest-2000), Kind: run.FaultStop, Node: node(), ForMs: 300 + rng.Int64N(2500),
+				PowerOff: rng.IntN(3) == 0}
+			if rng.IntN(3) == 0 {
+				f.Repeat, f.GapMs = 1, 200+rng.Int64N(800)
+			}
+		case 6:
+			switch {
+			case rng.IntN(2) == 0:
+				f = run.Fault{When: at(1000, 3000), Kind: run.FaultRollingStop, ForMs: 300 + rng.Int64N(1200),
+					GapMs: 200 + rng.Int64N(1500), PowerOff: rng.IntN(3) == 0}
+			case pinned != nil && powerLosses == 0:
+				// Damage costs the broker what it cuts, as a replaced
+				// disk does: the run's one such fault, on a pinned broker.
+				powerLosses++
+				f = run.Fault{When: at(1000, latest), Kind: run.FaultDamageLog, Node: node(), ForMs: 500 + rng.Int64N(2500),
+					DamageAt: nemesis.DrawDamageAt(rng), Clean: rng.IntN(2) == 0}
 			default:
 				continue
 			}

@@ -16,7 +16,7 @@ import (
 
 // inject applies one fault now.
 func (s *Sim) inject(f run.Fault) {
-	if f.Kind == run.FaultBounceLeader || f.Repeat > 0 {
+	if f.Kind == run.FaultBounceLeader || f.Kind == run.FaultRollingStop || f.Repeat > 0 {
 		steps := nemesis.Unfold(&s.Spec, s, f, s.Rng)
 		if steps == nil {
 			s.Notef(run.NoteHarness, 0, "%s: no leader or no follower to strike now, skipped", f.Kind)
@@ -49,6 +49,8 @@ func (s *Sim) inject(f run.Fault) {
 		s.kill(n, lossPower, dur, "scheduled")
 	case run.FaultReplaceDisk:
 		s.kill(n, replaceDisk, dur, "scheduled")
+	case run.FaultStop:
+		s.stop(n, dur, f.PowerOff, nil, "scheduled")
 	case run.FaultDamageLog:
 		s.damageLog(n, f, dur)
 	case run.FaultMessages:
@@ -124,6 +126,7 @@ type diskFate int
 
 const (
 	crashOnly      diskFate = iota // the process dies; the page cache survives
+	stopped                        // the process ended after a clean stop: nothing is unsynced
 	lossPower                      // unsynced writes are lost, the last may tear
 	lossPowerWorst                 // every unsynced write is lost
 	replaceDisk                    // the machine comes back with an empty disk
@@ -146,17 +149,27 @@ func (s *Sim) kill(n *node, fate diskFate, downMs int64, why string) {
 	if n.paused {
 		n.faulted-- // the pause ends with the process
 	}
+	if n.stopping != nil {
+		n.stopping = nil
+		n.faulted-- // the stop ends with the process
+	}
+	n.cleanStop = false
 	n.b = nil
 	n.paused = false
 	n.held = nil
 	n.heldOut = nil
 	n.faulted++
-	s.Stats.Faults++
+	if fate != stopped {
+		s.Stats.Faults++ // a stop counted itself as it began
+	}
 	switch fate {
 	case crashOnly:
 		n.disk.Crash()
 		s.Stats.Crashes++
 		s.fault(run.FaultCrash, n.id, "crash broker %d (%s)", n.id, why)
+	case stopped:
+		n.disk.Crash()
+		s.Notef(run.NoteBroker, int(n.id), "broker %d is down (%s)", n.id, why)
 	case lossPower, lossPowerWorst:
 		s.inv.beforePowerLoss(n)
 		if fate == lossPowerWorst {
@@ -177,9 +190,10 @@ func (s *Sim) kill(n *node, fate diskFate, downMs int64, why string) {
 	s.schedule(event{at: s.Now + downMs, kind: evRestart, node: n.id})
 }
 
-// damageLog crashes n and flips bytes in the middle of the synced part of
-// its log of f.Partition (of each partition it holds, without one) before
-// it comes back after downMs.
+// damageLog stops n (a crash, or with f.Clean a clean stop) and, once it
+// is down, flips bytes in the synced part of its log of f.Partition (of
+// each partition it holds, without one) where f.DamageAt says; it comes
+// back after downMs.
 func (s *Sim) damageLog(n *node, f run.Fault, downMs int64) {
 	if n.b == nil {
 		return
@@ -188,32 +202,44 @@ func (s *Sim) damageLog(n *node, f run.Fault, downMs int64) {
 	if f.Partition != nil {
 		tps = []kafka.TopicPartition{*f.Partition}
 	}
-	last := map[kafka.TopicPartition]bool{}
-	for _, tp := range tps {
-		if p, ok := s.Partition(tp); ok && slices.Equal(p.ISR, []int32{int32(n.id)}) {
-			last[tp] = true
-		}
-	}
-	s.kill(n, crashOnly, downMs, "to damage its log")
 	if s.proto != nil {
 		s.proto.leave("steps after a damaged log (the model's disks keep what they synced)")
 	}
+	if f.Clean {
+		s.stop(n, downMs, false, func() { s.damageFiles(n, f, tps) }, "to damage its log")
+		return
+	}
+	s.kill(n, crashOnly, downMs, "to damage its log")
+	s.damageFiles(n, f, tps)
+}
+
+// damageFiles flips bytes in the oldest segment of each of tps on n's
+// disk, in what it synced.
+func (s *Sim) damageFiles(n *node, f run.Fault, tps []kafka.TopicPartition) {
 	for _, tp := range tps {
 		names, _ := n.disk.List(path.Dir(broker.LogFile(tp)) + "/")
 		name := broker.FirstSegment(tp, names)
 		stable := n.disk.Stable(name)
-		if stable < 64 {
+		data, _ := n.disk.ReadFile(name)
+		at, ok := run.DamagePoint(data[:min(int64(len(data)), stable)], f.DamageAt, s.Rng)
+		if !ok {
 			continue // nothing synced worth damaging
 		}
-		at := stable/4 + s.Rng.Int64N(stable/2)
 		flipped := n.disk.Damage(name, at, f.DamagedBytes())
+		last := false
+		if p, ok := s.Partition(tp); ok && slices.Equal(p.ISR, []int32{int32(n.id)}) {
+			last = true
+		}
 		s.Stats.DamagedLogs++
 		s.Reached(run.SitDamagedLog)
-		if last[tp] {
+		if last {
 			s.Reached(run.SitDamagedLastISR)
 		}
-		s.fault(run.FaultDamageLog, n.id, "damage broker %d's log of %s: %d bytes flipped at byte %d of %d synced%s",
-			n.id, tp, flipped, at, stable, map[bool]string{true: " (its only ISR member)"}[last[tp]])
+		if n.cleanStop {
+			s.Reached(run.SitCleanStopThenDamage)
+		}
+		s.fault(run.FaultDamageLog, n.id, "damage broker %d's log of %s: %d bytes flipped at byte %d of %d synced (%s)%s",
+			n.id, tp, flipped, at, stable, f.DamageAt.String(), map[bool]string{true: " (its only ISR member)"}[last])
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/traffic"
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
@@ -97,6 +98,10 @@ type node struct {
 	fpctx    context.Context
 	// msgFaults are the messages faults in force on this broker's links.
 	msgFaults []msgFault
+	// stopping is the clean stop under way, if any; cleanStop says the
+	// process last ended by one (until the node's next death).
+	stopping  *stopPlan
+	cleanStop bool
 }
 
 // Sim is one simulated run. Use Run.
@@ -464,7 +469,14 @@ func (s *Sim) deliver(env broker.Envelope) {
 	}
 	switch {
 	case env.To == broker.ControllerID:
+		var elr []kafka.TopicPartition
+		if _, ok := env.Msg.(broker.RegisterBroker); ok && int(env.From) < len(s.nodes) && s.nodes[env.From].cleanStop {
+			elr = s.eligibleOf(int32(env.From))
+		}
 		s.ctrl.Handle(env, s.Now)
+		if len(elr) > 0 {
+			s.registered(int32(env.From), elr)
+		}
 		s.flushController()
 	case env.To >= broker.ClientIDBase:
 		s.Deliver(env)
@@ -508,6 +520,7 @@ func (s *Sim) afterBroker(n *node, err error) {
 	for _, env := range out {
 		s.Send(env)
 	}
+	s.maybeStopped(n)
 }
 
 func (s *Sim) flushController() {
@@ -526,6 +539,9 @@ func (s *Sim) flushController() {
 			s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
 		case controller.ElectionClean, controller.ElectionPreferred, controller.ElectionEligible, controller.ElectionShutdown:
 			s.Stats.Elections++
+			if e.Kind == controller.ElectionShutdown {
+				s.Reached(run.SitLeaderMovedByShutdown)
+			}
 			n := run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false)
 			if e.Kind == controller.ElectionEligible {
 				n.Text += " (an eligible leader replica, KIP-966: no ISR member can lead)"
@@ -542,6 +558,10 @@ func (s *Sim) flushController() {
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) is dead: its session expired, or it registered again after a restart", e.Broker, e.Incarnation)
 		case controller.BrokerRegistered:
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d registered (incarnation %d)", e.Broker, e.Incarnation)
+		case controller.BrokerShuttingDown:
+			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) asks to stop: its leaderships move away", e.Broker, e.Incarnation)
+		case controller.BrokerShutDown:
+			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) leads nothing: fenced, it may stop", e.Broker, e.Incarnation)
 		case controller.BrokerRevived:
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d is alive again (incarnation %d): it heartbeats", e.Broker, e.Incarnation)
 		}
