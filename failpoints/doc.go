@@ -102,4 +102,10 @@ var Catalogue = []Point{
 	{broker.FPAfterProducerSnapshot,
 		"snapshotProducers: the producer snapshot is written",
 		"a restart from this snapshot plus log replay dedups as the process before it did"},
+	{broker.FPShutdownBeforeFlush,
+		"Shutdown (a clean stop, after the controlled shutdown): before any log is flushed",
+		"a power loss as a stop begins: no marker, so the restart is unclean and recovery may cut a torn tail"},
+	{broker.FPShutdownBeforeMarker,
+		"Shutdown: every log flushed, producer snapshots and HW checkpoints written; the clean-shutdown marker not yet",
+		"a stop that flushed everything but left no marker: an unclean restart that lost nothing"},
 }

@@ -159,19 +159,21 @@ func KAFKA7164(seed uint64, truncation partition.Truncation) run.Spec {
 // replica fetches carry one batch each, so that refilling an empty replica
 // takes many round trips, as a real log of gigabytes takes minutes:
 //
-//  1. Broker 2 crashes at 3 s and is back 500 ms later under a new
+//  1. Broker 2 crashes at 3 s and is back 2 s later, once its session
+//     has ended (a new process registers only then), under a new
 //     incarnation, which takes it out of the ISR (KIP-903's restart rule,
 //     kept by both runs). It catches up, and leader 1 proposes adding it
-//     back; as it sends the proposal (isrChange) leader 1 stalls for a
-//     second, the proposal held with it (less than a session: it stays
-//     alive and leading).
-//  2. Meanwhile, at 3.8 s, broker 2's machine dies and comes back 200 ms
-//     later on an empty disk (replace-disk), registers its third
-//     incarnation and asks leader 1 for the log from offset 0.
-//  3. Leader 1 resumes: the proposal, naming broker 2's second incarnation,
-//     reaches the controller, and leader 1 starts sending broker 2 the log,
-//     a batch a fetch. As broker 2 writes its fourth batch
-//     (followerAfterAppend), leader 1 crashes for 6 s.
+//     back; the proposal is held on its way to the controller for 2.5 s
+//     (a controller slow to take it), longer than a session.
+//  2. Meanwhile, at 5.3 s, broker 2's machine dies and comes back 200 ms
+//     later on an empty disk (replace-disk); its third incarnation
+//     registers once the second one's session has ended and asks leader
+//     1 for the log from offset 0.
+//  3. The proposal, naming broker 2's second incarnation, reaches the
+//     controller, and leader 1 goes on sending broker 2 the log, a batch
+//     a fetch, slowly (broker 2's links are slowed by 300 ms from 6 s).
+//     As broker 2 writes its first batch after that (followerAfterAppend),
+//     leader 1 crashes for 6 s.
 //  4. With isrWithoutBrokerEpoch (Kafka before KIP-903) the controller
 //     accepts the proposal: broker 2, nearly empty, is in the ISR
 //     (StrongIsr), and once leader 1's session ends it is elected ahead of
@@ -192,17 +194,22 @@ func KAFKA14139(seed uint64, isrWithoutBrokerEpoch bool) run.Spec {
 	cfg.DurationMs = 16000
 	cfg.SettleMs = 10000
 	cfg.Faults = []run.Fault{
-		{When: run.Trigger{AtMs: 3000}, Kind: run.FaultCrash, Node: 2, ForMs: 500},
-		{When: run.Trigger{AtMs: 3800}, Kind: run.FaultReplaceDisk, Node: 2, ForMs: 200},
+		{When: run.Trigger{AtMs: 3000}, Kind: run.FaultCrash, Node: 2, ForMs: 2000},
+		// Leader 1's proposals wait 2.5 s on their way to the controller,
+		// out of their link's order (its heartbeats are not held).
+		{When: run.Trigger{AtMs: 4000}, Kind: run.FaultMessages, Node: 1, ForMs: 4000,
+			Messages: &run.MessageFault{Kinds: []string{"alter-partition"}, Peer: "controller", Direction: "out", Reorder: 1, HoldMs: 2500}},
+		{When: run.Trigger{AtMs: 5300}, Kind: run.FaultReplaceDisk, Node: 2, ForMs: 200},
+		// Broker 2's third process refills slowly (a log of gigabytes
+		// takes minutes): it holds a few batches when the proposal lands.
+		{When: run.Trigger{AtMs: 6000}, Kind: run.FaultSlow, Node: 2, ForMs: 6000, DelayMs: 300},
 	}
 	cfg.Failpoints = []run.Failpoint{
-		// The first ISR change after broker 2 left is adding it back.
-		{Name: broker.FPISRChange, Term: `1*return("pause@1000")`, Node: 1, When: run.Trigger{AtMs: 3000}},
-		// Broker 2's fourth write on its new disk. Messages take 1 to 5 ms:
-		// the proposal reaches the controller one message after leader 1
-		// resumes, the fourth batch seven messages after, so the controller
-		// has decided before leader 1 dies.
-		{Name: broker.FPFollowerAfterAppend, Term: `3*off->1*return("crash:1")`, Node: 2, When: run.Trigger{AtMs: 3900}, DownMs: 6000},
+		// Broker 2's first write on its new disk after the proposal has
+		// reached the controller (its third process registers at about
+		// 6.8 s, the proposal arrives at about 7.5 s), before the leader
+		// finds it lagging and takes it out again.
+		{Name: broker.FPFollowerAfterAppend, Term: `1*return("crash:1")`, Node: 2, When: run.Trigger{AtMs: 7600}, DownMs: 6000},
 	}
 	return cfg
 }

@@ -57,7 +57,7 @@ var shutdownCases = []Case{
 // cleanStopDamageBack is when brokers 2 and 3 return in clean-stop-damage.
 const cleanStopDamageBack = 28000
 
-// cleanStopDamage is the schedule of issue #28's report, on three
+// cleanStopDamage is an operator's schedule that once lost every record, on three
 // partitions whose preferred leaders are 1, 2 and 3: broker 1 follows two
 // of them until the others stop, then leads them alone for 15 s. Where the
 // damage lands follows the seed, so that ten seeds strike the first, the

@@ -85,8 +85,8 @@ func (k FaultKind) Down() bool {
 // MessageFault selects messages on a broker's links and says what
 // happens to each: with probability Drop it is lost, else with
 // probability Duplicate it is delivered twice, and it waits up to DelayMs
-// longer (uniform; the link keeps its order, so later messages wait
-// too); with probability Reorder it leaves the link's order and may
+// longer (uniform), and HoldMs more (the link keeps its order, so later
+// messages wait too); with probability Reorder it leaves the link's order and may
 // overtake or be overtaken (a request resent on a new connection). A
 // duplicate's second copy comes right after the first, or, with
 // CopyLateMs, up to that much later and out of the link's order: a resend
@@ -104,6 +104,9 @@ type MessageFault struct {
 	Duplicate float64 `yaml:"duplicate"`
 	Reorder   float64 `yaml:"reorder"`
 	DelayMs   int64   `yaml:"delay_ms"`
+	// HoldMs holds every message it selects exactly this much longer (on
+	// top of DelayMs): a request stuck in a queue for a known time.
+	HoldMs int64 `yaml:"hold_ms,omitempty"`
 	// CopyLateMs: a duplicate's second copy waits up to this much longer
 	// than the first (uniform); 0: right after it.
 	CopyLateMs int64 `yaml:"copy_late_ms"`
@@ -148,14 +151,14 @@ func (m *MessageFault) validate(brokers int) error {
 	if m.Drop < 0 || m.Drop > 1 || m.Duplicate < 0 || m.Duplicate > 1 || m.Reorder < 0 || m.Reorder > 1 {
 		return fmt.Errorf("drop, duplicate and reorder are probabilities: want 0..1")
 	}
-	if m.DelayMs < 0 || m.CopyLateMs < 0 {
-		return fmt.Errorf("negative delay_ms or copy_late_ms")
+	if m.DelayMs < 0 || m.CopyLateMs < 0 || m.HoldMs < 0 {
+		return fmt.Errorf("negative delay_ms, hold_ms or copy_late_ms")
 	}
 	if m.CopyLateMs > 0 && m.Duplicate == 0 {
 		return fmt.Errorf("copy_late_ms without duplicate: it delays the second copy of a duplicated message; set duplicate > 0")
 	}
-	if m.Drop == 0 && m.Duplicate == 0 && m.Reorder == 0 && m.DelayMs == 0 {
-		return fmt.Errorf("a messages fault that does nothing: set drop, duplicate, reorder or delay_ms")
+	if m.Drop == 0 && m.Duplicate == 0 && m.Reorder == 0 && m.DelayMs == 0 && m.HoldMs == 0 {
+		return fmt.Errorf("a messages fault that does nothing: set drop, duplicate, reorder, delay_ms or hold_ms")
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func TestKAFKA14139WithoutBrokerEpochCheck(t *testing.T) {
 		res, err := Run(cfg)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Stats.DiskReplacements, "the disk must be replaced; %s", replay(cfg))
-		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
 		got := violated(res)
 		require.True(t, slices.Contains(got, run.InvStrongISR) && slices.Contains(got, run.InvTrueHWMonotonic),
 			"isr-without-broker-epoch must put the empty replica in the ISR and elect it (got %v); %s", got, replay(cfg))
@@ -107,7 +107,7 @@ func TestKAFKA14139FixedByKIP903(t *testing.T) {
 		res, err := Run(cfg)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Stats.DiskReplacements, "the disk must be replaced; %s", replay(cfg))
-		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
 		if firstViolation(res) != nil {
 			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
 		}

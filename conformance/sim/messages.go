@@ -140,6 +140,7 @@ func (s *Sim) messageFate(env broker.Envelope) (f fate) {
 			if m.DelayMs > 0 {
 				f.extra += s.Rng.Int64N(m.DelayMs + 1)
 			}
+			f.extra += m.HoldMs
 		}
 	}
 	return f
@@ -154,8 +155,8 @@ func (s *Sim) strikeMessages(n *node, f run.Fault, dur int64) {
 	n.faulted++
 	s.Stats.Faults++
 	m := f.Messages
-	s.fault(run.FaultMessages, n.id, "messages of broker %d (kinds %v, peer %q, direction %q): drop %.2f, duplicate %.2f, reorder %.2f, delay up to %d ms, for %d ms",
-		n.id, m.Kinds, m.Peer, m.Direction, m.Drop, m.Duplicate, m.Reorder, m.DelayMs, dur)
+	s.fault(run.FaultMessages, n.id, "messages of broker %d (kinds %v, peer %q, direction %q): drop %.2f, duplicate %.2f, reorder %.2f, delay up to %d ms, held %d ms, for %d ms",
+		n.id, m.Kinds, m.Peer, m.Direction, m.Drop, m.Duplicate, m.Reorder, m.DelayMs, m.HoldMs, dur)
 	s.After(s.Now+dur, func() {
 		i := slices.IndexFunc(n.msgFaults, func(x msgFault) bool { return x.id == id })
 		if i >= 0 {

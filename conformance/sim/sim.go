@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/pingcap/failpoint"
@@ -13,8 +14,8 @@ import (
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/traffic"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -560,6 +561,9 @@ func (s *Sim) flushController() {
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d registered (incarnation %d)", e.Broker, e.Incarnation)
 		case controller.BrokerShuttingDown:
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) asks to stop: its leaderships move away", e.Broker, e.Incarnation)
+			if s.proto != nil {
+				s.proto.leave("steps after a controlled shutdown (the model has none: its brokers only crash)")
+			}
 		case controller.BrokerShutDown:
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) leads nothing: fenced, it may stop", e.Broker, e.Incarnation)
 		case controller.BrokerRevived:
@@ -567,9 +571,13 @@ func (s *Sim) flushController() {
 		}
 	}
 	if s.proto != nil && s.proto.stopped == "" {
+		c := s.ctrl.Controller()
 		for _, tp := range s.proto.tps {
-			if s.ctrl.Controller().WaitsForEligible(tp) {
+			if c.WaitsForEligible(tp) {
 				s.proto.leave("steps after a last ISR member waited for an eligible leader replica (the model elects it on its return)")
+			}
+			if p, ok := c.Partition(tp); ok && slices.ContainsFunc(p.Replicas, func(r int32) bool { return c.LostData(r, tp) }) {
+				s.proto.leave("steps after a replica came back having lost committed records (the model's disks keep what they synced)")
 			}
 		}
 	}

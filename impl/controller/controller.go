@@ -55,8 +55,8 @@ type Config struct {
 	// member is alive: availability over consistency.
 	UncleanLeaderElection bool `yaml:"unclean_leader_election" doc:"elect a replica outside the ISR when no ISR member is alive; loses data (unclean.leader.election.enable)"`
 	// AutoLeaderRebalance moves leadership back to the preferred replica on
-	// every Tick once it is alive and in the ISR (without Kafka's imbalance
-	// threshold).
+	// every Tick once it is alive and in the ISR (KRaft, too, has no
+	// imbalance threshold; it looks every 300 s).
 	AutoLeaderRebalance bool `yaml:"auto_leader_rebalance" doc:"move leadership back to the preferred replica (auto.leader.rebalance.enable)"`
 	// KeepISROnRestart lets a broker that restarted (new incarnation) keep
 	// its ISR memberships and leaderships, as Kafka did before KIP-903. A

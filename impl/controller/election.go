@@ -97,6 +97,11 @@ func (c *Controller) firstAlive(tp kafka.TopicPartition, replicas, within []int3
 	return kafka.NoLeader, false
 }
 
+// LostData reports whether broker id's current process lost tp's
+// committed records (as it registered) and has not been back in its ISR
+// since: for traces that compare with a model whose disks lose nothing.
+func (c *Controller) LostData(id int32, tp kafka.TopicPartition) bool { return c.lostData(id, tp) }
+
 // lostData reports whether broker id's current process lost tp's
 // committed records and has not been back in its ISR since.
 func (c *Controller) lostData(id int32, tp kafka.TopicPartition) bool {

@@ -54,6 +54,7 @@ type followerProgress struct {
 type pendingISR struct {
 	id     uint64 // the request's ProposalID; a resend gets a new one
 	isr    []int32
+	incs   []int64 // each member's incarnation as the proposal was decided
 	sentAt int64
 }
 
@@ -321,7 +322,7 @@ func (r *Replica) Tick(now int64) {
 	switch r.role {
 	case RoleLeader:
 		if p := r.leader.pending; p != nil && now-p.sentAt >= r.cfg.RequestTimeoutMs {
-			r.sendAlterPartition(p.isr, now)
+			r.resendAlterPartition(p, now)
 		}
 		r.maybeShrinkISR(now)
 	case RoleFollower:
@@ -361,9 +362,9 @@ func (r *Replica) maybeExpandISR(id int32, now int64) {
 	r.sendAlterPartition(isr, now)
 }
 
+// sendAlterPartition proposes isr, naming each member's process as the
+// leader knows it now: the fetches it decided on (KIP-903).
 func (r *Replica) sendAlterPartition(isr []int32, now int64) {
-	r.requestID++
-	r.leader.pending = &pendingISR{id: r.requestID, isr: isr, sentAt: now}
 	incs := make([]int64, len(isr))
 	for i, id := range isr {
 		if id == r.cfg.BrokerID {
@@ -372,6 +373,21 @@ func (r *Replica) sendAlterPartition(isr []int32, now int64) {
 			incs[i] = f.incarnation
 		}
 	}
+	r.proposeISR(isr, incs, now)
+}
+
+// resendAlterPartition repeats the proposal p that got no answer, with a
+// new id but the incarnations it was decided on: a follower that
+// restarted since has not earned its place, and the controller must see
+// the process the proposal is about (Kafka retries the same
+// AlterPartition, broker epochs and all).
+func (r *Replica) resendAlterPartition(p *pendingISR, now int64) {
+	r.proposeISR(p.isr, p.incs, now)
+}
+
+func (r *Replica) proposeISR(isr []int32, incs []int64, now int64) {
+	r.requestID++
+	r.leader.pending = &pendingISR{id: r.requestID, isr: isr, incs: incs, sentAt: now}
 	r.ready.Messages = append(r.ready.Messages, kafka.AlterPartition{
 		TopicPartition:     r.tp,
 		ProposalID:         r.requestID,
@@ -380,7 +396,7 @@ func (r *Replica) sendAlterPartition(isr []int32, now int64) {
 		LeaderEpoch:        r.epoch,
 		PartitionEpoch:     r.partitionEpoch,
 		NewISR:             slices.Clone(isr),
-		NewISRIncarnations: incs,
+		NewISRIncarnations: slices.Clone(incs),
 	})
 }
 

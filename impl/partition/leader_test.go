@@ -428,3 +428,32 @@ func assertAlterISR(t *testing.T, got kafka.AlterPartition, epoch, pe int32, isr
 	assert.Equal(t, pe, got.PartitionEpoch)
 	assert.Equal(t, isr, got.NewISR)
 }
+
+// A proposal to add a follower names the process whose fetches it was
+// decided on, and so does every resend of it: a follower that restarted
+// while the proposal waited for an answer has not caught up, and the
+// controller must refuse it (KIP-903). A resend that named the new
+// process instead let an empty replica into the ISR.
+// Reference: KIP-903, KAFKA-14139.
+func TestResentISRExpansionNamesTheProcessItWasDecidedOn(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b")
+	fetch := func(inc, offset int64) {
+		r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 1, ReplicaID: 3, ReplicaIncarnation: inc, To: 1,
+			FetchOffset: offset, CurrentLeaderEpoch: r.LeaderEpoch(), MaxBytes: 1 << 20}, 10)
+	}
+	fetchAt(r, 2, 2, 10)
+	r.Ready()
+	fetch(7, 2) // broker 3's process 7 has caught up
+	sent := messages[kafka.AlterPartition](r.Ready())
+	require.Len(t, sent, 1)
+	require.Equal(t, []int32{1, 2, 3}, sent[0].NewISR)
+	require.Equal(t, int64(7), sent[0].NewISRIncarnations[2])
+
+	fetch(8, 0) // broker 3 restarted on an empty disk: process 8
+	r.Tick(10 + r.cfg.RequestTimeoutMs)
+	resent := messages[kafka.AlterPartition](r.Ready())
+	require.Len(t, resent, 1, "no answer came: the proposal goes again")
+	assert.NotEqual(t, sent[0].ProposalID, resent[0].ProposalID)
+	assert.Equal(t, []int64{sent[0].NewISRIncarnations[0], sent[0].NewISRIncarnations[1], 7}, resent[0].NewISRIncarnations,
+		"the resend names process 7, which caught up, not process 8")
+}
