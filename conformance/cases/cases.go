@@ -341,6 +341,17 @@ var brokerCases = []Case{
 		},
 		Require: requireFailpoints,
 	},
+	{
+		Name: "isr-proposal-after-new-disk",
+		Summary: "KAFKA-14139's schedule without its crash: a leader's proposal to add back a follower, decided on the fetches of its earlier process, and its resend both reach the controller 2.5 s late, after the follower came back on an empty disk: " +
+			"the controller refuses both (KIP-903: each names the process it was decided on), so the empty replica joins the ISR only once it has caught up",
+		Spec: func(seed uint64) run.Spec {
+			cfg := KAFKA14139(seed, false)
+			cfg.Failpoints = nil // the leader lives: its proposal is resent
+			return cfg
+		},
+		Require: reached(run.SitISRChangeRefused, run.SitEmptyDiskReturn),
+	},
 }
 
 // uncleanElection: broker 2 is cut off long enough to leave the ISR, then

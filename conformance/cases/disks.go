@@ -62,7 +62,7 @@ var diskCases = []Case{
 	},
 	{
 		Name: "damaged-last-isr-member",
-		Summary: "RF 3, min ISR 2, every append synced; both followers go down, the ISR shrinks to the leader, and the leader goes down and comes back with its log damaged; " +
+		Summary: "RF 3, min ISR 2, every append synced; both followers go down, the ISR shrinks to the leader, and the leader goes down and comes back with its log damaged (in its first, middle, last or any batch, by seed: the last looks like a torn write); " +
 			"the follower that left the ISR last holds every committed record (an eligible leader replica, KIP-966) and leads: none is lost, none is truncated to the damaged log",
 		Spec: func(seed uint64) run.Spec {
 			cfg := base(seed)
@@ -76,7 +76,8 @@ var diskCases = []Case{
 				{When: run.Trigger{AtMs: 3000 + session}, Kind: run.FaultCrash, Node: 2, ForMs: back - 3000 - session},
 				// The damaged leader comes back a second before the others:
 				// alone, it must not lead what it lost.
-				{When: run.Trigger{AtMs: 4000 + 2*session}, Kind: run.FaultDamageLog, Role: run.RoleLeader, ForMs: back - 5000 - 2*session},
+				{When: run.Trigger{AtMs: 4000 + 2*session}, Kind: run.FaultDamageLog, Role: run.RoleLeader, ForMs: back - 5000 - 2*session,
+					DamageAt: damageAtFor(seed)},
 			}
 			return cfg
 		},
@@ -115,7 +116,7 @@ var diskCases = []Case{
 	},
 	{
 		Name: "last-isr-unclean-restart",
-		Summary: "both followers cut off until the ISR is the leader alone; it loses power with logs left to the OS and no HW checkpoint yet, so it cannot see what it lost; " +
+		Summary: "both followers cut off until the ISR is the leader alone; it loses power with logs left to the OS and HW checkpoints every 30 s: only the one it wrote as its ISR shrank shows what it lost; " +
 			"restarted uncleanly, it does not lead while a follower that left the ISR with every committed record (an eligible leader replica) can come back, and that one leads",
 		Spec: func(seed uint64) run.Spec {
 			cfg := onePartition(seed)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -52,6 +53,94 @@ var shutdownCases = []Case{
 			return requireLedAfter(r, cleanStopDamageBack)
 		},
 	},
+	{
+		Name: "cluster-stop-power-loss",
+		Summary: "every broker is stopped with SIGTERM, one after the other, and each machine then loses power (a data centre shut down); all come back: " +
+			"a clean stop flushed every log before its marker, so nothing is lost, and every partition is led again",
+		Spec: func(seed uint64) run.Spec {
+			cfg := base(seed)
+			cfg.Topics = []run.Topic{{Name: "t", Partitions: 3, ReplicationFactor: 3}}
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 3000}, Kind: run.FaultStop, Node: 3, ForMs: 9000, PowerOff: true},
+				{When: run.Trigger{AtMs: 3500}, Kind: run.FaultStop, Node: 2, ForMs: 8500, PowerOff: true},
+				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultStop, Node: 1, ForMs: 7000, PowerOff: true},
+			}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			if r.Stats.CleanStops < 3 || r.Stats.PowerLosses < 3 {
+				return fmt.Errorf("%d clean stops and %d power losses: want every broker stopped cleanly and its machine powered off", r.Stats.CleanStops, r.Stats.PowerLosses)
+			}
+			return requireLedAfter(r, 12000)
+		},
+	},
+	{
+		Name: "elr-stop-power-cut",
+		Summary: "RF 3, min ISR 2, logs synced every 300 ms: broker 3 crashes; broker 2 is stopped with SIGTERM, leaves the ISR as an eligible leader replica, and its machine loses power as the stop begins (before any flush); the leader crashes before broker 2 is back: " +
+			"with no clean-shutdown marker, broker 2's restart is unclean and it may not lead from the ELR; the partition waits for the leader",
+		Spec: func(seed uint64) run.Spec {
+			cfg := onePartition(seed)
+			cfg.Broker.FlushIntervalMs = 300
+			cfg.Broker.HWCheckpointIntervalMs = 5000
+			cfg.DurationMs = 24000
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 2000}, Kind: run.FaultCrash, Node: 3, ForMs: 18000},
+				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultStop, Node: 2, ForMs: 5000},
+				{When: run.Trigger{AtMs: 8000}, Kind: run.FaultCrash, Node: 1, ForMs: 10000},
+			}
+			// Everything written since the last sync is lost, none of it in
+			// part: the log looks whole, as a clean stop's would.
+			cfg.Failpoints = []run.Failpoint{
+				// Broker 2 comes back after the leader crashed: as the
+				// partition's one eligible leader replica, if it may.
+				{Name: broker.FPShutdownBeforeFlush, Term: `1*return("powerloss-worst")`, Node: 2, When: run.Trigger{AtMs: 3900}, DownMs: 5000},
+			}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			fired := false
+			for _, n := range r.Notes {
+				switch {
+				case n.Kind == run.NoteFailpoint && strings.Contains(n.Text, broker.FPShutdownBeforeFlush):
+					fired = true
+				case n.Kind == run.NoteElection && n.AtMs > 8000 && n.AtMs < 18000 && n.Leader == 2:
+					return fmt.Errorf("broker 2 led at %d ms: its stop never flushed, and it came back without a clean-shutdown marker", n.AtMs)
+				}
+			}
+			if !fired {
+				return fmt.Errorf("broker 2's power was not cut as it stopped")
+			}
+			return nil
+		},
+	},
+	{
+		Name: "stale-checkpoint-damage",
+		Summary: "RF 3, min ISR 2, every append synced, HW checkpoints on Kafka's 5 s timer: broker 3 crashes, broker 2 is stopped with SIGTERM (the ISR shrinks to the leader), and 800 ms later the leader crashes with its last batch damaged and comes back first: " +
+			"the HW it checkpointed as its ISR shrank shows the batch it lost, so it does not lead; broker 2, the eligible leader replica, does once back",
+		Spec: func(seed uint64) run.Spec {
+			cfg := onePartition(seed)
+			cfg.Broker.FlushEveryAppend = true
+			cfg.Broker.HWCheckpointIntervalMs = 5000
+			cfg.DurationMs = 20000
+			// Sparse writes: as the ISR shrinks, the leader's last batch
+			// is nearly always committed, so its loss is a committed one.
+			cfg.Workload.ProduceIntervalMs = 200
+			// The timer writes at 5 s and 10 s; the ISR shrinks at 5.3 s
+			// and the leader dies at 6.1 s, between the two.
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 2000}, Kind: run.FaultCrash, Node: 3, ForMs: 12000},
+				{When: run.Trigger{AtMs: 5300}, Kind: run.FaultStop, Node: 2, ForMs: 6000},
+				{When: run.Trigger{AtMs: 6100}, Kind: run.FaultDamageLog, Node: 1, ForMs: 1000, DamageAt: run.DamageLast},
+			}
+			return cfg
+		},
+		Require: func(r *run.Result) error {
+			if err := reached(run.SitDamagedLastISR)(r); err != nil {
+				return err
+			}
+			return electedAfter(r, 6100)
+		},
+	},
 }
 
 // cleanStopDamageBack is when brokers 2 and 3 return in clean-stop-damage.
@@ -66,7 +155,7 @@ func cleanStopDamage(seed uint64) run.Spec {
 	cfg := base(seed)
 	cfg.Topics = []run.Topic{{Name: "t", Partitions: 3, ReplicationFactor: 3}}
 	cfg.DurationMs = 36000
-	at := []run.DamageAt{run.DamageMiddle, run.DamageFirst, run.DamageLast, run.DamageAny}[seed%4]
+	at := damageAtFor(seed)
 	cfg.Faults = []run.Fault{
 		{When: run.Trigger{AtMs: 3000}, Kind: run.FaultStop, Node: 2, ForMs: cleanStopDamageBack - 3000},
 		{When: run.Trigger{AtMs: 4000}, Kind: run.FaultStop, Node: 3, ForMs: cleanStopDamageBack - 4000},
@@ -74,6 +163,13 @@ func cleanStopDamage(seed uint64) run.Spec {
 			ForMs: cleanStopDamageBack - 6000 - 19000},
 	}
 	return cfg
+}
+
+// damageAtFor is where a case's damage lands for seed: ten seeds strike
+// the middle, the first, the last and any batch, and seeds 1 to 3 (make
+// mutate's) the first, the last and any.
+func damageAtFor(seed uint64) run.DamageAt {
+	return []run.DamageAt{run.DamageMiddle, run.DamageFirst, run.DamageLast, run.DamageAny}[seed%4]
 }
 
 // requireLedAfter: every partition of the run had a leader again after

@@ -312,8 +312,12 @@ func (b *Broker) warn(tp kafka.TopicPartition, format string, args ...any) {
 	b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "warning", Detail: fmt.Sprintf(format, args...)})
 }
 
-// String renders the event on one line.
+// String renders the event on one line; an event of the broker as a
+// whole names no partition.
 func (e Event) String() string {
+	if e.TP.Topic == "" {
+		return fmt.Sprintf("broker %d %s: %s", e.Broker, e.Kind, e.Detail)
+	}
 	return fmt.Sprintf("broker %d %s %s: %s", e.Broker, e.TP, e.Kind, e.Detail)
 }
 

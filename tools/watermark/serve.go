@@ -222,9 +222,7 @@ func stopBroker(b *node.Broker, stops <-chan struct{}, logf func(string, ...any)
 		logf("a second stop signal: stopping at once, uncleanly (nothing flushed, no clean-shutdown marker)")
 		_ = b.Close()
 	}
-	if errors.Is(b.Err(), node.ErrStopped) {
-		logf("broker stopped cleanly")
-	} else {
+	if !errors.Is(b.Err(), node.ErrStopped) {
 		logf("broker stopped uncleanly: %v", b.Err())
 	}
 	return exitOK

@@ -101,7 +101,7 @@ func TestServeRunsAControllerAndABrokerUntilCancelled(t *testing.T) {
 		"--verbose logs carry the node's prefix")
 
 	assert.Equal(t, exitOK, stopBroker())
-	assert.Contains(t, bErr.String(), "broker stopped cleanly", "SIGTERM is a controlled shutdown, then a flush and the clean-shutdown marker")
+	assert.Contains(t, bErr.String(), "stopped cleanly", "SIGTERM is a controlled shutdown, then a flush and the clean-shutdown marker")
 	assert.FileExists(t, filepath.Join(dir, "broker-1", "clean-shutdown"))
 	assert.Equal(t, exitOK, stopController())
 }
