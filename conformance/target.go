@@ -241,7 +241,7 @@ func (l liveCluster) ReplaceDisk(id int) error { return l.c.ReplaceDisk(id) }
 func (l liveCluster) DamageLog(id int, tps []kafka.TopicPartition, n int, pick func([]byte) (int64, bool), clean bool) ([]string, error) {
 	return l.c.DamageLog(id, tps, n, pick, clean)
 }
-func (l liveCluster) Stop(id int) error { return l.c.Terminate(id, 0) }
+func (l liveCluster) Stop(id int) error    { return l.c.Terminate(id, 0) }
 func (l liveCluster) Pause(id int) error   { return l.c.Pause(id) }
 func (l liveCluster) Resume(id int) error  { return l.c.Resume(id) }
 func (l liveCluster) Isolate(id int) error { return l.c.Isolate(id) }

@@ -70,16 +70,16 @@ type Broker struct {
 	incarnation int64
 	fpctx       context.Context
 
-	now            int64
-	registered     bool
-	lastRegister   int64
-	lostData       []kafka.TopicPartition // partitions whose logs lost committed records at load (RegisterBroker.LostData)
-	emptyDisk      bool                   // no partition on disk at start (RegisterBroker.EmptyDisk)
+	now          int64
+	registered   bool
+	lastRegister int64
+	lostData     []kafka.TopicPartition // partitions whose logs lost committed records at load (RegisterBroker.LostData)
+	emptyDisk    bool                   // no partition on disk at start (RegisterBroker.EmptyDisk)
 	// previous is the incarnation whose clean shutdown this start found
 	// (RegisterBroker.PreviousIncarnation); 0: the last stop was not clean.
-	previous int64
-	synced   bool // the previous process synced every append (RegisterBroker.Synced)
-	shutdown shutdownState
+	previous       int64
+	synced         bool // the previous process synced every append (RegisterBroker.Synced)
+	shutdown       shutdownState
 	topicConfigs   map[string]kafka.TopicConfig
 	lastHeartbeat  int64
 	lastCheckpoint int64

@@ -80,12 +80,12 @@ func DefaultSettings() Settings {
 		// Kafka 4.1 has no setting for it: BrokerServer waits at most
 		// five minutes (KafkaBroker.shutdown), then shuts down anyway.
 		ControlledShutdownTimeoutMs: 300_000,
-		MessageMaxBytes:        DefaultMessageMaxBytes,
-		LogSegmentBytes:        storage.DefaultSegmentBytes,
-		LogIndexIntervalBytes:  storage.DefaultIndexIntervalBytes,
-		LogRollMs:              storage.DefaultRollMs,
-		LogRetentionMs:         storage.DefaultRetentionMs,
-		LogRetentionBytes:      storage.DefaultRetentionBytes,
+		MessageMaxBytes:             DefaultMessageMaxBytes,
+		LogSegmentBytes:             storage.DefaultSegmentBytes,
+		LogIndexIntervalBytes:       storage.DefaultIndexIntervalBytes,
+		LogRollMs:                   storage.DefaultRollMs,
+		LogRetentionMs:              storage.DefaultRetentionMs,
+		LogRetentionBytes:           storage.DefaultRetentionBytes,
 		// Kafka's log.retention.check.interval.ms: five minutes.
 		LogRetentionCheckIntervalMs: 300_000,
 		GroupSettings: GroupSettings{

@@ -162,8 +162,8 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		cfg: cfg, ln: ln, disk: disk, life: newLife(),
 		inbox:     make(chan broker.Envelope, 8192),
 		stopAsked: make(chan struct{}),
-		sessions: map[broker.NodeID]*session{},
-		conns:    map[net.Conn]bool{},
+		sessions:  map[broker.NodeID]*session{},
+		conns:     map[net.Conn]bool{},
 	}
 	n.b, err = broker.Open(cfg.Broker, disk, inc, n.now(), fpctx)
 	if err != nil {
