@@ -182,6 +182,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--data-dir=" + filepath.Join(c.dir, "controller"),
 		"--cluster-secret-file=" + secret,
 		"--verbose",
+		// The controller keeps eligible leader replicas by the brokers'
+		// min.insync.replicas, sound only while their HW waits for it: it
+		// must run with the brokers' own.
+		"--min-insync-replicas=" + strconv.Itoa(c.opts.Settings.Broker.MinInsyncReplicas),
+		"--advance-hw-below-min-isr=" + strconv.FormatBool(c.opts.Settings.Broker.AdvanceHWBelowMinISR),
 	}, run.Args(&c.opts.Settings.Controller)...))
 
 	n := c.opts.Brokers

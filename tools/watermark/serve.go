@@ -50,6 +50,15 @@ timeout 30 s, HW checkpoint 5 s) with the strong recipe (min ISR 2,
 truncation epoch, no unclean election); --fast starts from the harness's
 instead (heartbeat 200 ms, session timeout 1500 ms, replica lag 3000 ms,
 replica fetch wait 200 ms, request timeout 2000 ms, HW checkpoint 1000 ms).
+The controller keeps eligible leader replicas (KIP-966) by the brokers'
+min.insync.replicas: give it the brokers' --min-insync-replicas and
+--advance-hw-below-min-isr (watermark cluster does).
+
+A broker stops on SIGINT or SIGTERM with a controlled shutdown: the
+controller moves its leaderships away first (within
+--controlled-shutdown-timeout-ms), then every log is flushed and a
+clean-shutdown marker written, so its next start is a clean one. A second
+signal stops it at once, uncleanly.
 
 flags:
 `
