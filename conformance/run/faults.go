@@ -118,7 +118,8 @@ var MessageKinds = []string{
 	"register", "heartbeat", "state-update", "alter-partition", "alter-partition-response",
 	"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
 	"produce", "produce-response", "fetch", "fetch-response", "init-producer-id", "init-producer-id-response",
-	"list-offsets", "list-offsets-response", "metadata", "metadata-response", "group", "group-response",
+	"list-offsets", "list-offsets-response", "offset-for-leader-epoch", "offset-for-leader-epoch-response",
+	"metadata", "metadata-response", "group", "group-response",
 	"offset-commit", // a group request that commits offsets; "group" selects these too
 }
 

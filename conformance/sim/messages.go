@@ -49,6 +49,10 @@ func messageKind(msg any) string {
 		return "list-offsets"
 	case broker.ListOffsetsResponse:
 		return "list-offsets-response"
+	case broker.EpochEndRequest:
+		return "offset-for-leader-epoch"
+	case broker.EpochEndResponse:
+		return "offset-for-leader-epoch-response"
 	case broker.MetadataRequest:
 		return "metadata"
 	case broker.MetadataResponse:

@@ -206,8 +206,14 @@ func (b *Broker) apply(h *hosted) error {
 	for _, m := range rd.Messages {
 		switch m := m.(type) {
 		case partition.FetchRequest:
+			if !b.fetchesWhileStopping(h.tp) {
+				continue
+			}
 			b.send(NodeID(m.To), m)
 		case partition.EpochEndRequest:
+			if !b.fetchesWhileStopping(h.tp) {
+				continue
+			}
 			b.send(NodeID(m.To), m)
 		case kafka.AlterPartition:
 			if err := b.failpoint(FPISRChange); err != nil {

@@ -264,6 +264,8 @@ func (b *Broker) dispatch(env Envelope) error {
 		return b.handleFetch(env.From, m)
 	case ListOffsetsRequest:
 		b.handleListOffsets(env.From, m)
+	case EpochEndRequest:
+		b.handleClientEpochEnd(env.From, m)
 	case MetadataRequest:
 		b.send(env.From, b.metadataResponse(m.Correlation))
 	case InitProducerIDRequest:
@@ -437,6 +439,34 @@ func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {
 		resp.Offset = h.replica.LogStart()
 		if m.Latest {
 			resp.Offset = h.replica.HW()
+		}
+	}
+	b.send(from, resp)
+}
+
+// handleClientEpochEnd answers a client's OffsetForLeaderEpoch from the
+// leader's epoch cache, fenced by the epoch the client names (KIP-320).
+func (b *Broker) handleClientEpochEnd(from NodeID, m EpochEndRequest) {
+	resp := EpochEndResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, LeaderEpoch: -1, EndOffset: -1}
+	h, ok := b.parts[m.TopicPartition]
+	switch {
+	case !ok:
+		resp.Err = b.unknownOrNotLeader(m.TopicPartition)
+	default:
+		current := m.CurrentLeaderEpoch
+		if current < 0 {
+			// -1: the client does not fence (Kafka's
+			// NO_PARTITION_LEADER_EPOCH); only the role is checked.
+			current = h.replica.LeaderEpoch()
+		}
+		a := h.replica.EpochEnd(partition.EpochEndRequest{TopicPartition: m.TopicPartition, Epoch: m.LeaderEpoch, CurrentLeaderEpoch: current})
+		switch {
+		case a.Err != nil:
+			resp.Err = a.Err
+		case h.replica.Role() != partition.RoleLeader:
+			resp.Err = kafka.ErrNotLeader
+		default:
+			resp.LeaderEpoch, resp.EndOffset = a.Epoch, a.EndOffset
 		}
 	}
 	b.send(from, resp)

@@ -149,6 +149,19 @@ type ProduceResponse struct {
 	kafka.TopicPartition
 	BaseOffset int64
 	Err        error
+	// Leader is the partition's leader as the broker knows it when Err
+	// says it does not lead (NOT_LEADER_OR_FOLLOWER): KIP-951's
+	// CurrentLeader, so that a client moves to it without asking for
+	// metadata first. Leader.ID is -1 when unknown.
+	Leader LeaderHint
+}
+
+// LeaderHint names a partition's current leader, its epoch and where it
+// listens (KIP-951's CurrentLeader and NodeEndpoints).
+type LeaderHint struct {
+	ID      int32
+	Epoch   int32
+	Address string // host:port, empty when unknown
 }
 
 // FetchRequest is a consumer fetch with long poll: the broker holds it until
@@ -192,6 +205,28 @@ type ListOffsetsResponse struct {
 	Err         error
 }
 
+// EpochEndRequest asks a partition's leader, for a client, where leader
+// epoch LeaderEpoch ended: Kafka's OffsetForLeaderEpoch from a consumer,
+// which checks its position against it after a leader change (KIP-320).
+// CurrentLeaderEpoch fences it as a fetch's does (-1: do not check).
+type EpochEndRequest struct {
+	Correlation uint64
+	kafka.TopicPartition
+	LeaderEpoch        int32
+	CurrentLeaderEpoch int32
+}
+
+// EpochEndResponse answers EpochEndRequest: the largest epoch the leader
+// holds at or below the one asked, and where it ended (-1 and -1 when it
+// holds none).
+type EpochEndResponse struct {
+	Correlation uint64
+	kafka.TopicPartition
+	LeaderEpoch int32
+	EndOffset   int64
+	Err         error
+}
+
 // MetadataRequest asks a broker for the partition states it knows.
 type MetadataRequest struct {
 	Correlation uint64
@@ -203,4 +238,8 @@ type MetadataResponse struct {
 	Partitions  []kafka.PartitionState
 	LiveBrokers []int32
 	Addresses   map[int32]string // advertised address of each broker known
+	// Err is set by a client's network layer, never by a broker: the
+	// connection broke before the answer came (kafka.ErrNetwork), and
+	// the client asks another broker at once.
+	Err error
 }

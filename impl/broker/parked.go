@@ -79,7 +79,20 @@ func (b *Broker) answerProduce(from NodeID, m ProduceRequest, base int64, err er
 	if m.Acks == partition.AcksNone {
 		return
 	}
-	b.send(from, ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: base, Err: err})
+	b.send(from, b.produceResponse(m.Correlation, m.TopicPartition, base, err))
+}
+
+// produceResponse answers a produce; one refused because this broker does
+// not lead names the leader it knows (KIP-951).
+func (b *Broker) produceResponse(corr uint64, tp kafka.TopicPartition, base int64, err error) ProduceResponse {
+	r := ProduceResponse{Correlation: corr, TopicPartition: tp, BaseOffset: base, Err: err, Leader: LeaderHint{ID: -1, Epoch: -1}}
+	if kafka.CodeOf(err) != kafka.CodeOf(kafka.ErrNotLeader) {
+		return r
+	}
+	if s, ok := b.metadata[tp]; ok && s.Leader >= 0 && s.Leader != int32(b.cfg.ID) {
+		r.Leader = LeaderHint{ID: s.Leader, Epoch: s.LeaderEpoch, Address: b.addresses[s.Leader]}
+	}
+	return r
 }
 
 // completeProduce answers a parked produce the replica finished.
@@ -98,7 +111,7 @@ func (b *Broker) completeProduce(c partition.Completion) error {
 			return err
 		}
 	}
-	b.send(p.from, ProduceResponse{Correlation: p.corr, TopicPartition: p.tp, BaseOffset: c.BaseOffset, Err: c.Err})
+	b.send(p.from, b.produceResponse(p.corr, p.tp, c.BaseOffset, c.Err))
 	return nil
 }
 

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
@@ -130,6 +132,20 @@ func (b *Broker) heartbeatDue() bool {
 		interval = min(interval, firstRetryMs)
 	}
 	return b.now-b.lastHeartbeat >= interval
+}
+
+// fetchesWhileStopping reports whether the replica of tp goes on fetching
+// from its leader: always, but in a controlled shutdown only while this
+// broker is in tp's ISR. Out of it, a stopping follower that kept
+// fetching would be proposed for the ISR again by a leader that sees it
+// caught up, and its leader's HW would wait for it in every such
+// proposal (Kafka's ReplicaManager stops those fetchers in a controlled
+// shutdown).
+func (b *Broker) fetchesWhileStopping(tp kafka.TopicPartition) bool {
+	if b.shutdown.begun < 0 {
+		return true
+	}
+	return slices.Contains(b.metadata[tp].ISR, int32(b.cfg.ID))
 }
 
 // ShuttingDown reports whether a controlled shutdown has begun.

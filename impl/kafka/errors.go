@@ -68,6 +68,10 @@ var (
 	ErrBrokerIDNotRegistered        = sentinel(kerr.BrokerIDNotRegistered, "unknown broker")
 	ErrIneligibleReplica            = sentinel(kerr.IneligibleReplica, "ineligible replica")
 	ErrInvalidConfig                = sentinel(kerr.InvalidConfig, "invalid config")
+	// ErrNetwork: the connection closed before the answer came (Kafka
+	// clients' NetworkException, retriable): the request may have been
+	// carried out.
+	ErrNetwork = sentinel(kerr.NetworkException, "the connection closed before the answer came")
 	// ErrDuplicateBrokerRegistration refuses a new process's registration
 	// while the broker's previous process still has a live session, and
 	// was not in a controlled shutdown (KRaft's ClusterControlManager).

@@ -29,6 +29,7 @@ var served = map[int16]versionRange{
 	18: {0, 3},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	22: {0, 4},  // InitProducerId
+	23: {2, 4},  // OffsetForLeaderEpoch (epochs.go): v0 and v1 went with Kafka 4.0
 }
 
 // supported reports whether the server answers key at version.

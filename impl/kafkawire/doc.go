@@ -45,7 +45,10 @@
 //     Transactional and control batches get INVALID_RECORD. acks=0 is
 //     never answered; when the server itself refuses a partition of an
 //     acks=0 produce it closes the connection, as Kafka does. The answer's
-//     LogStartOffset is -1 (not reported).
+//     LogStartOffset is -1 (not reported). From v10 a partition refused
+//     with NOT_LEADER_OR_FOLLOWER names the leader the broker knows, with
+//     its epoch, and the leader's endpoint (KIP-951's CurrentLeader and
+//     NodeEndpoints), so that clients move without a metadata round trip.
 //   - Fetch v4-12. fetch.min.bytes and fetch.max.wait.ms apply to the whole
 //     response: every partition is read once without waiting and, when that
 //     is not enough, once more with the remaining wait. Batches go out as
@@ -59,6 +62,13 @@
 //     is the HW; the
 //     leader epoch is checked when given (KIP-320). Timestamp search is not
 //     supported: any other timestamp gets offset -1, timestamp -1.
+//   - OffsetForLeaderEpoch v2-4 (epochs.go; v0 and v1 went with Kafka 4.0,
+//     KIP-896): the leader's epoch cache answers where an epoch ended (the
+//     largest epoch at or below the one asked; -1 and -1 above its latest),
+//     fenced by the current leader epoch unless that is -1; followers
+//     answer NOT_LEADER_OR_FOLLOWER. Consumers ask it after a leader
+//     change (KIP-320), and franz-go trusts the leader epochs of metadata
+//     and of KIP-951's hints only from brokers that list it.
 //   - InitProducerId v0-4 for idempotent producers. A transactional id gets
 //     INVALID_REQUEST (transactions are not supported); a request carrying
 //     its current producer id (KIP-360) gets a new producer id.

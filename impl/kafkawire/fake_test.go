@@ -67,6 +67,13 @@ func (s *fakeSession) Recv(ctx context.Context) (broker.Envelope, error) {
 
 const fakeHW = 5
 
+// Produces to these topics are refused with NOT_LEADER_OR_FOLLOWER naming
+// broker 2 at epoch 4, with an address and without one.
+const (
+	fakeMoved        = "moved"
+	fakeMovedNowhere = "moved-nowhere"
+)
+
 func fakeKnown(tp kafka.TopicPartition) bool { return tp.Topic == "t" && tp.Partition == 0 }
 
 func (s *fakeSession) Send(to broker.NodeID, msg any) {
@@ -86,8 +93,13 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 		if m.Acks == partition.AcksNone {
 			return
 		}
-		a := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: fakeHW}
-		if !fakeKnown(m.TopicPartition) {
+		a := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: fakeHW, Leader: broker.LeaderHint{ID: -1, Epoch: -1}}
+		switch {
+		case m.Topic == fakeMoved:
+			a.BaseOffset, a.Err, a.Leader = -1, kafka.ErrNotLeader, broker.LeaderHint{ID: 2, Epoch: 4, Address: "127.0.0.1:9093"}
+		case m.Topic == fakeMovedNowhere:
+			a.BaseOffset, a.Err, a.Leader = -1, kafka.ErrNotLeader, broker.LeaderHint{ID: 2, Epoch: 4}
+		case !fakeKnown(m.TopicPartition):
 			a.BaseOffset, a.Err = -1, kafka.ErrUnknownTopicOrPartition
 		}
 		answer = a
@@ -112,6 +124,19 @@ func (s *fakeSession) Send(to broker.NodeID, msg any) {
 		}
 		if !fakeKnown(m.TopicPartition) {
 			a.Offset, a.LeaderEpoch, a.Err = -1, -1, kafka.ErrUnknownTopicOrPartition
+		}
+		answer = a
+	case broker.EpochEndRequest:
+		a := broker.EpochEndResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, LeaderEpoch: -1, EndOffset: -1}
+		switch {
+		case !fakeKnown(m.TopicPartition):
+			a.Err = kafka.ErrUnknownTopicOrPartition
+		case m.CurrentLeaderEpoch >= 0 && m.CurrentLeaderEpoch < 3:
+			a.Err = kafka.ErrFencedLeaderEpoch
+		case m.LeaderEpoch >= 3:
+			a.LeaderEpoch, a.EndOffset = 3, fakeHW
+		default:
+			a.LeaderEpoch, a.EndOffset = 1, 2
 		}
 		answer = a
 	case broker.InitProducerIDRequest:

@@ -3,6 +3,8 @@ package kafkawire
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -101,6 +103,9 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 		if a.Err == nil {
 			rp.BaseOffset = a.BaseOffset
 		}
+		if req.Version >= 10 && a.Leader.ID >= 0 {
+			leaderHint(resp, rp, a.Leader)
+		}
 		return false
 	})
 	if err != nil {
@@ -112,4 +117,26 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 		rp.ErrorCode, rp.ErrorMessage = kerr.RequestTimedOut.Code, errorMessage(errTimedOut)
 	}
 	return resp, nil
+}
+
+// leaderHint tells a client refused with NOT_LEADER_OR_FOLLOWER who leads
+// now (KIP-951, Produce v10+: the partition's CurrentLeader and the
+// response's NodeEndpoints), so that it moves there without a metadata
+// round trip, as it does with Kafka since 3.7. A leader whose address is
+// unknown is named without an endpoint, which clients ignore.
+func leaderHint(resp *kmsg.ProduceResponse, rp *kmsg.ProduceResponseTopicPartition, l broker.LeaderHint) {
+	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = l.ID, l.Epoch
+	host, port, err := net.SplitHostPort(l.Address)
+	n, perr := strconv.ParseInt(port, 10, 32)
+	if err != nil || perr != nil {
+		return
+	}
+	for _, b := range resp.Brokers {
+		if b.NodeID == l.ID {
+			return
+		}
+	}
+	nb := kmsg.NewProduceResponseBroker()
+	nb.NodeID, nb.Host, nb.Port = l.ID, host, int32(n)
+	resp.Brokers = append(resp.Brokers, nb)
 }

@@ -188,6 +188,8 @@ func (h *handler) handle(ctx context.Context, req *Request) (kmsg.Response, erro
 		resp, err = h.fetch(ctx, body)
 	case *kmsg.ListOffsetsRequest:
 		resp, err = h.listOffsets(ctx, body)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		resp, err = h.offsetForLeaderEpoch(ctx, body)
 	case *kmsg.InitProducerIDRequest:
 		resp, err = h.initProducerID(ctx, body)
 	default:
@@ -261,6 +263,8 @@ func correlationOf(msg any) (uint64, bool) {
 	case broker.FetchResponse:
 		return m.Correlation, true
 	case broker.ListOffsetsResponse:
+		return m.Correlation, true
+	case broker.EpochEndResponse:
 		return m.Correlation, true
 	case broker.MetadataResponse:
 		return m.Correlation, true

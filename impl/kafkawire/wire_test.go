@@ -216,6 +216,78 @@ func TestProduce(t *testing.T) {
 	c.closed()
 }
 
+// A produce refused with NOT_LEADER_OR_FOLLOWER names the leader from
+// Produce v10 (KIP-951): CurrentLeader, and the leader's endpoint in
+// NodeEndpoints when its address is known; older versions carry neither.
+func TestProduceLeaderHint(t *testing.T) {
+	c := newWireClient(t)
+	good := producedBytes(t)
+	resp := c.roundTrip(produceRequest(10, -1, fakeMoved, good)).(*kmsg.ProduceResponse)
+	p := resp.Topics[0].Partitions[0]
+	require.Equal(t, int16(6), p.ErrorCode)
+	require.Equal(t, int32(2), p.CurrentLeader.LeaderID)
+	require.Equal(t, int32(4), p.CurrentLeader.LeaderEpoch)
+	require.Len(t, resp.Brokers, 1)
+	require.Equal(t, int32(2), resp.Brokers[0].NodeID)
+	require.Equal(t, "127.0.0.1", resp.Brokers[0].Host)
+	require.Equal(t, int32(9093), resp.Brokers[0].Port)
+
+	resp = c.roundTrip(produceRequest(11, -1, fakeMovedNowhere, good)).(*kmsg.ProduceResponse)
+	p = resp.Topics[0].Partitions[0]
+	require.Equal(t, int32(2), p.CurrentLeader.LeaderID)
+	require.Empty(t, resp.Brokers, "no endpoint for a leader whose address is unknown")
+
+	resp = c.roundTrip(produceRequest(9, -1, fakeMoved, good)).(*kmsg.ProduceResponse)
+	p = resp.Topics[0].Partitions[0]
+	require.Equal(t, int16(6), p.ErrorCode)
+	require.Equal(t, int32(-1), p.CurrentLeader.LeaderID, "v9 has no CurrentLeader")
+	require.Empty(t, resp.Brokers)
+
+	resp = c.roundTrip(produceRequest(11, -1, "t", good)).(*kmsg.ProduceResponse)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, int32(-1), resp.Topics[0].Partitions[0].CurrentLeader.LeaderID)
+	require.Empty(t, resp.Brokers)
+}
+
+// OffsetForLeaderEpoch v2-4 carries each partition's question to the
+// broker and its answer back; v0 and v1 are refused as Kafka 4.x does.
+func TestOffsetForLeaderEpoch(t *testing.T) {
+	c := newWireClient(t)
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(4)
+	req.ReplicaID = -1
+	req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{
+		{Topic: "t", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{
+			{Partition: 0, CurrentLeaderEpoch: 3, LeaderEpoch: 3},
+			{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 2},
+			{Partition: 0, CurrentLeaderEpoch: 2, LeaderEpoch: 2},
+		}},
+		{Topic: "missing", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 1}}},
+	}
+	resp := c.roundTrip(req).(*kmsg.OffsetForLeaderEpochResponse)
+	require.Len(t, resp.Topics, 2)
+	ps := resp.Topics[0].Partitions
+	require.Len(t, ps, 3)
+	require.Zero(t, ps[0].ErrorCode)
+	require.Equal(t, int32(3), ps[0].LeaderEpoch)
+	require.Equal(t, int64(fakeHW), ps[0].EndOffset)
+	require.Zero(t, ps[1].ErrorCode)
+	require.Equal(t, int32(1), ps[1].LeaderEpoch)
+	require.Equal(t, int64(2), ps[1].EndOffset)
+	require.Equal(t, int16(74), ps[2].ErrorCode, "FENCED_LEADER_EPOCH")
+	require.Equal(t, int32(-1), ps[2].LeaderEpoch)
+	require.Equal(t, int64(-1), ps[2].EndOffset)
+	miss := resp.Topics[1].Partitions[0]
+	require.Equal(t, int16(3), miss.ErrorCode)
+	require.Equal(t, int64(-1), miss.EndOffset)
+
+	old := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	old.SetVersion(1)
+	old.Topics = req.Topics[:1]
+	c.send(old)
+	c.closed()
+}
+
 func TestFetchAndListOffsets(t *testing.T) {
 	c := newWireClient(t)
 	req := fetchRequest("t", 2, 0)
