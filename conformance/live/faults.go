@@ -114,8 +114,7 @@ func (l *live) beginStop(id int, powerOff bool) {
 	l.Stats.Stops++
 	l.fault(run.FaultStop, id, "stop broker %d (%s): a controlled shutdown, then every log flushed", id, l.opts.Cluster.How(run.FaultStop, id))
 	if powerOff {
-		// A process cannot cut its machine's power; the stop's flush is
-		// what a power cut after it would test, and the simulator does.
+		// Unsupported refuses such runs; a nemesis draw can still ask.
 		l.Notef(run.NoteHarness, id, "power_off: real processes cannot cut their machine's power; the broker is only stopped")
 	}
 }

@@ -120,6 +120,12 @@ func Unsupported(cfg run.Spec) string {
 			break
 		}
 	}
+	for _, f := range cfg.Faults {
+		if f.PowerOff {
+			why = append(why, "it powers off machines after a clean stop, which a process on a running machine cannot (the simulator's disks can)")
+			break
+		}
+	}
 	if len(why) == 0 {
 		return ""
 	}
@@ -362,6 +368,11 @@ func (l *live) learnLeaders(m broker.MetadataResponse) {
 			// two polls, the leader joined the ISR and every other member
 			// left it.
 			l.Stats.Elections++
+			if id := int(old.Leader); id > 0 && id < len(l.stopping) && l.stopping[id] {
+				// Seen from outside: the leader was asked to stop and is
+				// still up, and another leads now.
+				l.Reached(run.SitLeaderMovedByShutdown)
+			}
 			unclean := !slices.Contains(old.ISR, p.Leader) && slices.Equal(p.ISR, []int32{p.Leader})
 			if unclean {
 				l.Stats.UncleanElections++
@@ -497,9 +508,28 @@ func (l *live) Send(env broker.Envelope) {
 			return
 		}
 		if err != nil || resp == nil {
-			if env.From == metadataWatcher {
-				resp = broker.MetadataResponse{} // frees the watcher
-			} else {
+			broke := err != nil && ctx.Err() == nil
+			switch m := env.Msg.(type) {
+			case broker.MetadataRequest:
+				// The watcher is freed either way; a client whose
+				// connection broke asks another broker at once.
+				resp = broker.MetadataResponse{Correlation: m.Correlation}
+				if env.From != metadataWatcher && !broke {
+					return
+				}
+				if broke {
+					resp = broker.MetadataResponse{Correlation: m.Correlation, Err: fmt.Errorf("%w: %v", kafka.ErrNetwork, err)}
+				}
+			case broker.ProduceRequest:
+				// The connection broke (a broker stopping closes its
+				// own): a real client learns it at once and retries,
+				// the outcome unknown, rather than wait out its timeout.
+				if !broke {
+					return
+				}
+				resp = broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1,
+					Err: fmt.Errorf("%w: %v", kafka.ErrNetwork, err)}
+			default:
 				return
 			}
 		}

@@ -296,6 +296,9 @@ func (c *client) handle(env broker.Envelope) {
 			return
 		}
 		c.inflight = nil
+		if m.Err != nil {
+			return // the connection broke: the next tick asks another broker
+		}
 		for _, p := range m.Partitions {
 			c.leaders[p.TopicPartition] = p.Leader
 			c.epochs[p.TopicPartition] = p.LeaderEpoch

@@ -265,6 +265,9 @@ func (c *Consumer) Handle(from broker.NodeID, msg any, now int64) {
 		}
 		c.meta = ctl{}
 		c.metaNotBefore = c.now + c.cfg.RetryBackoffMs
+		if m.Err != nil {
+			break // the connection broke: ask again after the backoff
+		}
 		c.metaRefreshAt = c.now + c.cfg.MetadataMaxAgeMs
 		c.metaAnswers++
 		c.applyMetadata(m.Partitions, m.LiveBrokers)

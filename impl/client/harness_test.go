@@ -237,6 +237,8 @@ type world struct {
 	// dropRequest and dropResponse lose messages.
 	dropRequest  func(env broker.Envelope) bool
 	dropResponse func(req, resp any) bool
+	// mangle, when set, replaces each response the producer gets.
+	mangle func(to broker.NodeID, req, resp any) any
 
 	sent    []broker.Envelope // every message the producer sent
 	results map[uint64]Result
@@ -295,6 +297,9 @@ func (n *world) deliver(env broker.Envelope) {
 	resp, ok := n.fc.handle(env.To, env.Msg)
 	if !ok || (n.dropResponse != nil && n.dropResponse(env.Msg, resp)) {
 		return
+	}
+	if n.mangle != nil {
+		resp = n.mangle(env.To, env.Msg, resp)
 	}
 	n.p.Handle(env.To, resp, n.now)
 }

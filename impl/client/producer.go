@@ -165,6 +165,14 @@ func (p *Producer) Handle(from broker.NodeID, msg any, now int64) {
 		if p.meta.corr == 0 || m.Correlation != p.meta.corr || from != p.meta.to {
 			return
 		}
+		if m.Err != nil {
+			// As a timeout, but now: ask another broker.
+			p.silent = p.meta.to
+			p.meta = control{}
+			p.metaWanted = true
+			p.maybeRequestControl()
+			return
+		}
 		number := p.meta.number
 		p.meta = control{}
 		p.metaNotBefore = p.now + p.cfg.RetryBackoffMs

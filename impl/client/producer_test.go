@@ -150,7 +150,7 @@ func TestLostResponseRetryIsDeduplicated(t *testing.T) {
 // same sequence, and the retry finds the original.
 // Reference: KIP-98, idempotent producer.
 func TestLeaderChangedAfterAppendIsRetriedAndDeduplicated(t *testing.T) {
-	for _, err := range []error{kafka.ErrLeaderChanged, kafka.ErrNotEnoughReplicasAfterAppend, kafka.ErrRequestTimedOut} {
+	for _, err := range []error{kafka.ErrLeaderChanged, kafka.ErrNotEnoughReplicasAfterAppend, kafka.ErrRequestTimedOut, kafka.ErrNetwork} {
 		fc := newCluster()
 		w := newWorld(t, DefaultConfig(), fc, 1)
 		failed := false
@@ -196,6 +196,36 @@ func TestNotLeaderRefreshesMetadata(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, fc.values(tp0))
 	last := w.sent[len(w.sent)-1]
 	assert.Equal(t, broker.NodeID(2), last.To)
+}
+
+// TestBrokenMetadataConnectionAsksAnotherBroker: a metadata request whose
+// connection broke (kafka.ErrNetwork, as a stopping broker closes its
+// connections) is retried at once on another broker, not after the
+// request timeout.
+func TestBrokenMetadataConnectionAsksAnotherBroker(t *testing.T) {
+	fc := newCluster()
+	w := newWorld(t, DefaultConfig(), fc, 1)
+	var broken broker.NodeID
+	w.mangle = func(to broker.NodeID, _, resp any) any {
+		m, ok := resp.(broker.MetadataResponse)
+		if !ok || broken != 0 {
+			return resp
+		}
+		broken = to
+		return broker.MetadataResponse{Correlation: m.Correlation, Err: kafka.ErrNetwork}
+	}
+	id := w.send("t", 0, "a")
+	require.NotZero(t, broken, "no metadata was asked")
+	var asked []broker.NodeID
+	for _, env := range w.sent {
+		if _, ok := env.Msg.(broker.MetadataRequest); ok {
+			asked = append(asked, env.To)
+		}
+	}
+	require.GreaterOrEqual(t, len(asked), 2, "the broken answer was not followed by another request at once")
+	assert.NotEqual(t, broken, asked[1], "asked the broker whose connection broke again")
+	w.runUntilDone(1000)
+	assert.Equal(t, OutcomeOK, w.results[id].Outcome)
 }
 
 // TestLostRequestOutOfOrderSuccessorsAreRetried checks the expected
@@ -497,6 +527,9 @@ func TestRetriesOff(t *testing.T) {
 		{"no answer", func(_ *fakeCluster, w *world) {
 			w.dropResponse = func(_, resp any) bool { _, ok := resp.(broker.ProduceResponse); return ok }
 		}, OutcomeUnknown, ErrResponseTimeout},
+		{"connection broke", func(fc *fakeCluster, _ *world) {
+			fc.afterAppend = func(broker.ProduceRequest) error { return kafka.ErrNetwork }
+		}, OutcomeUnknown, kafka.ErrNetwork},
 		{"invalid record", func(fc *fakeCluster, _ *world) {
 			fc.refuse = func(broker.ProduceRequest) error { return kafka.ErrInvalidRecord }
 		}, OutcomeFail, kafka.ErrInvalidRecord},

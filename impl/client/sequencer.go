@@ -250,6 +250,7 @@ func classify(err error) errClass {
 		return errClass{retriable: true}
 	case errors.Is(err, kafka.ErrLeaderChanged),
 		errors.Is(err, kafka.ErrRequestTimedOut),
+		errors.Is(err, kafka.ErrNetwork),
 		errors.Is(err, ErrResponseTimeout):
 		return errClass{retriable: true, mayBeWritten: true, refreshMetadata: true}
 	case errors.Is(err, kafka.ErrOutOfOrderSequence),
