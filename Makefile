@@ -53,9 +53,11 @@ check: build
 	./bin/watermark check $(ARGS)
 
 ## random: the standing random check, a long budget: 2000 random schedules
-## of every fault kind on the safe settings (make test runs 24)
+## of every fault kind on the safe settings on the simulator, then 20 on
+## real processes, a fresh local cluster each (make test runs 24 and 2)
 random: build
 	./bin/watermark check --random 2000 $(ARGS)
+	./bin/watermark check --random 20 --target cluster --report-dir watermark-report/random-cluster $(ARGS)
 
 ## mutate: the planted-bug suite (tools/mutate/bugs.yaml): each bug applied
 ## to a scratch copy of the tree, built with failpoints and run through

@@ -33,6 +33,16 @@ type RandomOptions struct {
 	// Progress, when set, hears of each run as it is judged, from one
 	// goroutine at a time.
 	Progress func(done, total int, r *judge.RunResult)
+	// Target, when set, runs the schedules instead of the simulator, one
+	// at a time (a fresh local cluster of real processes each, say); they
+	// are drawn for real processes (ForLive). Its Name labels the runs.
+	Target Runner
+}
+
+// Runner carries out a run on a target other than the simulator.
+type Runner interface {
+	Name() string
+	Run(ctx context.Context, spec run.Spec) (*run.Result, error)
 }
 
 // RandomCase is the case the standing random check judges every run by:
@@ -71,7 +81,7 @@ func Random(opts RandomOptions) (*judge.Report, error) {
 	rng := rand.New(rand.NewPCG(opts.FirstSeed, 0x5eed))
 	seen := map[run.Situation]bool{}
 	var corpus []run.Spec
-	schedOpts := ScheduleOptions{AllKinds: true, NoFailpoints: opts.NoFailpoints}
+	schedOpts := ScheduleOptions{AllKinds: true, NoFailpoints: opts.NoFailpoints || opts.Target != nil}
 	for next := 0; next < opts.Runs; {
 		if ctx.Err() != nil {
 			rep.Interrupted = true
@@ -81,7 +91,10 @@ func Random(opts RandomOptions) (*judge.Report, error) {
 		for len(specs) < round && next+len(specs) < opts.Runs {
 			seed := opts.FirstSeed + uint64(next+len(specs))
 			var s run.Spec
-			if len(corpus) > 0 && rng.IntN(2) == 0 {
+			// On real processes every schedule is a fresh draw, so that
+			// `--random 1 --seed N` replays any of them (a run's timing is
+			// its own there, a corpus's mutations no exact replay).
+			if len(corpus) > 0 && opts.Target == nil && rng.IntN(2) == 0 {
 				s = Mutate(corpus[rng.IntN(len(corpus))], seed)
 			} else {
 				s = RandomSchedule(seed, schedOpts)
@@ -91,6 +104,9 @@ func Random(opts RandomOptions) (*judge.Report, error) {
 						v.Hunt.Era(&s)
 					}
 				}
+			}
+			if opts.Target != nil {
+				ForLive(&s)
 			}
 			specs = append(specs, s)
 		}
@@ -124,6 +140,9 @@ func Random(opts RandomOptions) (*judge.Report, error) {
 // runAll runs specs on the simulator, opts.Workers at a time, and judges
 // each by c; results come back in the order of specs.
 func runAll(specs []run.Spec, c *cases.Case, opts RandomOptions) ([]*judge.RunResult, error) {
+	if opts.Target != nil {
+		return runOn(specs, c, opts)
+	}
 	out := make([]*judge.RunResult, len(specs))
 	errs := make([]error, len(specs))
 	sem := make(chan struct{}, max(opts.Workers, 1))
@@ -209,7 +228,7 @@ func touchesOnly(s run.Spec) []int {
 	risky := false
 	var nodes []int
 	for _, f := range s.Faults {
-		if f.Kind == run.FaultPowerLoss || f.Kind == run.FaultReplaceDisk {
+		if f.Kind == run.FaultPowerLoss || f.Kind == run.FaultReplaceDisk || f.Kind == run.FaultDamageLog {
 			risky = true
 		}
 		if f.Node > 0 && !slices.Contains(nodes, f.Node) {

@@ -70,8 +70,8 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	validate := fs.Bool("validate-protocol", false, "with --target sim: check every replication step of each run against spec/protocol's model (trace validation; runs are several times slower, and leaders answer replica fetches at once); a step the model does not allow violates the run")
 	target := fs.String("target", "sim", "what the cases run against: sim (the deterministic simulated reference), cluster (a fresh local cluster of watermark serve processes per run, with SIGKILL, SIGSTOP and proxy faults, in real time) or kafka (any running Kafka-compatible cluster at --bootstrap)")
-	binary := fs.String("binary", "", "with --target cluster: the watermark executable the nodes run (default: this one)")
-	clusterDir := fs.String("cluster-dir", "", "with --target cluster: where each run's cluster keeps its data and logs (default: <report-dir>/clusters; runs that hold are removed)")
+	fs.String("binary", "", "with --target cluster: the watermark executable the nodes run (default: this one)")
+	fs.String("cluster-dir", "", "with --target cluster: where each run's cluster keeps its data and logs (default: <report-dir>/clusters; runs that hold are removed)")
 	bootstrap := fs.StringSlice("bootstrap", nil, "with --target kafka: HOST:PORT of the cluster's brokers (comma-separated or repeated)")
 	killCmd := fs.String("kill-cmd", "", "with --target kafka: shell command that kills broker {id} (e.g. 'docker kill kafka{id}'); with --restart-cmd it enables the crash cases")
 	restartCmd := fs.String("restart-cmd", "", "with --target kafka: shell command that restarts broker {id} on its data (e.g. 'docker start kafka{id}')")
@@ -87,7 +87,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
 	failFast := fs.Bool("fail-fast", false, "stop at the first run that does not hold (the runs in flight finish); exit 1 with what ran")
-	random := fs.Int("random", 0, "instead of the cases, run N random schedules of every fault kind and cluster shape on the safe settings, coverage-guided (--seed sets the first seed); a failed run leaves a run file that replays it")
+	random := fs.Int("random", 0, "instead of the cases, run N random schedules of every fault kind and cluster shape on the safe settings, coverage-guided (--seed sets the first seed); with --target cluster, on a fresh local cluster each, of the faults real processes can take; a failed run leaves a run file that replays it")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, "check", err)
@@ -164,21 +164,11 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			*seeds = 1
 		}
 		if *target == "cluster" {
-			exe := *binary
-			if exe == "" {
-				if exe, err = os.Executable(); err != nil {
-					return usageError(stderr, "check", fmt.Errorf("--binary: cannot find this executable (%v); give the path of a watermark binary", err))
-				}
+			ct, err := clusterTarget(fs, *reportDir, show)
+			if err != nil {
+				return usageError(stderr, "check", err)
 			}
-			if _, err := os.Stat(exe); err != nil {
-				return usageError(stderr, "check", fmt.Errorf("--binary %s: %v", exe, err))
-			}
-			dir := *clusterDir
-			if dir == "" {
-				dir = filepath.Join(*reportDir, "clusters")
-			}
-			opts.Target = &conformance.ClusterTarget{Binary: exe, Dir: dir, DurationMs: duration.Milliseconds(),
-				SettleMs: settle.Milliseconds(), Progress: show.runTime}
+			opts.Target = ct
 			break
 		}
 		var kt *conformance.KafkaTarget
@@ -394,4 +384,31 @@ func writeJUnitFile(path string, rep *conformance.Report, target string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// clusterTarget is --target cluster as fs's flags shape it: the binary the
+// nodes run, where their clusters keep data and logs, and the run's
+// duration and settle time when given.
+func clusterTarget(fs *pflag.FlagSet, reportDir string, show *progress) (*conformance.ClusterTarget, error) {
+	exe, _ := fs.GetString("binary")
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("--binary: cannot find this executable (%v); give the path of a watermark binary", err)
+		}
+	}
+	if _, err := os.Stat(exe); err != nil {
+		return nil, fmt.Errorf("--binary %s: %v", exe, err)
+	}
+	dir, _ := fs.GetString("cluster-dir")
+	if dir == "" {
+		dir = filepath.Join(reportDir, "clusters")
+	}
+	duration, _ := fs.GetDuration("duration")
+	settle, _ := fs.GetDuration("settle")
+	if duration < 0 || settle < 0 {
+		return nil, fmt.Errorf("--duration %s --settle %s: want both >= 0 (0: the case's own)", duration, settle)
+	}
+	return &conformance.ClusterTarget{Binary: exe, Dir: dir, DurationMs: duration.Milliseconds(),
+		SettleMs: settle.Milliseconds(), Progress: show.runTime}, nil
 }

@@ -59,7 +59,7 @@ func runClusterCtx(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fpHTTP := fs.Bool("failpoint-http", false, "give each broker pingcap/failpoint's HTTP endpoint on a port of its own")
 	env := fs.StringArray("env", nil, "KEY=VALUE added to every broker's environment (repeatable), e.g. GO_FAILPOINTS=...")
 	binary := fs.String("binary", "", "the watermark executable that runs the nodes (default: this one)")
-	control := fs.String("control", "", "serve HTTP fault controls on ADDR (e.g. 127.0.0.1:0): /kill/{id}, /restart/{id}, /pause/{id}, /resume/{id}, /isolate/{id} (with --proxies), /heal; for watermark check --target kafka's --kill-cmd 'curl -fsS http://ADDR/kill/{id}' and friends")
+	control := fs.String("control", "", "serve HTTP fault controls on ADDR (e.g. 127.0.0.1:0): /kill/{id}, /stop/{id} (SIGTERM: a clean stop), /restart/{id}, /pause/{id}, /resume/{id}, /isolate/{id} (with --proxies), /heal; for watermark check --target kafka's --kill-cmd 'curl -fsS http://ADDR/kill/{id}' and friends")
 	targetFile := fs.String("target-file", "", "write a target file for watermark check --target kafka --target-file to PATH: the bootstrap, every setting, and with --control the fault commands through it (curl)")
 	sf := addSettingsFlags(fs)
 	help := fs.BoolP("help", "h", false, "show this help")
@@ -126,7 +126,7 @@ func runClusterCtx(ctx context.Context, args []string, stdout, stderr io.Writer)
 			_ = c.Stop()
 			return exitUsage
 		}
-		fmt.Fprintf(out, "control: http://%s (kill, restart, pause, resume, isolate: /VERB/{id}; /heal)\n", addr)
+		fmt.Fprintf(out, "control: http://%s (kill, stop, restart, pause, resume, isolate: /VERB/{id}; /heal)\n", addr)
 		controlAddr = addr
 	}
 	if *targetFile != "" {

@@ -21,6 +21,8 @@ import (
 // any Kafka-compatible cluster is:
 //
 //	/kill/{id}     SIGKILL broker {id}        (--kill-cmd)
+//	/stop/{id}     SIGTERM it and wait until it is down: a controlled
+//	               shutdown, a flush and a clean-shutdown marker
 //	/restart/{id}  start it again on its data (--restart-cmd)
 //	/pause/{id}    SIGSTOP it                 (--pause-cmd)
 //	/resume/{id}   SIGCONT it                 (--resume-cmd)
@@ -42,6 +44,7 @@ func controlHandler(ctx context.Context, c *cluster.Cluster) http.Handler {
 		}
 	}
 	mux.HandleFunc("/kill/{id}", withID(c.Kill))
+	mux.HandleFunc("/stop/{id}", withID(func(id int) error { return c.Terminate(id, 0) }))
 	mux.HandleFunc("/restart/{id}", withID(func(id int) error {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

@@ -20,10 +20,23 @@ import (
 // one case, "random"; a failed run's replay is its run file.
 func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, workers int, checkTimeout time.Duration,
 	reportDir string, asJSON bool, junit string, show *progress, stdout, stderr io.Writer) int {
-	for _, f := range []string{"case", "variant", "set", "target", "seeds", "validate-protocol"} {
+	for _, f := range []string{"case", "variant", "set", "seeds", "validate-protocol"} {
 		if fs.Changed(f) {
-			return usageError(stderr, "check", fmt.Errorf("--random runs its own schedules on the simulator's safe settings: drop --%s (hunt a variant's bug with `watermark search --variant`)", f))
+			return usageError(stderr, "check", fmt.Errorf("--random runs its own schedules on the safe settings: drop --%s (hunt a variant's bug with `watermark search --variant`)", f))
 		}
+	}
+	var target search.Runner
+	targetName := "sim"
+	switch t, _ := fs.GetString("target"); t {
+	case "sim":
+	case "cluster":
+		ct, err := clusterTarget(fs, reportDir, show)
+		if err != nil {
+			return usageError(stderr, "check", err)
+		}
+		target, targetName = ct, "cluster"
+	default:
+		return usageError(stderr, "check", fmt.Errorf("--random runs on --target sim or cluster, not %s: its schedules need a cluster the harness owns (disks, signals)", t))
 	}
 	if runs < 1 {
 		return usageError(stderr, "check", fmt.Errorf("--random %d: want at least 1", runs))
@@ -32,7 +45,7 @@ func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, 
 		seed = 1
 	}
 	rep, err := search.Random(search.RandomOptions{Runs: runs, FirstSeed: seed, Workers: workers, CheckTimeout: checkTimeout,
-		NoFailpoints: !broker.FailpointsCompiled(), Context: ctx,
+		NoFailpoints: !broker.FailpointsCompiled(), Context: ctx, Target: target,
 		Progress: func(done, total int, r *judge.RunResult) {
 			show.update(conformance.Progress{Phase: conformance.PhaseDone, Case: r.Case, Seed: r.Seed, Done: done, Total: total, Result: r})
 		}})
@@ -46,6 +59,10 @@ func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, 
 	for _, r := range rep.Cases[0].Failed {
 		dir := report.RunDir(reportDir, r)
 		r.Replay = fmt.Sprintf("%s repro %s", program(), filepath.Join(dir, "run.yaml"))
+		if target != nil {
+			// The same schedule on a fresh cluster (fresh draws only).
+			r.Replay = fmt.Sprintf("%s check --target cluster --random 1 --seed %d", program(), r.Seed)
+		}
 		if _, err := report.WriteRun(reportDir, r, c); err != nil {
 			fmt.Fprintf(stderr, "watermark check: %v\n", err)
 		}
@@ -56,7 +73,7 @@ func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, 
 		fmt.Fprintf(stderr, "watermark check: %v\n", err)
 	}
 	if junit != "" {
-		if err := writeJUnitFile(junit, rep, "sim"); err != nil {
+		if err := writeJUnitFile(junit, rep, targetName); err != nil {
 			fmt.Fprintf(stderr, "watermark check: --junit %s: %v\n", junit, err)
 			return exitViolated
 		}

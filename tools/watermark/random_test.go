@@ -26,7 +26,7 @@ func TestCheckRandom(t *testing.T) {
 
 	for _, args := range [][]string{
 		{"--random", "2", "--case", "no-faults"},
-		{"--random", "2", "--target", "cluster"},
+		{"--random", "2", "--target", "kafka"},
 		{"--random", "-1"},
 	} {
 		code, _, errOut = runCLI(append([]string{"check"}, args...)...)
