@@ -123,6 +123,7 @@ func TestRepeatedRestarts(t *testing.T) {
 
 func TestMessageKindsNameEveryMessage(t *testing.T) {
 	msgs := []any{broker.RegisterBroker{}, broker.Heartbeat{}, broker.StateUpdate{}, kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
+		kafka.ReplicaLogInfoRequest{}, kafka.ReplicaLogInfo{},
 		partition.FetchRequest{}, partition.FetchResponse{}, partition.EpochEndRequest{}, partition.EpochEndResponse{},
 		broker.ProduceRequest{}, broker.ProduceResponse{}, broker.FetchRequest{}, broker.FetchResponse{},
 		broker.InitProducerIDRequest{}, broker.InitProducerIDResponse{}, broker.ListOffsetsRequest{}, broker.ListOffsetsResponse{},
