@@ -20,10 +20,10 @@ import (
 // GetReplicaLogInfo), and the one whose end ranks highest leads
 // (kafka.LogEnd.Compare: the later last epoch, then the longer log), with
 // the ISR set to it (ElectionRecovery). That loses the least the live
-// replicas can still give: if one of them holds every committed record,
-// the replica elected does too (a log of a later last epoch was written
-// by a leader that held them; of the same epoch, the longer one holds the
-// shorter's).
+// replicas can still give: if one that answered holds every committed
+// record, the replica elected does too (a log of a later last epoch was
+// written by a leader that held them; of the same epoch, the longer one
+// holds the shorter's).
 //
 // The rules, applied after every change of liveness, every Tick and every
 // answer (maybeRecover):
