@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
@@ -234,6 +235,8 @@ var brokerCases = []Case{
 	},
 	uncleanElection(false),
 	uncleanElection(true),
+	uncleanRecovery(controller.RecoveryAggressive),
+	uncleanRecovery(controller.RecoveryBalanced),
 	{
 		Name:    "at-most-once",
 		Summary: "acks=0 while leaders crash: records may be lost, none may be written twice",

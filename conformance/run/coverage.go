@@ -94,6 +94,10 @@ const (
 	// SitELRCleanRestart: a broker registered after a clean stop while it
 	// was an eligible leader replica of a partition, and stayed one.
 	SitELRCleanRestart Situation = "elr-member-clean-restart"
+	// SitRecoveryChoice: an unclean recovery (controller.UncleanRecovery)
+	// elected a leader from the log ends of two live replicas or more: a
+	// choice it could get wrong.
+	SitRecoveryChoice Situation = "unclean-recovery-choice"
 )
 
 // Situations lists every situation, in the order reports show them.
@@ -102,5 +106,5 @@ var Situations = []Situation{
 	SitEpochTruncation, SitEpochUnknownToLeader, SitFencedFetch, SitZombieAnswer, SitDedupHit, SitRefusedAfterAppend, SitISRChangeRefused,
 	SitTornTail, SitRollPowerLoss, SitRetention, SitFetchBelowLogStart, SitFollowerReset, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
 	SitZombieCommit, SitMemberDownPastSession, SitDamagedLog, SitDamagedLastISR,
-	SitCleanStopThenDamage, SitLeaderMovedByShutdown, SitELRCleanRestart,
+	SitCleanStopThenDamage, SitLeaderMovedByShutdown, SitELRCleanRestart, SitRecoveryChoice,
 }

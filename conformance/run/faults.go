@@ -116,6 +116,7 @@ type MessageFault struct {
 // and answers between brokers, the controller and clients.
 var MessageKinds = []string{
 	"register", "heartbeat", "state-update", "alter-partition", "alter-partition-response",
+	"replica-log-info", "replica-log-info-response", // an unclean recovery's question and answer
 	"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
 	"produce", "produce-response", "fetch", "fetch-response", "init-producer-id", "init-producer-id-response",
 	"list-offsets", "list-offsets-response", "offset-for-leader-epoch", "offset-for-leader-epoch-response",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/linearizability"
@@ -79,6 +80,8 @@ func TestRunFileErrorsNameFileLineAndField(t *testing.T) {
 		{"seed: 1\nexpect: holds\nbroker:\n  truncaton: hw\n", []string{"bad.yaml:4:", "broker.truncaton", "unknown field", "truncation"}},
 		{"expect: holds\nbroker:\n  truncation: sometimes\n", []string{"bad.yaml:3:", "broker.truncation", `"sometimes"`, "epoch, hw"}},
 		{"expect: holds\nbroker:\n  session_timeout_ms: 900\n", []string{"bad.yaml:3:", "broker.session_timeout_ms", "moved to controller.session_timeout_ms"}},
+		{"expect: holds\ncontroller:\n  unclean_recovery: proactive\n", []string{"bad.yaml:3:", "controller.unclean_recovery", `"proactive"`, "none, balanced, aggressive"}},
+		{"expect: holds\ncontroller:\n  unclean_recovery: balanced\n  unclean_recovery_timeout_ms: 0\n", []string{"bad.yaml", "unclean_recovery_timeout_ms 0 must be positive with unclean_recovery balanced"}},
 		{"expect: holds\nfaults:\n  - kind: crash\n    node: 1\n  - kind: explode\n", []string{"bad.yaml:5:", "faults[1].kind", `"explode"`, "powerloss", "restart-producer"}},
 		{"expect: holds\nfailpoints:\n  - name: nowhere\n    term: return\n", []string{"bad.yaml:3:", "failpoints[0].name", "hwCheckpointWrite"}},
 		{"expect: [lost-write, oops]\n", []string{"bad.yaml:1:", "expect[1]", `"oops"`, "lost-write", "StrongIsr"}},
@@ -128,11 +131,13 @@ func TestSetByRunFileKey(t *testing.T) {
 	require.NoError(t, s.Set("broker.truncation", "hw"))
 	require.NoError(t, s.Set("broker.min_insync_replicas", "1"))
 	require.NoError(t, s.Set("controller.unclean_leader_election", "true"))
+	require.NoError(t, s.Set("controller.unclean_recovery", "aggressive"))
 	require.NoError(t, s.Set("workload.acks", "1"))
 	require.NoError(t, s.Set("duration_ms", "500"))
 	assert.Equal(t, partition.TruncateToHW, s.Broker.Truncation)
 	assert.Equal(t, 1, s.Broker.MinInsyncReplicas)
 	assert.True(t, s.Controller.UncleanLeaderElection)
+	assert.Equal(t, controller.RecoveryAggressive, s.Controller.UncleanRecovery)
 	assert.Equal(t, partition.AcksLeader, s.Workload.Acks)
 	assert.Equal(t, int64(500), s.DurationMs)
 	for path, want := range map[string]string{

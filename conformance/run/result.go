@@ -64,11 +64,17 @@ type Stats struct {
 	// did not finish there was refused, not slow.
 	OfflineAtEnd     []string `json:",omitempty"`
 	Elections        int
-	UncleanElections int
-	ProducerRestarts int
-	Resends          int
-	ISRShrinks       int
-	ISRExpands       int
+	UncleanElections int // elections from outside the ISR, unclean recoveries' included
+	// RecoveryElections counts the unclean recoveries' elections
+	// (controller.ElectionRecovery); RecoveryNotLongest those of them
+	// whose leader's log, as the simulator read it, ended before that of
+	// another live replica's (kafka.LogEnd.Compare). Simulator only.
+	RecoveryElections  int `json:",omitempty"`
+	RecoveryNotLongest int `json:",omitempty"`
+	ProducerRestarts   int
+	Resends            int
+	ISRShrinks         int
+	ISRExpands         int
 	// Group consumers.
 	ConsumerCrashes int
 	Rebalances      int // joins: a member entering a generation

@@ -115,9 +115,10 @@ func (s *Spec) DropsAnswer(now int64, rng interface{ Float64() float64 }) bool {
 // truncation to the leader epoch, no unclean election) with Kafka's
 // timeouts shrunk so that a run of seconds sees failures and recoveries:
 // heartbeat 200 ms, session 1500 ms, replica lag 3000 ms, replica fetch
-// wait 200 ms, request timeout 2000 ms, HW checkpoint every 1000 ms,
-// sessions of group members down to 100 ms, and 3 offsets partitions so
-// that groups spread over brokers. `watermark serve --fast` and
+// wait 200 ms, request timeout 2000 ms, HW checkpoint every 1000 ms, an
+// unclean recovery's wait for answers (off by default) 2000 ms, sessions
+// of group members down to 100 ms, and 3 offsets partitions so that
+// groups spread over brokers. `watermark serve --fast` and
 // `watermark cluster --fast` take them; without --fast they take
 // KafkaSettings.
 func DefaultSettings() Settings {
@@ -134,7 +135,7 @@ func DefaultSettings() Settings {
 	b.OffsetsTopicReplicationFactor = 3
 	b.OffsetsCommitTimeoutMs = 5000
 	b.Config = group.Config{MinSessionTimeoutMs: 100, MaxSessionTimeoutMs: 1_800_000}
-	return Settings{Broker: b, Controller: controller.Config{SessionTimeoutMs: 1500}}
+	return Settings{Broker: b, Controller: controller.Config{SessionTimeoutMs: 1500, UncleanRecoveryTimeoutMs: 2000}}
 }
 
 // KafkaSettings are the strong recipe's safety settings (min ISR 2,
@@ -143,9 +144,10 @@ func DefaultSettings() Settings {
 // (broker.heartbeat.interval.ms), session 9 s (broker.session.timeout.ms),
 // replica lag 30 s, replica fetch wait 500 ms, request timeout 30 s, HW
 // checkpoint 5 s, 50 offsets partitions, group sessions from 6 s
-// (group.min.session.timeout.ms). On a busy machine a session of 1.5 s
-// expires brokers that are only slow; these do not. DefaultSettings are
-// the fast ones, for runs of seconds (serve --fast).
+// (group.min.session.timeout.ms), an unclean recovery's wait 5 min
+// (KIP-966's unclean.recovery.timeout.ms). On a busy machine a session of
+// 1.5 s expires brokers that are only slow; these do not. DefaultSettings
+// are the fast ones, for runs of seconds (serve --fast).
 func KafkaSettings() Settings {
 	s := DefaultSettings()
 	b := &s.Broker
@@ -158,6 +160,7 @@ func KafkaSettings() Settings {
 	b.OffsetsTopicPartitions = 50
 	b.Config.MinSessionTimeoutMs = 6000
 	s.Controller.SessionTimeoutMs = controller.DefaultConfig().SessionTimeoutMs
+	s.Controller.UncleanRecoveryTimeoutMs = controller.DefaultConfig().UncleanRecoveryTimeoutMs
 	return s
 }
 

@@ -123,9 +123,11 @@ func TestRepeatedRestarts(t *testing.T) {
 
 func TestMessageKindsNameEveryMessage(t *testing.T) {
 	msgs := []any{broker.RegisterBroker{}, broker.Heartbeat{}, broker.StateUpdate{}, kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
+		kafka.ReplicaLogInfoRequest{}, kafka.ReplicaLogInfo{},
 		partition.FetchRequest{}, partition.FetchResponse{}, partition.EpochEndRequest{}, partition.EpochEndResponse{},
 		broker.ProduceRequest{}, broker.ProduceResponse{}, broker.FetchRequest{}, broker.FetchResponse{},
 		broker.InitProducerIDRequest{}, broker.InitProducerIDResponse{}, broker.ListOffsetsRequest{}, broker.ListOffsetsResponse{},
+		broker.EpochEndRequest{}, broker.EpochEndResponse{},
 		broker.MetadataRequest{}, broker.MetadataResponse{}, broker.GroupRequest{}, broker.GroupResponse{},
 		broker.GroupRequest{Req: group.CommitRequest{}}}
 	var names []string

@@ -25,6 +25,10 @@ func messageKind(msg any) string {
 		return "alter-partition"
 	case kafka.AlterPartitionAnswer:
 		return "alter-partition-response"
+	case kafka.ReplicaLogInfoRequest:
+		return "replica-log-info"
+	case kafka.ReplicaLogInfo:
+		return "replica-log-info-response"
 	case partition.FetchRequest:
 		return "replica-fetch"
 	case partition.FetchResponse:

@@ -555,6 +555,8 @@ func (s *Sim) flushController() {
 			s.Stats.Elections++
 			s.Stats.UncleanElections++
 			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, true))
+		case controller.ElectionRecovery:
+			s.recovered(e)
 		case controller.BrokerDead:
 			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) is dead: its session expired, or it registered again after a restart", e.Broker, e.Incarnation)
 		case controller.BrokerRegistered:

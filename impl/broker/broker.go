@@ -248,6 +248,8 @@ func (b *Broker) dispatch(env Envelope) error {
 		return b.handleStateUpdate(m)
 	case ShutdownAnswer:
 		b.handleShutdownAnswer(m)
+	case kafka.ReplicaLogInfoRequest:
+		b.answerLogInfo(m)
 	case kafka.AlterPartitionAnswer:
 		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleAlterPartitionAnswer(m, b.now) })
 	case partition.FetchRequest:

@@ -61,6 +61,8 @@ type opts struct {
 	// fpctx gives a broker a failpoint hook; brokers not named here run
 	// with a nil context, where failpoints never fire.
 	fpctx map[broker.NodeID]context.Context
+	// recovery is the controller's unclean_recovery; none by default.
+	recovery controller.RecoveryStrategy
 }
 
 // node is one broker machine: its disk outlives its processes.
@@ -99,7 +101,8 @@ func newCluster(t *testing.T, o opts) *cluster {
 		o.lagMs = 30_000
 	}
 	// Eligible leader replicas as run.Settings.ControllerConfig derives them.
-	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: sessionTimeoutMs, EligibleMinISR: o.minISR})
+	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: sessionTimeoutMs, EligibleMinISR: o.minISR,
+		UncleanRecovery: o.recovery, UncleanRecoveryTimeoutMs: 2000})
 	require.NoError(t, err)
 	c := &cluster{t: t, ctrl: ctrl, nodes: make([]*node, o.brokers+1)}
 	for i := 1; i <= o.brokers; i++ {

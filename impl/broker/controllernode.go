@@ -168,6 +168,9 @@ func (n *ControllerNode) Handle(env Envelope, now int64) {
 		n.flush()
 		n.send(env.From, answer)
 		return
+	case kafka.ReplicaLogInfo:
+		m.BrokerID = int32(env.From)   // the sender is who the network says
+		_ = n.c.ReplicaLogInfo(m, now) // refused: an answer to a recovery that moved on
 	case CreateTopic:
 		err := n.c.CreateTopicWithConfig(m.Name, m.Partitions, m.ReplicationFactor, m.Config, now)
 		n.flush()
@@ -236,7 +239,9 @@ func (n *ControllerNode) Tick(now int64) {
 	n.flush()
 }
 
-// flush turns the controller's Ready into StateUpdates for all live brokers.
+// flush turns the controller's Ready into StateUpdates for all live
+// brokers, and its unclean recoveries' questions into messages to the
+// replicas asked.
 func (n *ControllerNode) flush() {
 	live := n.c.LiveBrokers()
 	membership := !slices.Equal(live, n.toldLive) || n.addrGen != n.toldAddrs
@@ -249,6 +254,17 @@ func (n *ControllerNode) flush() {
 		rd = n.c.Ready()
 	}
 	n.events = append(n.events, rd.Events...)
+	// The states go first: a replica asked where its log ends learns as
+	// soon that the partition is offline.
+	n.sendStates(rd, live, membership)
+	for _, a := range rd.Asks {
+		n.send(NodeID(a.BrokerID), a)
+	}
+}
+
+// sendStates sends the partition states of rd, and the live set and
+// address book when they changed, to every live broker.
+func (n *ControllerNode) sendStates(rd controller.Ready, live []int32, membership bool) {
 	var states []kafka.PartitionState
 	seen := map[kafka.TopicPartition]bool{}
 	for _, u := range rd.Updates {

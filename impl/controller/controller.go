@@ -22,7 +22,11 @@
 //     UncleanLeaderElection, the first live replica leads with ISR =
 //     {itself}; failing that, the partition is offline. A replica that
 //     lost the partition's committed records is elected by none of these
-//     while another can be.
+//     while another can be. With UncleanRecovery, which replaces
+//     UncleanLeaderElection, the controller asks an offline partition's
+//     live replicas where their logs end and elects the one whose end
+//     ranks highest: the later last epoch, then the longer log (KIP-966's
+//     unclean recovery; recovery.go).
 //   - A broker that registers with a new incarnation restarted and may have
 //     lost unsynced data, so it is first treated as dead (KIP-903: a restarted
 //     replica must not stay in the ISR on the strength of its old state), then
@@ -36,6 +40,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
@@ -85,15 +90,35 @@ type Config struct {
 	// It is derived from the brokers' settings, not set on its own
 	// (run.Settings.ControllerConfig); 0 or 1: no ELR.
 	EligibleMinISR int `yaml:"-"`
+	// UncleanRecovery elects, when no ISR member or eligible leader
+	// replica can lead, the live replica whose log end ranks highest,
+	// after asking each (KIP-966's unclean recovery, recovery.go); it replaces
+	// UncleanLeaderElection, the controller's and the topics'. Kafka 4.1
+	// has no such setting (KIP-966's unclean.recovery.strategy was not
+	// shipped): the name is the reference's.
+	UncleanRecovery RecoveryStrategy `yaml:"unclean_recovery" doc:"when no ISR member or eligible replica can lead, ask the live replicas where their logs end and elect the longest; loses data (KIP-966's unclean recovery, not in Kafka 4.1)"`
+	// UncleanRecoveryTimeoutMs bounds how long a recovery waits for the
+	// answers of live replicas before it decides on those it has, or asks
+	// again when it has none (KIP-966's unclean.recovery.timeout.ms).
+	UncleanRecoveryTimeoutMs int64 `yaml:"unclean_recovery_timeout_ms" doc:"how long an unclean recovery waits for live replicas' answers (KIP-966's unclean.recovery.timeout.ms, not in Kafka 4.1)"`
 }
 
-// DefaultConfig is Kafka's default: a 9 s broker session.
-func DefaultConfig() Config { return Config{SessionTimeoutMs: 9000} }
+// DefaultConfig is Kafka's default: a 9 s broker session, and KIP-966's
+// 5 minutes for an unclean recovery's answers (off, as it is by default).
+func DefaultConfig() Config {
+	return Config{SessionTimeoutMs: 9000, UncleanRecoveryTimeoutMs: 300_000}
+}
 
 // Validate reports whether cfg can run a controller.
 func (cfg Config) Validate() error {
 	if cfg.SessionTimeoutMs <= 0 {
 		return fmt.Errorf("%w: session_timeout_ms %d must be positive", ErrInvalidConfig, cfg.SessionTimeoutMs)
+	}
+	if _, ok := recoveryNames[cfg.UncleanRecovery]; !ok {
+		return fmt.Errorf("%w: unclean_recovery %d: want one of %s", ErrInvalidConfig, cfg.UncleanRecovery, strings.Join(RecoveryStrategy(0).Values(), ", "))
+	}
+	if cfg.UncleanRecoveryTimeoutMs < 0 || (cfg.UncleanRecovery != RecoveryNone && cfg.UncleanRecoveryTimeoutMs == 0) {
+		return fmt.Errorf("%w: unclean_recovery_timeout_ms %d must be positive with unclean_recovery %s", ErrInvalidConfig, cfg.UncleanRecoveryTimeoutMs, cfg.UncleanRecovery)
 	}
 	return nil
 }
@@ -169,7 +194,8 @@ type Controller struct {
 	// Invariants (on top of kafka.PartitionState's, between calls):
 	//  1. Leader != kafka.NoLeader implies the leader is alive.
 	//  2. Leader == kafka.NoLeader implies no ISR member is alive and, with
-	//     UncleanLeaderElection, no replica is alive.
+	//     UncleanLeaderElection, no replica is alive; with UncleanRecovery
+	//     instead, an unclean recovery is in flight if a replica is.
 	//  3. An ISR that holds a dead broker holds nothing else.
 	//  4. Every replica was a registered broker when the partition was created.
 	partitions map[kafka.TopicPartition]*kafka.PartitionState
@@ -188,6 +214,14 @@ type Controller struct {
 	// elr holds each partition's eligible leader replicas (KIP-966), sorted;
 	// see eligible.go. Absent: none.
 	elr map[kafka.TopicPartition][]int32
+
+	// recoveries holds the unclean recoveries in flight, one per offline
+	// partition with a live replica (recovery.go); asks are their
+	// questions for the next Ready. Neither is durable: a restored
+	// controller starts its recoveries again, as KIP-966's does after a
+	// failover.
+	recoveries map[kafka.TopicPartition]*recovery
+	asks       []kafka.ReplicaLogInfoRequest
 }
 
 // New returns a controller with no brokers and no topics.
@@ -203,6 +237,7 @@ func New(cfg Config) (*Controller, error) {
 		partitions: make(map[kafka.TopicPartition]*kafka.PartitionState),
 		pending:    make(map[int32]map[kafka.TopicPartition]struct{}),
 		elr:        make(map[kafka.TopicPartition][]int32),
+		recoveries: make(map[kafka.TopicPartition]*recovery),
 	}, nil
 }
 
@@ -301,7 +336,7 @@ func (c *Controller) queueFor(id int32, tp kafka.TopicPartition) {
 
 // HasReady reports whether Ready would return something.
 func (c *Controller) HasReady() bool {
-	if len(c.events) > 0 {
+	if len(c.events) > 0 || len(c.asks) > 0 {
 		return true
 	}
 	for id, set := range c.pending {
@@ -312,12 +347,12 @@ func (c *Controller) HasReady() bool {
 	return false
 }
 
-// Ready returns, and forgets, the events decided and the partition states to
-// send since the previous call. States are sent only to live replicas, and
-// only their newest version.
+// Ready returns, and forgets, the events decided, the partition states to
+// send and the recoveries' questions since the previous call. States are
+// sent only to live replicas, and only their newest version.
 func (c *Controller) Ready() Ready {
-	rd := Ready{Events: c.events}
-	c.events = nil
+	rd := Ready{Events: c.events, Asks: c.asks}
+	c.events, c.asks = nil, nil
 	for _, id := range slices.Sorted(maps.Keys(c.pending)) {
 		if !c.IsAlive(id) {
 			continue

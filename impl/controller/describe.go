@@ -12,8 +12,12 @@ import (
 // partition in sorted order, for scenario tests and traces.
 func (c *Controller) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "config session-timeout-ms=%d unclean-leader-election=%t auto-leader-rebalance=%t\n",
+	fmt.Fprintf(&b, "config session-timeout-ms=%d unclean-leader-election=%t auto-leader-rebalance=%t",
 		c.cfg.SessionTimeoutMs, c.cfg.UncleanLeaderElection, c.cfg.AutoLeaderRebalance)
+	if c.recovering() {
+		fmt.Fprintf(&b, " unclean-recovery=%s", c.cfg.UncleanRecovery)
+	}
+	b.WriteString("\n")
 	for _, id := range c.brokerIDs() {
 		br := c.brokers[id]
 		state := "dead"
@@ -30,6 +34,9 @@ func (c *Controller) Describe() string {
 		fmt.Fprintf(&b, "partition %s", c.partitions[tp])
 		if elr := c.elr[tp]; len(elr) > 0 {
 			fmt.Fprintf(&b, " elr=%s", ids(elr))
+		}
+		if asked, answered, ok := c.Recovery(tp); ok {
+			fmt.Fprintf(&b, " recovery asked=%s answered=%s", ids(asked), ids(answered))
 		}
 		b.WriteString("\n")
 	}
@@ -54,6 +61,14 @@ func (c *Controller) CheckInvariants() error {
 		}
 		if err := c.checkELR(p); err != nil {
 			return fmt.Errorf("%s: %w", tp, err)
+		}
+		if err := c.checkRecovery(p); err != nil {
+			return fmt.Errorf("%s: %w", tp, err)
+		}
+	}
+	for tp := range c.recoveries {
+		if _, ok := c.partitions[tp]; !ok {
+			return fmt.Errorf("%s: unclean recovery of no partition", tp)
 		}
 	}
 	return nil

@@ -9,13 +9,15 @@ import (
 // reconcile brings every partition in line with broker liveness, in
 // partition order: dead brokers leave ISRs, and partitions without a live
 // leader are elected. It is the one place where deaths and returns turn into
-// elections, so a death and a restart follow exactly the same rule.
+// elections, so a death and a restart follow exactly the same rule. The
+// partitions left offline then recover uncleanly, if that is on.
 func (c *Controller) reconcile(now int64) {
 	for _, tp := range c.order {
 		p := c.partitions[tp]
 		next, kind := c.settle(p)
 		c.apply(p, next, kind, -1, now)
 	}
+	c.maybeRecover(now)
 }
 
 // settle returns the state p should move to given who is alive, and the

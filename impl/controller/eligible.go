@@ -23,8 +23,8 @@ import (
 //     min ISR and they did not lose the partition's data.
 //  2. No ISR member is in the ELR: one that joins the ISR leaves it.
 //  3. The ELR empties once the ISR is back at min ISR (the HW may move past
-//     its members from then on), and at an unclean election (the new
-//     leader's log is the truth from then on).
+//     its members from then on), and at an unclean election or recovery
+//     (the new leader's log is the truth from then on).
 //  4. A member leaves as it registers a restart that may have lost what
 //     it had reported (no Registration.Synced: KIP-966's unclean shutdown)
 //     or that lost this partition's records (Registration.Lost).
@@ -36,9 +36,10 @@ import (
 //
 // Differences from KIP-966, on purpose: the last ISR member stays in the
 // ISR when it dies, as before (so the ISR is never empty), rather than
-// moving to the ELR; there is no last-known ELR and no unclean recovery
-// that asks replicas for their log ends; the ELR is not in any answer to
-// clients (Kafka shows it in DescribeTopicPartitions).
+// moving to the ELR; there is no last-known ELR (the unclean recovery of
+// recovery.go waits for the ISR's kept members and the ELR instead); the
+// ELR is not in any answer to clients (Kafka shows it in
+// DescribeTopicPartitions).
 
 // suspect reports whether broker id's current process restarted
 // uncleanly and has not been back in tp's ISR since (rule 5).
@@ -98,7 +99,7 @@ func (c *Controller) eligibleMin(p *kafka.PartitionState) int {
 func (c *Controller) updateELR(old kafka.PartitionState, p *kafka.PartitionState, kind EventKind) {
 	tp := p.TopicPartition
 	minISR := c.eligibleMin(p)
-	if minISR < 2 || kind == ElectionUnclean || len(p.ISR) >= minISR {
+	if minISR < 2 || kind == ElectionUnclean || kind == ElectionRecovery || len(p.ISR) >= minISR {
 		delete(c.elr, tp)
 		return
 	}

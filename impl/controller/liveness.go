@@ -144,7 +144,8 @@ func (c *Controller) becameAlive(id int32, now int64) {
 // than SessionTimeoutMs old are declared dead together, and the partitions
 // they led are re-elected in one batch, so no election picks a broker that
 // dies in the same Tick. With AutoLeaderRebalance, leadership then moves back
-// to preferred replicas.
+// to preferred replicas. Unclean recoveries whose wait timed out decide or
+// ask again.
 func (c *Controller) Tick(now int64) {
 	died := false
 	for _, id := range c.brokerIDs() {
@@ -161,4 +162,5 @@ func (c *Controller) Tick(now int64) {
 	if c.cfg.AutoLeaderRebalance {
 		c.rebalance(now)
 	}
+	c.maybeRecover(now) // recoveries whose wait for answers timed out
 }

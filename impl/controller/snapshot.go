@@ -122,6 +122,9 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 			}
 		}
 	}
+	// Recoveries in flight were not kept: ask again, as KIP-966's
+	// controller does after a failover.
+	c.maybeRecover(now)
 	if err := c.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}

@@ -88,8 +88,12 @@ func (c *Controller) TopicConfigs() map[string]kafka.TopicConfig {
 }
 
 // unclean reports whether tp's topic lets a replica outside the ISR lead
-// (its unclean.leader.election.enable, else the controller's).
+// (its unclean.leader.election.enable, else the controller's). Never with
+// UncleanRecovery, which replaces it (recovery.go).
 func (c *Controller) unclean(tp kafka.TopicPartition) bool {
+	if c.recovering() {
+		return false
+	}
 	if u := c.configs[tp.Topic].UncleanLeaderElection; u != nil {
 		return *u
 	}

@@ -25,6 +25,7 @@ const (
 	BrokerShuttingDown                      // a broker asked for a controlled shutdown
 	ElectionShutdown                        // a new leader from the ISR, as the leader shuts down
 	BrokerShutDown                          // a broker's controlled shutdown is done: fenced, it may stop
+	ElectionRecovery                        // an unclean recovery's leader: the replica whose reported log end ranks highest (KIP-966), ISR reset to it
 )
 
 var kindNames = [...]string{
@@ -41,6 +42,7 @@ var kindNames = [...]string{
 	BrokerShuttingDown: "broker-shutting-down",
 	ElectionShutdown:   "election-shutdown",
 	BrokerShutDown:     "broker-shut-down",
+	ElectionRecovery:   "election-recovery",
 }
 
 // String returns the kind's name as Describe and traces print it.
@@ -61,7 +63,7 @@ func (k EventKind) IsBroker() bool {
 // leader.
 func (k EventKind) IsElection() bool {
 	switch k {
-	case ElectionClean, ElectionUnclean, ElectionPreferred, ElectionEligible, ElectionShutdown:
+	case ElectionClean, ElectionUnclean, ElectionPreferred, ElectionEligible, ElectionShutdown, ElectionRecovery:
 		return true
 	}
 	return false
@@ -76,6 +78,8 @@ func (k EventKind) IsElection() bool {
 //     and OldISR its leader and ISR before it (kafka.NoLeader and nil for
 //     PartitionCreated), and Broker the leader whose AlterPartition caused
 //     the change, or -1 when the controller decided on its own.
+//  3. Ends is set for ElectionRecovery only: every answer the recovery
+//     took, sorted by broker, the new leader's among them.
 type Event struct {
 	Kind        EventKind
 	Now         int64 // logical time of the call that caused the event
@@ -84,6 +88,17 @@ type Event struct {
 	State       kafka.PartitionState
 	OldLeader   int32
 	OldISR      []int32
+	// Ends are the log ends the replicas reported to an unclean recovery:
+	// what it chose from. Records past the new leader's end on any other
+	// replica, answered or not, are lost; nobody can know those of the
+	// replicas that did not answer.
+	Ends []ReplicaEnd
+}
+
+// ReplicaEnd is one replica's answer to an unclean recovery.
+type ReplicaEnd struct {
+	Broker int32
+	kafka.LogEnd
 }
 
 // String renders e on one line.
@@ -92,9 +107,22 @@ func (e Event) String() string {
 		return fmt.Sprintf("t=%d %s broker=%d incarnation=%d", e.Now, e.Kind, e.Broker, e.Incarnation)
 	}
 	s := e.State
-	return fmt.Sprintf("t=%d %s %s leader=%d->%d leader-epoch=%d isr=%s->%s partition-epoch=%d",
+	out := fmt.Sprintf("t=%d %s %s leader=%d->%d leader-epoch=%d isr=%s->%s partition-epoch=%d",
 		e.Now, e.Kind, s.TopicPartition, e.OldLeader, s.Leader, s.LeaderEpoch,
 		ids(e.OldISR), ids(s.ISR), s.PartitionEpoch)
+	if e.Kind == ElectionRecovery {
+		out += " ends=" + ends(e.Ends)
+	}
+	return out
+}
+
+// ends renders recovery answers as "[2:0/340 3:0/200]" (broker:epoch/offset).
+func ends(es []ReplicaEnd) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = fmt.Sprintf("%d:%s", e.Broker, e.LogEnd)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // Update is the set of partition states one broker must apply: Kafka's
@@ -113,13 +141,16 @@ type Update struct {
 // Invariants:
 //  1. Events are in the order the controller decided them.
 //  2. Updates are sorted by Broker, one per broker.
+//  3. Asks are the questions of unclean recoveries (recovery.go), each to
+//     a live replica of an offline partition, in the order asked.
 type Ready struct {
 	Events  []Event
 	Updates []Update
+	Asks    []kafka.ReplicaLogInfoRequest
 }
 
 // IsEmpty reports whether there is nothing to send or log.
-func (r Ready) IsEmpty() bool { return len(r.Events) == 0 && len(r.Updates) == 0 }
+func (r Ready) IsEmpty() bool { return len(r.Events) == 0 && len(r.Updates) == 0 && len(r.Asks) == 0 }
 
 // String renders r on several lines, for scenario tests and traces.
 func (r Ready) String() string {
@@ -131,6 +162,9 @@ func (r Ready) String() string {
 		for _, s := range u.States {
 			fmt.Fprintf(&b, "update broker=%d %s\n", u.Broker, s)
 		}
+	}
+	for _, a := range r.Asks {
+		fmt.Fprintf(&b, "ask broker=%d incarnation=%d %s partition-epoch=%d\n", a.BrokerID, a.Incarnation, a.TopicPartition, a.PartitionEpoch)
 	}
 	return b.String()
 }

@@ -162,6 +162,7 @@ func readFrame(dec *decoder) (frame, error) {
 var wireMessages = []any{
 	broker.RegisterBroker{}, broker.Heartbeat{}, broker.ShutdownAnswer{}, broker.StateUpdate{},
 	kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
+	kafka.ReplicaLogInfoRequest{}, kafka.ReplicaLogInfo{},
 	broker.CreateTopic{}, broker.CreateTopicResponse{},
 	broker.MetadataRequest{}, broker.MetadataResponse{},
 	partition.FetchRequest{}, partition.FetchResponse{},
