@@ -469,9 +469,13 @@ func isrChurn(seed uint64, m run.MessageFault) run.Spec {
 
 // followersChurn adds to cfg a follower that stops fetching for 1.5 s
 // every 2.5 s, and, every 5 s, one that loses its disk or is stopped
-// cleanly (its controlled shutdown takes it out of the ISRs: a change the
-// controller makes on its own, which a leader may not have heard of when
-// it proposes the next).
+// cleanly. The stop comes just before the leaders drop the follower that
+// stopped fetching (replica lag 1 s): its controlled shutdown takes it out
+// of the ISRs, a change the controller makes on its own, which a leader
+// has likely not heard of when it proposes its shrink a moment later. (A
+// stopping follower out of the ISR no longer fetches, so it no longer
+// draws expansions the controller refuses; earlier stops left some seeds
+// without a refusal.)
 func followersChurn(cfg run.Spec) run.Spec {
 	for i, at := 0, int64(2000); at < cfg.DurationMs-2000; i, at = i+1, at+2500 {
 		cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at}, Kind: run.FaultMessages, Role: run.RoleFollower, ForMs: 1500, Messages: stopFetching()})
@@ -479,7 +483,7 @@ func followersChurn(cfg run.Spec) run.Spec {
 		case 1:
 			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 1200}, Kind: run.FaultReplaceDisk, Role: run.RoleFollower, ForMs: 800})
 		case 3:
-			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 400}, Kind: run.FaultStop, Role: run.RoleFollower, ForMs: 800})
+			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: at + 900}, Kind: run.FaultStop, Role: run.RoleFollower, ForMs: 800})
 		}
 	}
 	return cfg
