@@ -15,20 +15,6 @@ func others(id broker.NodeID) []broker.NodeID {
 	return slices.DeleteFunc([]broker.NodeID{1, 2, 3}, func(o broker.NodeID) bool { return o == id })
 }
 
-// stopCleanly runs a broker's controlled shutdown to the controller's
-// approval and then its clean shutdown, and takes its process down.
-func (c *cluster) stopCleanly(id broker.NodeID) {
-	c.t.Helper()
-	b := c.broker(id)
-	b.BeginShutdown(c.now)
-	c.after(c.nodes[id], nil)
-	c.tickUntil(5000, b.ShutdownApproved, "the controller never approved the controlled shutdown")
-	require.NoError(c.t, b.Shutdown())
-	c.after(c.nodes[id], nil)
-	c.settle()
-	c.down(id)
-}
-
 // A leader's controlled shutdown: the controller moves the leadership to
 // another ISR member and takes the stopping broker out of the ISR before
 // it approves; the broker then flushes and writes a clean-shutdown marker
