@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,8 +27,12 @@ import (
 const defaultSeeds = 10
 
 // exitInterrupted is check's exit status when Ctrl-C stopped it, as a
-// shell reports a command that SIGINT ended.
-const exitInterrupted = 130
+// shell reports a command that SIGINT ended; exitTerminated when SIGTERM
+// did (a CI system's job timeout).
+const (
+	exitInterrupted = 130
+	exitTerminated  = 143
+)
 
 const checkHelp = `usage: watermark check [flags]
 
@@ -37,19 +43,58 @@ target cannot run (power loss on real processes, say) are reported as skipped, w
 
 Exit status: 0 when every case holds; 1 when one is violated, or a verdict is unknown (a
 checker ran out of time, or a run did not get to what its case is about: never a pass);
-2 for bad usage; 130 when Ctrl-C stopped it (what was done is reported).
+2 for bad usage; 130 when Ctrl-C (SIGINT) stopped it, 143 when SIGTERM did (a CI job
+timeout): either way what ran is printed and written to the report.
 
 flags:
 `
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, sig, stop := stopContext()
 	defer stop()
+	code := check(ctx, args, stdout, stderr)
+	if code == exitInterrupted {
+		return exitForSignal(sig())
+	}
+	return code
+}
+
+// stopContext is a context that SIGINT or SIGTERM ends, as a terminal's
+// Ctrl-C or a CI system's job timeout stops a check; sig tells which ended
+// it. A second signal ends the process at once.
+func stopContext() (ctx context.Context, sig func() os.Signal, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C ends the process at once
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		cancel(signalError{s})
+		signal.Stop(sigs) // a second signal ends the process at once
 	}()
-	return check(ctx, args, stdout, stderr)
+	sig = func() os.Signal {
+		var se signalError
+		if errors.As(context.Cause(ctx), &se) {
+			return se.sig
+		}
+		return os.Interrupt
+	}
+	return ctx, sig, func() { signal.Stop(sigs); cancel(nil) }
+}
+
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "stopped by " + e.sig.String() }
+
+// exitForSignal is the status a shell reports for a command the signal
+// ended: 130 for SIGINT, 143 for SIGTERM.
+func exitForSignal(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return exitTerminated
+	}
+	return exitInterrupted
 }
 
 // check is `watermark check` until ctx ends.

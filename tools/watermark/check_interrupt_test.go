@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,4 +57,35 @@ func TestCheckTableFitsAHundredColumns(t *testing.T) {
 		assert.LessOrEqual(t, len(line), 100, "%q", line)
 	}
 	assert.Contains(t, out, "more", "the long list of allowed anomalies is shortened")
+}
+
+// A CI system's job timeout stops a check with SIGTERM: the check reports
+// what ran and writes its summary as for Ctrl-C, and exits 143, as a shell
+// reports a command SIGTERM ended.
+func TestCheckTerminatedReportsWhatRan(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cmd := exec.Command(self, "check", "--case", "follower-restart", "--seeds", "200", "--workers", "1", "--report-dir", dir)
+	cmd.Env = append(os.Environ(), asCLI+"=1")
+	var out strings.Builder
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var errOut strings.Builder
+	first := make([]byte, 1)
+	_, err = io.ReadFull(stderr, first) // progress: the first run started
+	require.NoError(t, err)
+	errOut.Write(first)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_, _ = io.Copy(&errOut, stderr)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, out.String()+errOut.String())
+	assert.Equal(t, exitTerminated, exit.ExitCode(), out.String()+errOut.String())
+	assert.Contains(t, out.String(), "follower-restart")
+	assert.Contains(t, errOut.String(), "interrupted after")
+	_, err = os.Stat(filepath.Join(dir, "index.html"))
+	assert.NoError(t, err, "the summary page is written for what ran")
 }
