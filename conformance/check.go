@@ -140,7 +140,14 @@ func runOne(c *cases.Case, seed uint64, opts Options, phase func(Phase)) (*RunRe
 			Elapsed: time.Since(start), Target: target.Name(), Replay: replay}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("case %s seed %d on %s: %w", c.Name, seed, target.Name(), err)
+		if ctx.Err() != nil {
+			return nil, err // stopped: not a result
+		}
+		// The run could not be carried out: its own verdict, and the
+		// check goes on to the next.
+		return &judge.RunResult{Case: c.Name, Seed: seed, Verdict: Error,
+			Reasons: []string{fmt.Sprintf("the run could not be carried out on %s: %v", target.Name(), err)},
+			Elapsed: time.Since(start), Target: target.Name(), Replay: replay}, nil
 	}
 	phase(PhaseJudge)
 	r := judge.Judge(c, res, opts.CheckTimeout)

@@ -56,6 +56,7 @@ const (
 	Violated = judge.Violated
 	Unknown  = judge.Unknown
 	Skipped  = judge.Skipped
+	Error    = judge.Error
 )
 
 // Run checks a target from its own go test, as testing/fstest.TestFS does

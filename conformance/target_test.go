@@ -2,15 +2,21 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/cluster"
+	"github.com/watermarkhq/watermark/conformance/report"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/failpoints"
 )
 
@@ -160,10 +166,55 @@ func TestFailpointCasesSkipWithoutTheCapability(t *testing.T) {
 		})
 	}
 	// A case without failpoints is not held back by the missing capability:
-	// the target is asked to run it (and fails without its binary).
+	// the target is asked to run it (and fails without its binary: an
+	// error verdict naming the binary).
 	r, err := conformance.RunOne(caseNamed(t, "acks-all-leader-crash"), 1, conformance.Options{Target: &conformance.ClusterTarget{Binary: "/nonexistent/watermark"}})
-	require.Error(t, err, "%v", r)
-	require.ErrorContains(t, err, "/nonexistent/watermark")
+	require.NoError(t, err)
+	require.Equal(t, conformance.Error, r.Verdict)
+	require.Contains(t, r.Reasons[0], "/nonexistent/watermark")
+}
+
+// failingTarget is the simulator, except that the runs with no scheduled
+// faults fail to be set up, as a broker that refuses to create a topic does.
+type failingTarget struct {
+	conformance.Target
+}
+
+func (f failingTarget) Run(ctx context.Context, s run.Spec) (*run.Result, error) {
+	if len(s.Faults) == 0 && len(s.Nemesis.Kinds) == 0 {
+		return nil, errors.New("create topic t-0: NOT_CONTROLLER")
+	}
+	return f.Target.Run(ctx, s)
+}
+
+// A run that cannot be set up is an error verdict of its own case, with
+// the error, and the check goes on to judge every other case: one setup
+// failure never throws away a finished check.
+func TestSetupErrorIsACaseVerdictAndTheCheckGoesOn(t *testing.T) {
+	list := []conformance.Case{*caseNamed(t, "no-faults"), *caseNamed(t, "follower-restart")}
+	require.Empty(t, list[0].Spec(1).Faults)
+	require.Empty(t, list[0].Spec(1).Nemesis.Kinds)
+	require.NotEmpty(t, list[1].Spec(1).Nemesis.Kinds)
+	rep, err := conformance.Check(list, []uint64{1, 2}, conformance.Options{
+		Target: failingTarget{Target: conformance.Simulator}, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, 4, rep.Runs, "every run is counted")
+	require.Equal(t, conformance.Error, rep.Cases[0].Verdict)
+	require.Len(t, rep.Cases[0].Failed, 2)
+	assert.Contains(t, rep.Cases[0].Failed[0].Reasons[0], "NOT_CONTROLLER")
+	assert.NotEmpty(t, rep.Cases[0].Failed[0].Replay)
+	assert.Equal(t, conformance.Holds, rep.Cases[1].Verdict, "the other case is judged")
+	assert.Equal(t, conformance.Error, rep.Verdict, "not a pass")
+
+	// Its report folder holds the verdict and the replay line, no history.
+	dir, err := report.WriteRun(t.TempDir(), rep.Cases[0].Failed[0], &list[0])
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "verdict.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "NOT_CONTROLLER")
+	var junit strings.Builder
+	require.NoError(t, report.WriteJUnit(&junit, rep, "sim"))
+	assert.Contains(t, junit.String(), `type="error"`)
 }
 
 // The simulator offers failpoints, so the same case runs there and holds.

@@ -30,11 +30,15 @@ const (
 	// Skipped: the target cannot run the case (the reason says why). It
 	// never counts as a pass: a case is skipped only if all its runs are.
 	Skipped Verdict = "skipped"
+	// Error: the run could not be carried out (its topics could not be
+	// created, the cluster did not answer): no verdict on the promise, and
+	// never a pass. The reasons hold the error; the check goes on.
+	Error Verdict = "error"
 )
 
 // Worse returns the worse of two verdicts.
 func Worse(a, b Verdict) Verdict {
-	rank := map[Verdict]int{Skipped: -1, Holds: 0, Unknown: 1, Violated: 2}
+	rank := map[Verdict]int{Skipped: -1, Holds: 0, Unknown: 1, Error: 2, Violated: 3}
 	if rank[b] > rank[a] {
 		return b
 	}

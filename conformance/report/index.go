@@ -132,7 +132,7 @@ th { background: #f3f3f3; }
 td.num { text-align: right; }
 .holds { color: #176b2c; font-weight: bold; }
 .violated { color: #b00020; font-weight: bold; }
-.unknown { color: #a05a00; font-weight: bold; }
+.unknown, .error { color: #a05a00; font-weight: bold; }
 .summary { color: #666; font-size: 0.9em; }
 code { background: #f6f6f6; padding: 0.1em 0.3em; }
 .run { margin: 0.8em 0 1.2em 0; }

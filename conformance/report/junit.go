@@ -92,9 +92,9 @@ func WriteJUnit(w io.Writer, rep *judge.Report, target string) error {
 		case judge.Violated:
 			suite.Failures++
 			tc.Failure = &junitProblem{Message: problemMessage(cr), Type: string(judge.Violated), Text: xmlText(failedRuns(cr))}
-		case judge.Unknown:
+		case judge.Unknown, judge.Error:
 			suite.Errors++
-			tc.Error = &junitProblem{Message: problemMessage(cr), Type: string(judge.Unknown), Text: xmlText(failedRuns(cr))}
+			tc.Error = &junitProblem{Message: problemMessage(cr), Type: string(cr.Verdict), Text: xmlText(failedRuns(cr))}
 		case judge.Skipped:
 			suite.Skipped++
 			reason := cr.Skipped
@@ -135,8 +135,11 @@ func problemMessage(cr *judge.CaseResult) string {
 	if found := cr.Counts(false); found != "-" {
 		msg += "; found " + found
 	}
-	if cr.Verdict == judge.Unknown {
+	switch cr.Verdict {
+	case judge.Unknown:
 		msg += "; a checker ran out of time or the run did not exercise the case: not a pass, not a violation"
+	case judge.Error:
+		msg += "; a run could not be carried out (the reasons say why): not a pass, not a violation"
 	}
 	return msg
 }

@@ -79,6 +79,9 @@ func WriteRun(root string, r *judge.RunResult, c *cases.Case) (string, error) {
 		{"timeline.txt", func(f *os.File) error { return writeTimeline(f, r) }},
 	}
 	for _, s := range steps {
+		if r.Run == nil && s.name != "replay.txt" && s.name != "verdict.txt" {
+			continue // the run was not carried out (an error verdict): no history
+		}
 		if err := write(s.name, s.fn); err != nil {
 			return dir, err
 		}
@@ -105,6 +108,10 @@ func writeVerdict(f *os.File, r *judge.RunResult) error {
 	fmt.Fprintf(&b, "replay: %s\n\n", r.Replay)
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(&b, "- %s\n", reason)
+	}
+	if r.Run == nil {
+		_, err := f.WriteString(b.String())
+		return err // not carried out: nothing was recorded
 	}
 	if len(r.Found) > 0 {
 		fmt.Fprintf(&b, "\nanomalies the case does not allow:\n")

@@ -41,7 +41,7 @@ func newProgress(w io.Writer, off bool) *progress {
 func (p *progress) update(e conformance.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e.Phase == conformance.PhaseDone && (e.Result.Verdict == conformance.Violated || e.Result.Verdict == conformance.Unknown) {
+	if e.Phase == conformance.PhaseDone && e.Result.Verdict != conformance.Holds && e.Result.Verdict != conformance.Skipped {
 		p.failed++
 	}
 	if e.Phase != conformance.PhaseDone {

@@ -132,6 +132,14 @@ func verdictLine(rep *conformance.Report) string {
 		return "every case was skipped on this target"
 	case conformance.Unknown:
 		return "a verdict is unknown (a checker ran out of time, or a run did not get to its case): not a pass"
+	case conformance.Error:
+		n := 0
+		for _, cr := range rep.Cases {
+			if cr.Verdict == conformance.Error {
+				n++
+			}
+		}
+		return plural(n, "case") + " could not be carried out (ERROR: the reasons above say why): not a pass"
 	}
 	n := 0
 	for _, cr := range rep.Cases {
