@@ -74,6 +74,8 @@ type KafkaTarget struct {
 	Prefix   string
 	Progress func(nowMs, endMs int64)
 	Logf     func(format string, args ...any)
+
+	answered bool // the cluster answered a Probe once: a later silence is not a bad --bootstrap
 }
 
 // Name implements Target.
@@ -178,6 +180,7 @@ func (t *KafkaTarget) Probe(ctx context.Context) (brokers int, shift int32, err 
 			return 0, 0, err
 		}
 	}
+	t.answered = true
 	if lowest < 1 {
 		shift = 1 - lowest
 	}
@@ -238,11 +241,16 @@ func (t *KafkaTarget) diagnose(ctx context.Context, err error) error {
 		cancel()
 		switch {
 		case herr == nil:
-			return fmt.Errorf("%w: %s takes ApiVersions, but asking for the cluster's brokers failed: %v", ErrNoBroker, addr, err)
+			return fmt.Errorf("%w: %s takes ApiVersions, but asking for the cluster's brokers failed: %v (if its Metadata answer does not decode at the version asked, --max-version Metadata=N caps it; `watermark check --wire` shows which versions pass)", ErrNoBroker, addr, err)
 		case errors.Is(herr, kafkawire.ErrNegotiation):
-			return fmt.Errorf("%w: the broker at %s connects but fails Kafka's version negotiation: %v", ErrNegotiation, addr, herr)
+			// herr says ErrNegotiation and the address already: say
+			// them once, with the exchange it holds.
+			return fmt.Errorf("the broker at %s connects, and then %w", addr, herr)
 		}
 		failed = append(failed, herr.Error())
+	}
+	if t.answered {
+		return fmt.Errorf("%w at %s within 10 s (%v; %s): it answered earlier in this check and no longer does: did it crash? (its log says why)", ErrNoBroker, strings.Join(t.Bootstrap, ","), err, strings.Join(failed, "; "))
 	}
 	return fmt.Errorf("%w at %s within 10 s (%v; %s): is it running, and is --bootstrap right?", ErrNoBroker, strings.Join(t.Bootstrap, ","), err, strings.Join(failed, "; "))
 }
@@ -548,5 +556,35 @@ func scaleMemberFaults(cfg *run.Spec, was, now int64) {
 	if slices.Contains(nm.Kinds, run.FaultCrashConsumer) {
 		nm.FaultMs, nm.IntervalMs = scale(nm.FaultMs), scale(nm.IntervalMs)
 		cfg.DurationMs = max(cfg.DurationMs, nm.IntervalMs*3/2+2*now)
+	}
+}
+
+// RestartBroker starts the broker at addr again after it died (of a probe,
+// say), by its own node id: with the Faults value's Restart when it has
+// one, else the restart command. It waits up to a minute for addr to
+// answer ApiVersions.
+func (t *KafkaTarget) RestartBroker(ctx context.Context, addr string, nodeID int32) error {
+	c := &cmdCluster{t: t, ctx: ctx}
+	if f, ok := t.Faults.(Crasher); ok {
+		if err := f.Restart(int(nodeID)); err != nil {
+			return err
+		}
+	} else if t.RestartCmd == "" {
+		return errors.New("no restart command (--restart-cmd) to start it again")
+	} else if err := c.run("restart", t.RestartCmd, int(nodeID)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := kafkawire.Handshake(hctx, addr, nil)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("restarted, but %s did not answer within a minute: %v", addr, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/conformance"
@@ -124,8 +125,44 @@ func TestKafkaTargetFailsFastWithoutABroker(t *testing.T) {
 	require.ErrorContains(t, err, "127.0.0.1:1")
 	require.Less(t, time.Since(start), 15*time.Second)
 
-	_, err = conformance.RunOne(caseNamed(t, "no-faults"), 1, conformance.Options{Target: target, CheckTimeout: time.Minute})
+	r, err := conformance.RunOne(caseNamed(t, "no-faults"), 1, conformance.Options{Target: target, CheckTimeout: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, conformance.Error, r.Verdict)
+	require.Contains(t, r.Reasons[0], "no Kafka broker answered")
+	require.Contains(t, r.Reasons[0], "is --bootstrap right?")
+}
+
+// A cluster that answered earlier in the check and then stops is not
+// blamed on --bootstrap: the error says it answered before.
+func TestKafkaTargetThatStopsAnsweringIsNotABadBootstrap(t *testing.T) {
+	fb := fakebroker.New(t, func(_, _ int, key, version int16) ([]byte, bool) {
+		switch key {
+		case kmsg.ApiVersions.Int16():
+			resp := kmsg.NewPtrApiVersionsResponse()
+			if version > 3 {
+				resp.ErrorCode = kerr.UnsupportedVersion.Code
+			} else {
+				resp.Version = version
+			}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 3}, {ApiKey: 3, MaxVersion: 1}}
+			return resp.AppendTo(nil), true
+		case kmsg.Metadata.Int16():
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = version
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "127.0.0.1", Port: 1}}
+			return resp.AppendTo(nil), true
+		}
+		return nil, false
+	})
+	target := &conformance.KafkaTarget{Bootstrap: []string{fb.Addr}}
+	n, _, err := target.Probe(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	fb.Crash()
+	_, _, err = target.Probe(context.Background())
 	require.ErrorIs(t, err, conformance.ErrNoBroker)
+	require.ErrorContains(t, err, "answered earlier in this check")
+	require.NotContains(t, err.Error(), "--bootstrap right")
 }
 
 // TestCapabilitiesSkipWithTheReason: a target without fault commands skips

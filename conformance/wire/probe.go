@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -53,6 +54,41 @@ type prober struct {
 	addr string
 	o    Options
 	corr int32
+	res  *Result
+	// last is the last request sent; suspect the last one that got no
+	// answer or a closed connection: what a death is put down to.
+	last, suspect string
+}
+
+// after notes that cell's request was sent and, when it got no answer or
+// a closed connection, whether the broker still answers a new connection.
+// It reports whether the broker is alive.
+func (p *prober) after(ctx context.Context, cell Cell) bool {
+	p.last = cell.Name()
+	if cell.Outcome != Closed && cell.Outcome != Gone {
+		return true
+	}
+	p.suspect = cell.Name()
+	return p.alive(ctx)
+}
+
+// alive asks for ApiVersions on a new connection; if none comes, the
+// broker died, and the death is put down to the last request sent.
+func (p *prober) alive(ctx context.Context) bool {
+	hctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	_, err := kafkawire.Handshake(hctx, p.addr, p.o.Dial)
+	if err == nil {
+		return true
+	}
+	p.died("a new connection got no ApiVersions answer: " + err.Error())
+	return false
+}
+
+func (p *prober) died(why string) {
+	if p.res.Died == nil && p.last != "" {
+		p.res.Died = &Death{After: p.last, Suspect: p.suspect, Why: why}
+	}
 }
 
 // conn is one connection of the stage.
@@ -201,11 +237,11 @@ func (p *prober) apiVersionsRanges(ctx context.Context) (map[int16]int16, error)
 func (p *prober) apiVersionsCells(ctx context.Context, versions map[int16]int16) []Cell {
 	var cells []Cell
 	max := versions[kmsg.ApiVersions.Int16()]
-	for v := int16(0); v <= kmsg.NewPtrApiVersionsRequest().MaxVersion(); v++ {
+	for v := int16(0); v <= kmsg.NewPtrApiVersionsRequest().MaxVersion() && p.res.Died == nil; v++ {
 		c, err := p.dial(ctx)
 		if err != nil {
-			cells = append(cells, Cell{Key: 18, Version: v, Outcome: Gone, Why: err.Error()})
-			continue
+			p.died("a new connection was refused: " + err.Error())
+			break
 		}
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
@@ -220,6 +256,7 @@ func (p *prober) apiVersionsCells(ctx context.Context, versions map[int16]int16)
 			cells = append(cells, p.downgrade(c, req))
 		}
 		c.nc.Close()
+		p.after(ctx, cells[len(cells)-1])
 	}
 	return cells
 }
@@ -269,11 +306,14 @@ func (p *prober) keyCells(ctx context.Context, key int16, rng [2]int16) []Cell {
 	hi := min(rng[1], probe.MaxVersion())
 	for v := rng[0]; v <= hi; v++ {
 		for _, variant := range variants(key, v) {
+			if p.res.Died != nil {
+				return cells
+			}
 			if c == nil {
 				var err error
 				if c, err = p.dial(ctx); err != nil {
-					cells = append(cells, Cell{Key: key, Version: v, Variant: variant.name, Outcome: Gone, Why: err.Error()})
-					continue
+					p.died("a new connection was refused: " + err.Error())
+					return cells
 				}
 			}
 			req := kmsg.RequestForKey(key)
@@ -291,10 +331,31 @@ func (p *prober) keyCells(ctx context.Context, key int16, rng [2]int16) []Cell {
 				c.nc.Close()
 				c = nil
 			}
+			if m, ok := resp.(*kmsg.MetadataResponse); ok && cell.Outcome == OK {
+				p.learnNodeID(m)
+			}
 			cells = append(cells, cell)
+			p.after(ctx, cell)
 		}
 	}
 	return cells
+}
+
+// learnNodeID takes the broker's own id from a Metadata answer: the broker
+// listed at the stage's address, or the only one.
+func (p *prober) learnNodeID(m *kmsg.MetadataResponse) {
+	if p.res.NodeID >= 0 {
+		return
+	}
+	for _, b := range m.Brokers {
+		if net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) == p.addr {
+			p.res.NodeID = b.NodeID
+			return
+		}
+	}
+	if len(m.Brokers) == 1 {
+		p.res.NodeID = m.Brokers[0].NodeID
+	}
 }
 
 // variant is one shape of a request, and what its answer must keep.
@@ -327,12 +388,14 @@ func (p *prober) badCells(ctx context.Context, versions map[int16]int16) []Cell 
 		{fmt.Sprintf("bad: Metadata v%d, past the broker's", versions[kmsg.Metadata.Int16()]+1), tooNew},
 		{"bad: Metadata with its body cut short", truncated},
 	} {
+		if p.res.Died != nil {
+			break
+		}
 		cell := Cell{Key: -1, Variant: bad.name, Outcome: OK}
 		c, err := p.dial(ctx)
 		if err != nil {
-			cell.Outcome, cell.Why = Gone, err.Error()
-			cells = append(cells, cell)
-			continue
+			p.died("a new connection was refused: " + err.Error())
+			break
 		}
 		if _, out, why := p.send(c, bad.frame); out == Gone {
 			cell.Outcome, cell.Why = Gone, why+": neither an error nor a closed connection"
@@ -341,11 +404,14 @@ func (p *prober) badCells(ctx context.Context, versions map[int16]int16) []Cell 
 		if cell.Outcome == OK {
 			hctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 			if _, err := kafkawire.Handshake(hctx, p.addr, p.o.Dial); err != nil {
-				cell.Outcome, cell.Why = Gone, "the next connection got no ApiVersions answer: "+err.Error()
+				cell.Outcome, cell.Why = Gone, "the broker died of it: the next connection got no ApiVersions answer: "+err.Error()
+				p.last = cell.Name()
+				p.died(cell.Why)
 			}
 			cancel()
 		}
 		cells = append(cells, cell)
+		p.last = cell.Name()
 	}
 	return cells
 }

@@ -76,6 +76,67 @@ type Result struct {
 	// bad ones (Bad).
 	Cells []Cell
 	Bad   []Cell
+	// Died, when set, says the broker stopped answering during the
+	// stage: the requests after it were not sent.
+	Died *Death `json:",omitempty"`
+	// NodeID is the broker's own id, as its Metadata answers name it
+	// (-1 when none did): what a restart command needs.
+	NodeID int32
+}
+
+// Death is a broker that stopped answering during the stage: after which
+// request, and how that showed.
+type Death struct {
+	// After is the last request sent before the broker stopped
+	// answering (Cell.Name); Suspect the last one that got no answer or
+	// a closed connection, when it is another (a broker can take a moment
+	// to die of the request that killed it).
+	After   string
+	Suspect string `json:",omitempty"`
+	Why     string
+}
+
+func (d *Death) String() string {
+	s := fmt.Sprintf("the broker stopped answering after %s (%s)", d.After, d.Why)
+	if d.Suspect != "" && d.Suspect != d.After {
+		s += fmt.Sprintf("; the last request it did not answer was %s", d.Suspect)
+	}
+	return s
+}
+
+// Untested lists the keys the broker lists that got no cell because it
+// died first.
+func (r *Result) Untested() []int16 {
+	if r.Died == nil {
+		return nil
+	}
+	tested := map[int16]bool{}
+	for _, c := range r.Cells {
+		tested[c.Key] = true
+	}
+	var out []int16
+	for k := range r.Versions {
+		if !tested[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Summary is the stage's count in one line, the same for --wire's table
+// and a full check: requests sent (skips aside), how many passed, and the
+// broker's death if it died.
+func (r *Result) Summary() string {
+	sent := len(r.Cells) + len(r.Bad) - skips(r.Cells)
+	s := fmt.Sprintf("wire stage against %s: %d of %d requests ok", r.Addr, sent-len(r.Failed()), sent)
+	if r.Died != nil {
+		s += "; " + r.Died.String()
+		if n := len(r.Untested()); n > 0 {
+			s += fmt.Sprintf(", and %d of the APIs it lists were not tested", n)
+		}
+	}
+	return s
 }
 
 // Failed lists the cells that did not pass: any well-formed request that
@@ -126,8 +187,19 @@ type Options struct {
 	Keys []int16
 }
 
-// Run runs the stage against the broker at addr.
+// Run runs the whole stage against the broker at addr: the well-formed
+// requests (WellFormed), then, if the broker still answers, the bad ones
+// (BadRequests).
 func Run(ctx context.Context, addr string, o Options) (*Result, error) {
+	res, err := WellFormed(ctx, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	res.BadRequests(ctx, o)
+	return res, nil
+}
+
+func (o *Options) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
@@ -135,14 +207,21 @@ func Run(ctx context.Context, addr string, o Options) (*Result, error) {
 		var d net.Dialer
 		o.Dial = d.DialContext
 	}
-	p := &prober{addr: addr, o: o}
+}
+
+// WellFormed runs the stage's well-formed requests: ApiVersions at every
+// version, then every API and version the broker lists. A broker that
+// stops answering ends it (Result.Died).
+func WellFormed(ctx context.Context, addr string, o Options) (*Result, error) {
+	o.defaults()
+	res := &Result{Addr: addr, Versions: map[int16][2]int16{}, NodeID: -1}
+	p := &prober{addr: addr, o: o, res: res}
 	hctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	versions, err := kafkawire.Handshake(hctx, addr, o.Dial)
 	cancel()
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Addr: addr, Versions: map[int16][2]int16{}}
 	mins, err := p.apiVersionsRanges(ctx)
 	if err != nil {
 		return nil, err
@@ -159,19 +238,38 @@ func Run(ctx context.Context, addr string, o Options) (*Result, error) {
 		}
 	})
 	for _, k := range keys {
+		if res.Died != nil {
+			break
+		}
 		if k == kmsg.ApiVersions.Int16() || (o.Keys != nil && !slices.Contains(o.Keys, k)) {
 			continue
 		}
 		res.Cells = append(res.Cells, p.keyCells(ctx, k, res.Versions[k])...)
 	}
-	res.Bad = p.badCells(ctx, versions)
 	return res, nil
+}
+
+// BadRequests sends what a broker must refuse (an unknown API key, a
+// version past the broker's, a cut body) and adds their cells. A broker
+// may die of them, so a check sends them after its cases. Nothing is sent
+// to a broker that already died.
+func (r *Result) BadRequests(ctx context.Context, o Options) {
+	if r.Died != nil {
+		return
+	}
+	o.defaults()
+	p := &prober{addr: r.Addr, o: o, res: r}
+	versions := map[int16]int16{}
+	for k, v := range r.Versions {
+		versions[k] = v[1]
+	}
+	r.Bad = p.badCells(ctx, versions)
 }
 
 // Render is the table as text: one line per API, a column per version.
 func (r *Result) Render() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "wire stage against %s: %d of %d requests ok\n", r.Addr, len(r.Cells)+len(r.Bad)-len(r.Failed())-skips(r.Cells), len(r.Cells)+len(r.Bad)-skips(r.Cells))
+	fmt.Fprintln(&b, r.Summary())
 	rows := map[string][]string{}
 	var order []string
 	for _, c := range r.Cells {
@@ -187,6 +285,9 @@ func (r *Result) Render() string {
 	}
 	for _, n := range order {
 		fmt.Fprintf(&b, "  %-32s %s\n", n, strings.Join(rows[n], ", "))
+	}
+	for _, k := range r.Untested() {
+		fmt.Fprintf(&b, "  %-32s not sent: the broker had stopped answering\n", kmsg.NameForKey(k))
 	}
 	for _, c := range r.Bad {
 		fmt.Fprintf(&b, "  %-32s %s\n", c.Variant, c.Outcome)

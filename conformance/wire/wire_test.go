@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,9 +88,12 @@ func TestKfakeWireTable(t *testing.T) {
 		require.NotEqual(t, Gone, c.Outcome, "%s: %s", c.Name(), c.Why)
 	}
 	// The crash takes kfake's process a moment: the unknown key's own
-	// cell may still see the next connection answered; one after it
-	// finds the broker gone, and the process has died.
-	require.True(t, slices.ContainsFunc(res.Bad, func(c Cell) bool { return c.Outcome == Gone }), "kfake survived the bad requests")
+	// cell may still see the next connection answered; the stage then
+	// finds the broker gone and puts the death down to it by name.
+	require.NotNil(t, res.Died, "kfake survived the bad requests:\n%s", res.Render())
+	require.Equal(t, "bad: unknown API key 9999", res.Died.After, res.Render())
+	require.Contains(t, res.Render(), "the broker stopped answering after bad: unknown API key 9999")
+	require.Len(t, res.Bad, 1, "nothing is sent to a dead broker")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -219,4 +221,64 @@ func TestAnswersKeepTheRequestsShape(t *testing.T) {
 	require.Contains(t, why["Produce v3 (unknown topic)"], "the answer has 0 partitions")
 	require.NotContains(t, why, "Produce v3")
 	require.Contains(t, why["ListOffsets v1"], "2 bytes past the end of the answer: ca fe")
+}
+
+// A broker that dies of a well-formed request is named as having died of
+// it: the stage stops there, the APIs it had not reached are listed as not
+// sent (never as dozens of refused connections), and no bad request is
+// sent after it.
+func TestBrokerDyingOnARequestIsNamed(t *testing.T) {
+	var fb *fakebroker.Broker
+	fb = fakebroker.New(t, func(_, _ int, key, version int16) ([]byte, bool) {
+		switch key {
+		case kmsg.ApiVersions.Int16():
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version = min(version, 1)
+			if version > 1 {
+				resp.Version, resp.ErrorCode = 0, 35
+			}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 1},
+				{ApiKey: 3, MaxVersion: 0}, {ApiKey: 8, MinVersion: 2, MaxVersion: 2}, {ApiKey: 9, MaxVersion: 1}}
+			return resp.AppendTo(nil), true
+		case kmsg.Metadata.Int16():
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 7, Host: "127.0.0.1", Port: 1}}
+			return resp.AppendTo(nil), true
+		case kmsg.OffsetCommit.Int16():
+			fb.Crash()
+		}
+		return nil, false
+	})
+	res, err := Run(context.Background(), fb.Addr, Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	require.NotNil(t, res.Died, res.Render())
+	require.Equal(t, "OffsetCommit v2", res.Died.After)
+	require.Equal(t, int32(7), res.NodeID, "Metadata named the broker")
+	require.Equal(t, []int16{kmsg.OffsetFetch.Int16()}, res.Untested())
+	require.Empty(t, res.Bad)
+	out := res.Render()
+	require.Contains(t, out, "the broker stopped answering after OffsetCommit v2")
+	require.Contains(t, out, "OffsetFetch                      not sent")
+	require.Equal(t, 1, strings.Count(out, "connection refused"), "once, in the death's reason")
+	for _, c := range res.Cells {
+		require.NotEqual(t, Gone, c.Outcome, c.Name())
+	}
+
+	// The same broker, alive: every cell is sent and nothing died.
+	alive := fakebroker.New(t, func(_, _ int, key, version int16) ([]byte, bool) {
+		if key == kmsg.ApiVersions.Int16() {
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version = min(version, 1)
+			if version > 1 {
+				resp.ErrorCode = 35
+			}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 1}, {ApiKey: 8, MinVersion: 2, MaxVersion: 2}}
+			return resp.AppendTo(nil), true
+		}
+		return nil, false // closes the connection: refused, not dead
+	})
+	res, err = Run(context.Background(), alive.Addr, Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	require.Nil(t, res.Died, res.Render())
+	require.Len(t, res.Bad, 3)
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,16 +254,13 @@ func (c *Conn) open() (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.addr, err)
 	}
-	nc, err := c.dial(ctx, "tcp", addr)
-	if err != nil {
+	nc, br, versions, err := dialNegotiate(ctx, func(ctx context.Context) (net.Conn, error) { return c.dial(ctx, "tcp", addr) }, c.clientID, c.maxBytes)
+	var neg errNegotiate
+	switch {
+	case errors.As(err, &neg):
+		return nil, fmt.Errorf("%s: %w: %v", c.addr, ErrNegotiation, neg.err)
+	case err != nil:
 		return nil, fmt.Errorf("%s: dial: %w", c.addr, err)
-	}
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(nc)
-	versions, err := negotiate(nc, br, c.clientID, c.maxBytes)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("%s: %w", c.addr, err)
 	}
 	nc.SetDeadline(time.Time{})
 	s := &session{nc: nc, versions: versions, gone: make(chan struct{})}
@@ -287,18 +286,15 @@ func Handshake(ctx context.Context, addr string, dial func(ctx context.Context, 
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	nc, err := dial(ctx, "tcp", addr)
-	if err != nil {
+	nc, _, versions, err := dialNegotiate(ctx, func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", addr) }, "watermark-probe", DefaultMaxRequestBytes)
+	var neg errNegotiate
+	switch {
+	case errors.As(err, &neg):
+		return nil, fmt.Errorf("%s: %w: %v", addr, ErrNegotiation, neg.err)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w (%v)", addr, ErrNotListening, err)
 	}
-	defer nc.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
-	versions, err := negotiate(nc, bufio.NewReader(nc), "watermark-probe", DefaultMaxRequestBytes)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", addr, ErrNegotiation, err)
-	}
+	nc.Close()
 	return versions, nil
 }
 
@@ -306,34 +302,45 @@ func Handshake(ctx context.Context, addr string, dial func(ctx context.Context, 
 // client do: ApiVersions at the highest version kmsg knows; on
 // UNSUPPORTED_VERSION (answered in the v0 layout, with the broker's own
 // range of ApiVersions) again at the broker's highest, or v0.
-func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (map[int16]int16, error) {
+func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32, first int16, said []string) (map[int16]int16, error) {
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))
-	next := kmsg.NewPtrApiVersionsRequest().MaxVersion()
+	next := first
+	// said is the exchange so far, so that an error tells the whole of it:
+	// which versions were asked and what came back.
+	fail := func(format string, args ...any) error {
+		return errors.New(strings.Join(append(said, fmt.Sprintf(format, args...)), "; then "))
+	}
 	for tries := 0; tries < 3; tries++ {
 		v := next
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "watermark", "1"
 		if _, err := nc.Write(f.AppendRequest(nil, req, 0)); err != nil {
-			return nil, fmt.Errorf("ApiVersions v%d: write: %w", v, err)
+			return nil, fail("ApiVersions v%d: write: %v", v, err)
 		}
 		frame, err := ReadFrame(br, maxBytes)
 		if err != nil {
-			return nil, fmt.Errorf("ApiVersions v%d: read the answer: %w", v, err)
+			if errors.Is(err, io.EOF) && len(said) > 0 && tries > 0 {
+				return nil, &closedAfterDowngrade{next: v, said: append(said, fmt.Sprintf("asked ApiVersions v%d on the same connection: the broker had closed it (KIP-511 keeps it open after an UNSUPPORTED_VERSION answer, for the retry)", v))}
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, fail("asked ApiVersions v%d: the broker closed the connection with no answer", v)
+			}
+			return nil, fail("asked ApiVersions v%d: read the answer: %v", v, err)
 		}
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.Version = v
 		if len(frame) < 4 {
-			return nil, fmt.Errorf("ApiVersions v%d: a %d-byte answer", v, len(frame))
+			return nil, fail("asked ApiVersions v%d: a %d-byte answer", v, len(frame))
 		}
 		if err := resp.ReadFrom(frame[4:]); err != nil && v > 0 {
 			// A broker that refuses v3 answers in the v0 layout.
 			resp = kmsg.NewPtrApiVersionsResponse()
 			if err0 := resp.ReadFrom(frame[4:]); err0 != nil {
-				return nil, fmt.Errorf("ApiVersions v%d: the answer does not decode at v%d (%v) nor v0 (%v); it begins % x", v, v, err, err0, head(frame))
+				return nil, fail("asked ApiVersions v%d: the answer does not decode at v%d (%v) nor v0 (%v); it begins % x", v, v, err, err0, head(frame))
 			}
 		} else if err != nil {
-			return nil, fmt.Errorf("ApiVersions v0: the answer does not decode: %w; it begins % x", err, head(frame))
+			return nil, fail("asked ApiVersions v0: the answer does not decode: %v; it begins % x", err, head(frame))
 		}
 		if resp.ErrorCode == kerr.UnsupportedVersion.Code && v > 0 {
 			next = 0
@@ -342,10 +349,11 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (
 					next = k.MaxVersion
 				}
 			}
+			said = append(said, fmt.Sprintf("asked ApiVersions v%d: answered UNSUPPORTED_VERSION, naming v%d as its highest", v, next))
 			continue
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return nil, fmt.Errorf("ApiVersions v%d: %w", v, err)
+			return nil, fail("asked ApiVersions v%d: answered %v", v, err)
 		}
 		versions := make(map[int16]int16, len(resp.ApiKeys))
 		for _, k := range resp.ApiKeys {
@@ -353,8 +361,54 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32) (
 		}
 		return versions, nil
 	}
-	return nil, errors.New("ApiVersions: no version the broker takes answered")
+	return nil, fail("no version the broker takes answered")
 }
+
+// closedAfterDowngrade is a broker that answered UNSUPPORTED_VERSION and
+// then closed the connection instead of taking the retry on it.
+type closedAfterDowngrade struct {
+	next int16
+	said []string
+}
+
+func (e *closedAfterDowngrade) Error() string { return strings.Join(e.said, "; then ") }
+
+// dialNegotiate dials and negotiates versions. A broker that closes the
+// connection after its UNSUPPORTED_VERSION answer is asked again, once, on
+// a new connection, at the version it named: a client can go on with it,
+// and the exchange is in the error if that fails too.
+func dialNegotiate(ctx context.Context, dial func(ctx context.Context) (net.Conn, error), clientID string, maxBytes int32) (net.Conn, *bufio.Reader, map[int16]int16, error) {
+	first := kmsg.NewPtrApiVersionsRequest().MaxVersion()
+	var said []string
+	for attempt := 0; ; attempt++ {
+		nc, err := dial(ctx)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			nc.SetDeadline(dl)
+		}
+		br := bufio.NewReader(nc)
+		versions, err := negotiate(nc, br, clientID, maxBytes, first, said)
+		var closed *closedAfterDowngrade
+		if errors.As(err, &closed) && attempt == 0 {
+			nc.Close()
+			first, said = closed.next, append(closed.said, "a new connection")
+			continue
+		}
+		if err != nil {
+			nc.Close()
+			return nil, nil, nil, errNegotiate{err}
+		}
+		return nc, br, versions, nil
+	}
+}
+
+// errNegotiate marks a failed negotiation, as opposed to a failed dial.
+type errNegotiate struct{ err error }
+
+func (e errNegotiate) Error() string { return e.err.Error() }
+func (e errNegotiate) Unwrap() error { return e.err }
 
 // head is the first bytes of an answer, for messages.
 func head(b []byte) []byte { return b[:min(len(b), 32)] }

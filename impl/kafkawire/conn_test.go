@@ -2,6 +2,7 @@ package kafkawire
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,4 +119,46 @@ func oldBroker() fakebroker.Script {
 		}
 		return nil, false
 	}
+}
+
+// jockoLike answers an ApiVersions version above its own with KIP-511's
+// UNSUPPORTED_VERSION and then closes the connection, as jocko does;
+// closeAgain closes after any ApiVersions answer but the first.
+func jockoLike(closeAgain bool) fakebroker.Script {
+	return func(conn, n int, key, version int16) ([]byte, bool) {
+		if key != kmsg.ApiVersions.Int16() {
+			return nil, false
+		}
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 1}, {ApiKey: 3, MaxVersion: 1}}
+		if version > 1 {
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			return resp.AppendTo(nil), n == 0 // answers, then (at the next request) closes
+		}
+		if closeAgain {
+			return nil, false
+		}
+		resp.Version = version
+		return resp.AppendTo(nil), true
+	}
+}
+
+// A broker that closes the connection after its UNSUPPORTED_VERSION answer
+// is asked again on a new connection at the version it named, and the
+// negotiation goes on; if that fails too, the error tells the exchange
+// (what was asked, what came back, the close), each step once.
+func TestHandshakeTellsTheExchange(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	versions, err := Handshake(ctx, fakebroker.Start(t, jockoLike(false)), nil)
+	require.NoError(t, err)
+	require.Equal(t, int16(1), versions[3])
+
+	_, err = Handshake(ctx, fakebroker.Start(t, jockoLike(true)), nil)
+	require.ErrorIs(t, err, ErrNegotiation)
+	msg := err.Error()
+	require.Regexp(t, `asked ApiVersions v\d+: answered UNSUPPORTED_VERSION, naming v1 as its highest`, msg)
+	require.Contains(t, msg, "the broker had closed it")
+	require.Contains(t, msg, "a new connection; then asked ApiVersions v1: the broker closed the connection with no answer")
+	require.Equal(t, 1, strings.Count(msg, "version negotiation failed"), msg)
 }

@@ -127,7 +127,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	healCmd := fs.String("heal-cmd", "", "with --target kafka: shell command that ends every isolation")
 	createTopicCmd := fs.String("create-topic-cmd", "", "with --target kafka: shell command that creates topic {topic} with {partitions} partitions, replication factor {rf} and the case's configs ({configs}: name=value,...; {config_flags}: --config name=value ...), instead of the harness's CreateTopics")
 	maxVersions := fs.StringArray("max-version", nil, "with --target kafka: KEY=V caps API KEY (Produce, Metadata, ... or its number) at version V in the harness's requests (repeatable); the wire stage pins those a broker answers wrongly by itself")
-	wireOnly := fs.Bool("wire", false, "with --target kafka: run only the wire-protocol stage (every API and version the broker lists, and bad requests) and print its table")
+	onlyWire := fs.Bool("wire", false, "with --target kafka: run only the wire-protocol stage (every API and version the broker lists, and bad requests) and print its table")
 	targetFile := fs.String("target-file", "", "with --target kafka: a YAML file with the cluster (bootstrap: [HOST:PORT]) and its commands (kill_cmd, restart_cmd, pause_cmd, resume_cmd, isolate_cmd, heal_cmd, create_topic_cmd), instead of those flags; replay lines name it")
 	duration := fs.Duration("duration", 0, "with --target cluster or kafka: how long the workload and faults run (default: the case's own, 20 s for most; shorter runs may not get to the faults a case is about)")
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
@@ -199,6 +199,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	show := newProgress(stderr, *quiet || *asJSON)
+	var wired *wire.Result // the wire stage of --target kafka, its bad requests still to send
 	switch *target {
 	case "sim":
 	case "cluster", "kafka":
@@ -245,8 +246,14 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			kt.MaxVersions[k] = v
 		}
-		if *wireOnly {
-			code, _ := wireStage(ctx, kt, true, *asJSON, stdout, stderr)
+		if *onlyWire {
+			return wireOnly(ctx, kt, *asJSON, stdout, stderr)
+		}
+		// The well-formed requests first: the versions that pass are the
+		// ones the cases speak, Probe's included.
+		var code int
+		var done bool
+		if wired, code, done = wireBefore(ctx, kt, stderr); done {
 			return code
 		}
 		// Fail fast, before any case, when nothing answers.
@@ -256,9 +263,6 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for _, n := range kt.Notes {
 			fmt.Fprintf(stderr, "watermark check: %s\n", n)
-		}
-		if code, done := wireStage(ctx, kt, false, *asJSON, stdout, stderr); done {
-			return code
 		}
 		opts.Target = kt
 	default:
@@ -286,6 +290,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := conformance.Check(list, seedList, opts)
 	show.done()
+	if ctx.Err() == nil {
+		wireAfter(ctx, wired, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "watermark check: %v\n", err)
 		return exitViolated

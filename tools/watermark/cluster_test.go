@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asCLI) == "1" {
 		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	if os.Getenv(asKfake) == "1" {
+		serveKfake()
+	}
 	os.Exit(m.Run())
 }
 

@@ -20,32 +20,63 @@ var harnessKeys = []int16{
 	kmsg.CreateTopics.Int16(),
 }
 
-// wireStage runs the wire-protocol stage against the target's first
-// bootstrap broker. With only (--wire) it prints the table and the check
-// is done (exit 1 when a request failed); otherwise it says in one line
-// how the stage went, lists what failed, and pins each API the harness
-// uses to the highest version that passed, under the user's own pins.
-func wireStage(ctx context.Context, kt *conformance.KafkaTarget, only, asJSON bool, stdout, stderr io.Writer) (int, bool) {
+// wireOnly is `check --wire`: the whole stage against the target's first
+// bootstrap broker, its table printed; exit 1 when a request failed.
+func wireOnly(ctx context.Context, kt *conformance.KafkaTarget, asJSON bool, stdout, stderr io.Writer) int {
 	res, err := wire.Run(ctx, kt.Bootstrap[0], wire.Options{})
 	if err != nil {
 		fmt.Fprintf(stderr, "watermark check: wire stage: %v\n", err)
-		return exitViolated, true
+		return exitViolated
 	}
-	failed := res.Failed()
-	if only {
-		if asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			enc.Encode(res)
-		} else {
-			fmt.Fprint(stdout, res.Render())
-		}
-		if len(failed) > 0 {
-			return exitViolated, true
-		}
-		return exitOK, true
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+	} else {
+		fmt.Fprint(stdout, res.Render())
 	}
+	if len(res.Failed()) > 0 || res.Died != nil {
+		return exitViolated
+	}
+	return exitOK
+}
+
+// wireBefore runs the stage's well-formed requests before the cases and
+// pins each API the harness uses to the highest version that passed,
+// under the user's own pins. A broker that dies of a request is named as
+// having died of it; with a restart command it is started again and the
+// check goes on. The bad requests, which may kill a broker, wait for
+// wireAfter. res is nil when the stage could not start (nothing answers
+// the handshake: the caller's Probe says why).
+func wireBefore(ctx context.Context, kt *conformance.KafkaTarget, stderr io.Writer) (res *wire.Result, code int, done bool) {
+	res, err := wire.WellFormed(ctx, kt.Bootstrap[0], wire.Options{})
+	if err != nil {
+		return nil, 0, false
+	}
+	fmt.Fprintf(stderr, "%s (well-formed requests; the bad ones are sent after the cases; --wire shows the table)\n", res.Summary())
+	for _, c := range res.Failed() {
+		fmt.Fprintf(stderr, "  %s: %s: %s\n", c.Name(), c.Outcome, c.Why)
+	}
+	if res.Died != nil {
+		fmt.Fprintf(stderr, "wire stage: the broker at %s died of a well-formed request (%s): a finding about the broker, not a setup error\n", res.Addr, res.Died.After)
+		if err := kt.RestartBroker(ctx, res.Addr, res.NodeID); err != nil {
+			fmt.Fprintf(stderr, "wire stage: could not start it again (%v); give --restart-cmd to go on with the cases after such a crash\n", err)
+			return res, exitViolated, true
+		}
+		fmt.Fprintf(stderr, "wire stage: broker %d restarted (by the restart command); the cases go on\n", res.NodeID)
+	}
+	pinFromWire(kt, res, stderr)
+	return res, 0, false
+}
+
+// pinFromWire caps each API the harness uses at the highest version the
+// stage passed.
+func pinFromWire(kt *conformance.KafkaTarget, res *wire.Result, stderr io.Writer) {
 	pins := res.Pins()
+	untested := map[int16]bool{}
+	for _, k := range res.Untested() {
+		untested[k] = true
+	}
 	var pinned []string
 	for _, k := range harnessKeys {
 		top := res.Versions[k][1]
@@ -54,7 +85,11 @@ func wireStage(ctx context.Context, kt *conformance.KafkaTarget, only, asJSON bo
 			continue
 		}
 		if !ok {
-			fmt.Fprintf(stderr, "wire stage: no version of %s passed; the cases that need it will fail on it\n", kmsg.NameForKey(k))
+			if untested[k] {
+				fmt.Fprintf(stderr, "wire stage: %s was not tested (the broker had died); the cases speak its highest listed version\n", kmsg.NameForKey(k))
+			} else {
+				fmt.Fprintf(stderr, "wire stage: no version of %s passed; the cases that need it will fail on it\n", kmsg.NameForKey(k))
+			}
 			continue
 		}
 		if user, set := kt.MaxVersions[k]; set && user <= v {
@@ -68,13 +103,22 @@ func wireStage(ctx context.Context, kt *conformance.KafkaTarget, only, asJSON bo
 			pinned = append(pinned, fmt.Sprintf("%s v%d", kmsg.NameForKey(k), v))
 		}
 	}
-	fmt.Fprintf(stderr, "wire stage against %s: %d requests, %d failed", res.Addr, len(res.Cells)+len(res.Bad), len(failed))
 	if len(pinned) > 0 {
-		fmt.Fprintf(stderr, "; the cases speak %v", pinned)
+		fmt.Fprintf(stderr, "wire stage: the cases speak %v, the highest versions that passed\n", pinned)
 	}
-	fmt.Fprintln(stderr, " (watermark check --wire shows the table)")
-	for _, c := range failed {
+}
+
+// wireAfter sends the stage's bad requests once the cases are done, and
+// prints the whole stage's count, the same as --wire's, and what failed
+// among the bad requests; a broker that died of one is named.
+func wireAfter(ctx context.Context, res *wire.Result, stderr io.Writer) {
+	if res == nil {
+		return
+	}
+	wellFormed := len(res.Failed())
+	res.BadRequests(ctx, wire.Options{})
+	fmt.Fprintln(stderr, res.Summary())
+	for _, c := range res.Failed()[wellFormed:] {
 		fmt.Fprintf(stderr, "  %s: %s: %s\n", c.Name(), c.Outcome, c.Why)
 	}
-	return 0, false
 }

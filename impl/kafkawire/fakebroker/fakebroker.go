@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -20,22 +21,51 @@ type Script func(conn, n int, key, version int16) (body []byte, ok bool)
 // Start listens on loopback, serves every connection with script until
 // the test ends, and returns the address.
 func Start(tb testing.TB, script Script) string {
+	return New(tb, script).Addr
+}
+
+// Broker is a running fake broker.
+type Broker struct {
+	Addr  string
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// New is Start, returning the broker, so that a script can Crash it.
+func New(tb testing.TB, script Script) *Broker {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { ln.Close() })
+	b := &Broker{Addr: ln.Addr().String(), ln: ln}
+	tb.Cleanup(b.Crash)
 	go func() {
 		for conn := 0; ; conn++ {
 			nc, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			b.mu.Lock()
+			b.conns = append(b.conns, nc)
+			b.mu.Unlock()
 			go serve(nc, conn, script)
 		}
 	}()
-	return ln.Addr().String()
+	return b
+}
+
+// Crash stops the broker as a process that died would: the listener and
+// every connection close, and nothing answers at Addr again.
+func (b *Broker) Crash() {
+	b.ln.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, nc := range b.conns {
+		nc.Close()
+	}
+	b.conns = nil
 }
 
 func serve(nc net.Conn, conn int, script Script) {
