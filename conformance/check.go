@@ -139,6 +139,11 @@ func runOne(c *cases.Case, seed uint64, opts Options, phase func(Phase)) (*RunRe
 		return &judge.RunResult{Case: c.Name, Seed: seed, Verdict: Skipped, Reasons: []string{skip.Reason},
 			Elapsed: time.Since(start), Target: target.Name(), Replay: replay}, nil
 	}
+	var broken *ViolationError
+	if errors.As(err, &broken) {
+		return &judge.RunResult{Case: c.Name, Seed: seed, Verdict: Violated, Reasons: []string{broken.Reason},
+			Elapsed: time.Since(start), Target: target.Name(), Replay: replay}, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // stopped: not a result

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance/cluster"
@@ -75,7 +76,9 @@ type KafkaTarget struct {
 	Progress func(nowMs, endMs int64)
 	Logf     func(format string, args ...any)
 
-	answered bool // the cluster answered a Probe once: a later silence is not a bad --bootstrap
+	mu       sync.Mutex
+	answered bool            // the cluster answered a Probe once: a later silence is not a bad --bootstrap
+	versions map[int16]int16 // the first bootstrap broker's ApiVersions answer, once asked
 }
 
 // Name implements Target.
@@ -312,6 +315,9 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 	}
 	n, shift, err := t.Probe(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.unlisted(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if t.DurationMs > 0 {

@@ -266,3 +266,73 @@ func badDowngrade(port int, key, version int16) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// listing is a fake broker that lists ApiVersions, Metadata v1 and the
+// given keys, and answers Metadata with one broker.
+func listing(t *testing.T, keys ...kmsg.Key) string {
+	return fakebroker.Start(t, func(_, _ int, key, version int16) ([]byte, bool) {
+		switch key {
+		case kmsg.ApiVersions.Int16():
+			resp := kmsg.NewPtrApiVersionsResponse()
+			if version > 3 {
+				resp.ErrorCode = kerr.UnsupportedVersion.Code
+			} else {
+				resp.Version = version
+			}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 3}, {ApiKey: 3, MaxVersion: 1}}
+			for _, k := range keys {
+				resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k.Int16(), MaxVersion: 0})
+			}
+			return resp.AppendTo(nil), true
+		case kmsg.Metadata.Int16():
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = version
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "127.0.0.1", Port: 1}}
+			return resp.AppendTo(nil), true
+		}
+		return nil, false
+	})
+}
+
+// A case that needs an API the broker does not list in ApiVersions is
+// skipped naming the API and what it is for, before anything is sent;
+// a broker that does not list an API every Kafka broker serves violates
+// the run, naming it. A broker that lists them all is asked to run.
+func TestUnlistedAPIsSkipOrViolate(t *testing.T) {
+	one := func(mod func(*run.Spec)) *cases.Case {
+		return &cases.Case{Name: "apis", Spec: func(seed uint64) run.Spec {
+			cfg := run.DefaultSpec(seed)
+			cfg.Topics[0].ReplicationFactor = 1
+			mod(&cfg)
+			return cfg
+		}}
+	}
+	opts := func(addr string) conformance.Options {
+		return conformance.Options{Target: &conformance.KafkaTarget{Bootstrap: []string{addr}, DurationMs: 500, SettleMs: 500}, CheckTimeout: time.Minute}
+	}
+	core := []kmsg.Key{kmsg.Produce, kmsg.Fetch, kmsg.ListOffsets, kmsg.CreateTopics}
+
+	idem := one(func(s *run.Spec) { s.Workload.Idempotent = true })
+	r, err := conformance.RunOne(idem, 1, opts(listing(t, core...)))
+	require.NoError(t, err)
+	require.Equal(t, conformance.Skipped, r.Verdict, "%v", r.Reasons)
+	require.Contains(t, r.Reasons[0], "InitProducerID (idempotent producers)")
+
+	group := one(func(s *run.Spec) { s.Workload.Group, s.Workload.GroupConsumers = "g", 1 })
+	r, err = conformance.RunOne(group, 1, opts(listing(t, append(core, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup)...)))
+	require.NoError(t, err)
+	require.Equal(t, conformance.Skipped, r.Verdict, "%v", r.Reasons)
+	require.Contains(t, r.Reasons[0], "OffsetCommit (consumer groups), OffsetFetch (consumer groups)")
+
+	plain := one(func(s *run.Spec) { s.Workload.Idempotent = false })
+	r, err = conformance.RunOne(plain, 1, opts(listing(t, kmsg.Produce, kmsg.ListOffsets, kmsg.CreateTopics)))
+	require.NoError(t, err)
+	require.Equal(t, conformance.Violated, r.Verdict, "%v", r.Reasons)
+	require.Contains(t, r.Reasons[0], "does not list Fetch (consumers)")
+
+	// Every API listed: the run goes ahead (and, this fake broker creating
+	// no topics, fails to be set up: an error, not a skip).
+	r, err = conformance.RunOne(plain, 1, opts(listing(t, core...)))
+	require.NoError(t, err)
+	require.Equal(t, conformance.Error, r.Verdict, "%v", r.Reasons)
+}
