@@ -42,6 +42,9 @@ type Options struct {
 	// Progress, when set, hears of every run's start, judging and end,
 	// from one goroutine at a time.
 	Progress func(Progress)
+	// Shard, when set, runs only its slice of the (case, seed) pairs; the
+	// report then holds only the cases with a pair in it.
+	Shard Shard
 }
 
 // Progress is one step of a check.
@@ -234,26 +237,37 @@ func Check(list []Case, seeds []uint64, opts Options) (*Report, error) {
 			}
 		})
 	}
+	// The shard's pairs, and where each of its cases sits in the report.
+	var pairs []job
+	slot := map[int]int{}
+	rep := &Report{}
+	for i := range list {
+		for k, s := range seeds {
+			if !opts.Shard.Has(i*len(seeds) + k) {
+				continue
+			}
+			if _, ok := slot[i]; !ok {
+				slot[i] = len(rep.Cases)
+				rep.Cases = append(rep.Cases, judge.NewCaseResult(&list[i]))
+			}
+			pairs = append(pairs, job{c: i, seed: s})
+		}
+	}
+	rep.Planned = len(pairs)
 	go func() {
 		defer func() {
 			close(jobs)
 			wg.Wait()
 			close(events)
 		}()
-		for i := range list {
-			for _, s := range seeds {
-				select {
-				case jobs <- job{c: i, seed: s}:
-				case <-ctx.Done():
-					return
-				}
+		for _, j := range pairs {
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}()
-	rep := &Report{Planned: len(list) * len(seeds)}
-	for i := range list {
-		rep.Cases = append(rep.Cases, judge.NewCaseResult(&list[i]))
-	}
 	var firstErr error
 	for e := range events {
 		p := Progress{Phase: e.phase, Case: list[e.c].Name, Seed: e.seed, Done: rep.Runs, Total: rep.Planned}
@@ -268,7 +282,7 @@ func Check(list []Case, seeds []uint64, opts Options) (*Report, error) {
 				continue
 			}
 			rep.Runs++
-			rep.Cases[e.c].Add(e.r, list[e.c].LossAllowed)
+			rep.Cases[slot[e.c]].Add(e.r, list[e.c].LossAllowed)
 			p.Done, p.Result = rep.Runs, e.r
 		}
 		if opts.Progress != nil {

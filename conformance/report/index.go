@@ -96,9 +96,10 @@ func WriteIndex(dir string, rep *judge.Report, written map[*judge.RunResult]stri
 
 // indexLinks are the existing files of runDir, as paths relative to dir.
 func indexLinks(dir, runDir string) (string, []indexLink) {
+	// Relative, even out of the page's folder (a merged page links into
+	// the shards' folders beside it), so that the tree opens anywhere.
 	rel, err := filepath.Rel(dir, runDir)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		// Not under the page's folder: link to it by absolute path.
+	if err != nil {
 		if abs, err := filepath.Abs(runDir); err == nil {
 			rel = abs
 		} else {

@@ -133,9 +133,17 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
 	failFast := fs.Bool("fail-fast", false, "stop at the first run that does not hold (the runs in flight finish); exit 1 with what ran")
 	random := fs.Int("random", 0, "instead of the cases, run N random schedules of every fault kind and cluster shape on the safe settings, coverage-guided (--seed sets the first seed); with --target cluster, on a fresh local cluster each, of the faults real processes can take; a failed run leaves a run file that replays it")
+	shardFlag := fs.String("shard", "", "run only shard I of N (I/N, e.g. 2/4): every Nth (case, seed) pair, or the Ith share of --random's budget, for one CI runner each; the shard's result goes to <report-dir>/shard.json, and `watermark merge` joins the shards' folders")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, "check", err)
+	}
+	var shard conformance.Shard
+	if *shardFlag != "" {
+		var err error
+		if shard, err = conformance.ParseShard(*shardFlag); err != nil {
+			return usageError(stderr, "check", err)
+		}
 	}
 	if *help {
 		fmt.Fprint(stdout, checkHelp)
@@ -150,7 +158,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *workers < 1 {
 			return usageError(stderr, "check", fmt.Errorf("--workers %d: want at least 1", *workers))
 		}
-		return checkRandom(ctx, fs, *random, *seed, *workers, *checkTimeout, *reportDir, *asJSON, *junit,
+		return checkRandom(ctx, fs, *random, *seed, *workers, *checkTimeout, *reportDir, *asJSON, *junit, shard,
 			newProgress(stderr, *quiet || *asJSON), stdout, stderr)
 	}
 	list, err := cases.Lookup(*caseNames)
@@ -158,7 +166,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "check", err)
 	}
 	opts := conformance.Options{ValidateProtocol: *validate, Set: *sets, CheckTimeout: *checkTimeout,
-		Workers: *workers, Context: ctx, Program: program()}
+		Workers: *workers, Context: ctx, Program: program(), Shard: shard}
 	if *variantName != "" {
 		if opts.Variant, err = variant.Runnable(*variantName); err != nil {
 			return usageError(stderr, "check", fmt.Errorf("--variant: %v", err))
@@ -298,14 +306,22 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitViolated
 	}
 	written := map[*conformance.RunResult]string{}
-	for i, cr := range rep.Cases {
+	byName := map[string]*conformance.Case{}
+	order := make([]string, len(list))
+	for i := range list {
+		byName[list[i].Name], order[i] = &list[i], list[i].Name
+	}
+	for _, cr := range rep.Cases {
 		for _, r := range cr.Failed {
-			dir, err := report.WriteRun(*reportDir, r, &list[i])
+			dir, err := report.WriteRun(*reportDir, r, byName[cr.Name])
 			if err != nil {
 				fmt.Fprintf(stderr, "watermark check: %v\n", err)
 			}
 			written[r] = dir
 		}
+	}
+	if !shard.Whole() {
+		writeShardFile(fs, shard, *target, order, rep, written, *reportDir, stderr)
 	}
 	index, err := report.WriteIndex(*reportDir, rep, written)
 	if err != nil {

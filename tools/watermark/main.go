@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"explore": {"explore every state of the abstract protocol model within bounds and check its invariants", runExplore},
 	"serve":   {"run one node (broker or controller) of a real cluster in the foreground", runServe},
 	"cluster": {"run a local real cluster (controller and N brokers) until Ctrl-C", runCluster},
+	"merge":   {"join the results of a check run as shards (--shard I/N) into one report", runMerge},
 	"version": {"print the version and whether failpoints are compiled in", runVersion},
 }
 

@@ -19,7 +19,7 @@ import (
 // on the safe settings (search.Random). Its report is the check's, with
 // one case, "random"; a failed run's replay is its run file.
 func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, workers int, checkTimeout time.Duration,
-	reportDir string, asJSON bool, junit string, show *progress, stdout, stderr io.Writer) int {
+	reportDir string, asJSON bool, junit string, shard conformance.Shard, show *progress, stdout, stderr io.Writer) int {
 	for _, f := range []string{"case", "variant", "set", "seeds", "validate-protocol"} {
 		if fs.Changed(f) {
 			return usageError(stderr, "check", fmt.Errorf("--random runs its own schedules on the safe settings: drop --%s (hunt a variant's bug with `watermark search --variant`)", f))
@@ -44,6 +44,16 @@ func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, 
 	if !fs.Changed("seed") {
 		seed = 1
 	}
+	if !shard.Whole() {
+		// The shard's share of the budget, on its own seeds: the shards
+		// together draw the seeds of the whole search (each guided by
+		// its own coverage).
+		offset, count := shard.Budget(runs)
+		if count == 0 {
+			return usageError(stderr, "check", fmt.Errorf("--random %d --shard %s: the shard has no run; give --random at least %d", runs, shard, shard.N))
+		}
+		seed, runs = seed+uint64(offset), count
+	}
 	rep, err := search.Random(search.RandomOptions{Runs: runs, FirstSeed: seed, Workers: workers, CheckTimeout: checkTimeout,
 		NoFailpoints: !broker.FailpointsCompiled(), Context: ctx, Target: target,
 		Progress: func(done, total int, r *judge.RunResult) {
@@ -67,6 +77,9 @@ func checkRandom(ctx context.Context, fs *pflag.FlagSet, runs int, seed uint64, 
 			fmt.Fprintf(stderr, "watermark check: %v\n", err)
 		}
 		written[r] = dir
+	}
+	if !shard.Whole() {
+		writeShardFile(fs, shard, targetName, []string{c.Name}, rep, written, reportDir, stderr)
 	}
 	index, err := report.WriteIndex(reportDir, rep, written)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,6 +38,10 @@ type ghJob struct {
 	TimeoutMinutes int               `yaml:"timeout-minutes"`
 	Needs          []string          `yaml:"needs"`
 	If             string            `yaml:"if"`
+	Strategy       struct {
+		FailFast bool             `yaml:"fail-fast"`
+		Matrix   map[string][]int `yaml:"matrix"`
+	} `yaml:"strategy"`
 	Env            map[string]string `yaml:"env"`
 	Services       map[string]any    `yaml:"services"`
 	Steps          []ghStep          `yaml:"steps"`
@@ -158,16 +163,32 @@ func TestKitWorkflowCommandsParse(t *testing.T) {
 		}
 		containerOf[s.Environment["KAFKA_NODE_ID"]] = s.ContainerName
 	}
-	var lines []string
+	var lines, merges []string
 	for _, j := range w.Jobs {
 		for _, s := range j.Steps {
 			script := strings.ReplaceAll(s.Run, "\\\n", " ")
+			// A matrix job's lines, for its first value of each key.
+			for key, values := range j.Strategy.Matrix {
+				require.NotEmpty(t, values, "matrix %s", key)
+				script = strings.ReplaceAll(script, "${{ matrix."+key+" }}", strconv.Itoa(values[0]))
+			}
+			require.NotContains(t, script, "${{ matrix.", "a matrix value the job does not define")
 			for _, l := range strings.Split(script, "\n") {
-				if l = strings.TrimSpace(l); strings.HasPrefix(l, "watermark check") {
+				l = strings.TrimSpace(l)
+				switch {
+				case strings.HasPrefix(l, "watermark check"):
 					lines = append(lines, l)
+				case strings.HasPrefix(l, "watermark merge"):
+					merges = append(merges, l)
 				}
 			}
 		}
+	}
+	for _, l := range merges {
+		args, err := shellWords(l)
+		require.NoError(t, err, l)
+		code, _, errOut := runCLI(append(args[1:], "--help")...)
+		require.Equal(t, exitOK, code, "%s: %s", l, errOut)
 	}
 	require.NotEmpty(t, lines, "the workflow runs no `watermark check`")
 	for _, l := range lines {
