@@ -33,18 +33,18 @@ type ghWorkflow struct {
 }
 
 type ghJob struct {
-	Name           string            `yaml:"name"`
-	RunsOn         string            `yaml:"runs-on"`
-	TimeoutMinutes int               `yaml:"timeout-minutes"`
-	Needs          []string          `yaml:"needs"`
-	If             string            `yaml:"if"`
+	Name           string   `yaml:"name"`
+	RunsOn         string   `yaml:"runs-on"`
+	TimeoutMinutes int      `yaml:"timeout-minutes"`
+	Needs          []string `yaml:"needs"`
+	If             string   `yaml:"if"`
 	Strategy       struct {
 		FailFast bool             `yaml:"fail-fast"`
 		Matrix   map[string][]int `yaml:"matrix"`
 	} `yaml:"strategy"`
-	Env            map[string]string `yaml:"env"`
-	Services       map[string]any    `yaml:"services"`
-	Steps          []ghStep          `yaml:"steps"`
+	Env      map[string]string `yaml:"env"`
+	Services map[string]any    `yaml:"services"`
+	Steps    []ghStep          `yaml:"steps"`
 }
 
 type ghStep struct {
