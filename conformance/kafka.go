@@ -341,6 +341,9 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 		prefix = "watermark"
 	}
 	suffix := fmt.Sprintf("%d-%d", cfg.Seed, time.Now().UnixNano()%1_000_000_000)
+	// The run's id in every value: records of another run (or topic) that
+	// the cluster serves are foreign, not this run's sends.
+	cfg.Workload.ValuePrefix = "r" + suffix + "/"
 	renamed := map[string]string{}
 	for i := range cfg.Topics {
 		name := fmt.Sprintf("%s-%s-%s", prefix, cfg.Topics[i].Name, suffix)

@@ -21,6 +21,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/kafkawire/fakebroker"
+	"github.com/watermarkhq/watermark/linearizability"
 )
 
 // kfakeExpected is franz-go's kfake, run in-process as a third-party
@@ -207,6 +208,14 @@ func TestKafkaTargetSlowsBrokersThroughItsProxies(t *testing.T) {
 	slowed := slices.ContainsFunc(r.Run.Notes, func(n run.Note) bool { return n.Kind == run.NoteFault && n.Fault == run.FaultSlow })
 	require.True(t, slowed, "no broker was slowed: %v", r.Run.Notes)
 	require.Positive(t, r.Run.Stats.Faults)
+	// Every value the run wrote carries its own id.
+	prefix := r.Run.Spec.Workload.ValuePrefix
+	require.Regexp(t, `^r1-\d+/$`, prefix)
+	for _, op := range r.Run.History {
+		if op.Kind == linearizability.KindProduce {
+			require.True(t, strings.HasPrefix(op.Value, prefix), op.Value)
+		}
+	}
 }
 
 // TestKafkaTargetDiagnosesABadNegotiation: a broker that connects and

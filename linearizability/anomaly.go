@@ -65,6 +65,11 @@ const (
 	// the group's application never processed (at-most-once allows it;
 	// at-least-once does not).
 	AnomalyUnprocessed = "unprocessed"
+	// AnomalyForeignRecord: a read returned a record that no producer of
+	// the run sent: another topic's, another run's, or bytes the broker
+	// made up. Values carry the run's own id on real clusters, so another
+	// run's records never pass for this run's.
+	AnomalyForeignRecord = "foreign-record"
 )
 
 // AnomalyNames lists the names CheckAnomalies reports, in the order it
@@ -77,6 +82,7 @@ var AnomalyNames = []string{
 	AnomalyDeletedUncommitted,
 	AnomalyReadUncommitted,
 	AnomalyReadOfFailedWrite,
+	AnomalyForeignRecord,
 	AnomalyPollSkip,
 	AnomalyNonmonotonicPoll,
 	AnomalyNonmonotonicSend,

@@ -430,7 +430,7 @@ func (c *partitionCheck) reportUncommitted(p *pair, w int32) {
 func (c *partitionCheck) checkValues() {
 	var dups map[int32][]int32
 	for pi := range c.pairs {
-		if vi := c.pairs[pi].value; c.vals[vi].offsets > 1 {
+		if vi := c.pairs[pi].value; c.vals[vi].offsets > 1 && c.vals[vi].produce >= 0 {
 			if dups == nil {
 				dups = map[int32][]int32{}
 			}
@@ -459,6 +459,11 @@ func (c *partitionCheck) checkValues() {
 	for k := range c.vals {
 		v := &c.vals[k]
 		if v.produce < 0 {
+			if v.firstRead >= 0 {
+				c.report(AnomalyForeignRecord, v.firstOff, v.value, []int32{v.firstRead},
+					"op %d read %q at offset %d, which no producer of this run sent: another topic's or another run's record, served as this partition's",
+					c.h[v.firstRead].ID, v.value, v.firstOff)
+			}
 			continue
 		}
 		prod := &c.h[v.produce]

@@ -552,6 +552,7 @@ func TestCheckAnomaliesPerPartition(t *testing.T) {
 	var b hist
 	b.send(0, "a", 0)
 	b.ops[len(b.ops)-1].Partition = 1
+	b.ops[len(b.ops)-1].Topic = "s"
 	b.send(0, "b", 0)
 	b.poll(1, 0, "b")
 	b.poll(1, 0, "b") // a rewind in partition 0
@@ -719,4 +720,27 @@ func TestValidateResend(t *testing.T) {
 	require.NoError(t, Validate(dup))
 	lonely := []Op{{ID: 0, Kind: KindProduce, Outcome: OutcomeOK, Value: "a", Acks: -1, Offset: 0, Call: 1, Return: 2, Resend: true}}
 	require.ErrorContains(t, Validate(lonely), "no earlier produce")
+}
+
+// A read of a record no producer of the run sent (another topic's, as a
+// broker that serves an old topic's log under a new name does) is a
+// foreign record, named once, and never matched to the run's own sends:
+// not a duplicate, not a read of a failed write. The run's own records
+// read back are not foreign.
+func TestForeignRecord(t *testing.T) {
+	var b hist
+	b.send(0, "r1/c0-1", 0)
+	b.sendFailed(0, "r1/c0-2")
+	b.poll(1, 0, "r1/c0-1", "r0/c0-2", "r0/c0-2")
+	b.check(t)
+	got := CheckAnomalies(b.ops)
+	require.Len(t, got, 1, "%v", got)
+	assert.Equal(t, AnomalyForeignRecord, got[0].Name)
+	assert.Contains(t, got[0].Detail, `"r0/c0-2" at offset 1`)
+
+	var quiet hist
+	quiet.send(0, "r1/c0-1", 0)
+	quiet.send(0, "r1/c0-2", 1)
+	quiet.poll(1, 0, "r1/c0-1", "r1/c0-2")
+	assert.Empty(t, quiet.check(t))
 }

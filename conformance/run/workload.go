@@ -46,6 +46,11 @@ type Workload struct {
 	// SeekBackEveryMs makes each group consumer seek every partition it
 	// holds 5 records back this often, to re-read them (0: never).
 	SeekBackEveryMs int64 `yaml:"seek_back_every_ms"`
+	// ValuePrefix starts every value the producers write: the run's own
+	// id on a cluster the harness does not own afresh (--target kafka),
+	// so that another run's records read back are foreign, never taken
+	// for this run's (empty: values are c<client>-<n>).
+	ValuePrefix string `yaml:"value_prefix,omitempty"`
 }
 
 // CommitMode is when a group consumer commits what it consumed.

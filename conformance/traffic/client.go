@@ -422,7 +422,7 @@ func (c *client) tickProducer() {
 		tp := c.tps[c.rr%len(c.tps)]
 		c.rr++
 		c.seq++
-		value := fmt.Sprintf("c%d-%d", c.id-broker.ClientIDBase, c.seq)
+		value := fmt.Sprintf("%sc%d-%d", w.ValuePrefix, c.id-broker.ClientIDBase, c.seq)
 		op := s.record(linearizability.Op{
 			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProduce,
 			Topic: tp.Topic, Partition: tp.Partition, Value: value, Acks: int(w.Acks), Offset: -1,
