@@ -79,6 +79,7 @@ type KafkaTarget struct {
 	mu       sync.Mutex
 	answered bool            // the cluster answered a Probe once: a later silence is not a bad --bootstrap
 	versions map[int16]int16 // the first bootstrap broker's ApiVersions answer, once asked
+	timing   map[string]declared
 }
 
 // Name implements Target.
@@ -332,10 +333,12 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 		}
 	}
 	cfg.Brokers = n
-	unset, err := t.clusterSettings(cfg)
+	timing := t.clusterTiming(ctx, shift)
+	unset, err := t.clusterSettings(cfg, known(t.Settings, timing))
 	if err != nil {
 		return nil, err
 	}
+	timingNote := applyTiming(&cfg, timing)
 	prefix := t.Prefix
 	if prefix == "" {
 		prefix = "watermark"
@@ -410,6 +413,9 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 	if err == nil {
 		res.BrokerIDShift = shift
 		res.Unapplied = unset
+		if timingNote != "" {
+			res.Notes = append([]run.Note{{AtMs: 0, Kind: run.NoteHarness, Text: timingNote}}, res.Notes...)
+		}
 	}
 	return res, err
 }

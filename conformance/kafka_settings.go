@@ -28,13 +28,14 @@ func ClusterSettings(cfg run.Spec) []run.Setting {
 }
 
 // clusterSettings compares what case spec cfg needs of the cluster with
-// what t.Settings says it has: a different value skips the case, naming
+// what settings (the target file's, and the timing settings learnt) say
+// it has: a different value skips the case, naming
 // both and the fix; needs t.Settings does not list are returned, for
 // the result to say the run went on without knowing.
-func (t *KafkaTarget) clusterSettings(cfg run.Spec) ([]run.Setting, error) {
+func (t *KafkaTarget) clusterSettings(cfg run.Spec, settings map[string]string) ([]run.Setting, error) {
 	var unknown []run.Setting
 	for _, need := range ClusterSettings(cfg) {
-		have, ok := t.Settings[need.Key]
+		have, ok := settings[need.Key]
 		if !ok {
 			unknown = append(unknown, need)
 			continue

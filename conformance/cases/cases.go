@@ -423,17 +423,35 @@ func requireReplaced(r *run.Result, slackMs int64) error {
 		slackMs = max(slackMs, r.Spec.Controller.SessionTimeoutMs)
 	}
 	limit := r.Spec.Controller.SessionTimeoutMs + slackMs
+	tested, late := 0, 0
 	for _, n := range r.Notes {
-		if n.Kind != run.NoteFault || n.Fault != run.FaultCrash || n.AtMs+limit > r.Spec.DurationMs {
+		if n.Kind != run.NoteFault || n.Fault != run.FaultCrash {
 			continue
 		}
-		replaced := slices.ContainsFunc(r.Notes, func(e run.Note) bool {
-			return e.Kind == run.NoteElection && e.AtMs > n.AtMs && e.AtMs <= n.AtMs+limit && e.Leader != int32(n.Node)
-		})
-		if !replaced {
-			return Broken(PromiseFailover, "broker %d crashed at %d ms leading a partition, and no other broker was elected within %d ms (session timeout %d ms)",
-				n.Node, n.AtMs, limit, r.Spec.Controller.SessionTimeoutMs)
+		if n.AtMs+limit > r.Spec.DurationMs {
+			late++
+			continue
 		}
+		tested++
+		replacedAt := int64(-1)
+		for _, e := range r.Notes {
+			if e.Kind == run.NoteElection && e.AtMs > n.AtMs && e.Leader != int32(n.Node) {
+				replacedAt = e.AtMs
+				break
+			}
+		}
+		if replacedAt < 0 || replacedAt > n.AtMs+limit {
+			measured := "no other broker was elected before the run ended"
+			if replacedAt >= 0 {
+				measured = fmt.Sprintf("another broker was elected only after %d ms", replacedAt-n.AtMs)
+			}
+			return Broken(PromiseFailover, "broker %d crashed at %d ms leading a partition, and %s, past the bound of %d ms (session timeout %d ms)",
+				n.Node, n.AtMs, measured, limit, r.Spec.Controller.SessionTimeoutMs)
+		}
+	}
+	if tested == 0 && late > 0 {
+		return fmt.Errorf("every crash came later than %d ms before the run's end (the failover bound, from session timeout %d ms): no failover could be judged; rerun with a longer --duration",
+			limit, r.Spec.Controller.SessionTimeoutMs)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -45,4 +46,35 @@ func TestLongPollFailuresAreBrokenPromises(t *testing.T) {
 	var broken *BrokenPromise
 	require.True(t, errors.As(requireLongPoll(res), &broken))
 	require.Equal(t, PromiseLongPollBusy, broken.Name)
+}
+
+// A failover is judged by the session timeout the run says the cluster
+// has (the cluster's own on --target kafka): a broker whose leader was
+// replaced 11 s after its crash holds against Kafka's 9 s sessions and
+// breaks its promise against the harness's 1.5 s ones, the message giving
+// the time measured. A run whose only crash comes too late to judge is
+// no pass.
+func TestFailoverJudgedByTheDeclaredSessionTimeout(t *testing.T) {
+	res := func(sessionMs int64, crashAt int64) *run.Result {
+		spec := run.DefaultSpec(1)
+		spec.Controller.SessionTimeoutMs, spec.DurationMs = sessionMs, 30000
+		r := &run.Result{Spec: spec, Live: true}
+		r.Stats.Faults = 1
+		r.Notes = []run.Note{
+			{AtMs: crashAt, Kind: run.NoteFault, Fault: run.FaultCrash, Node: 1},
+			{AtMs: crashAt + 11000, Kind: run.NoteElection, Leader: 2},
+		}
+		return r
+	}
+	require.NoError(t, requireFailover(res(9000, 1000)))
+	err := requireFailover(res(1500, 1000))
+	var broken *BrokenPromise
+	require.ErrorAs(t, err, &broken)
+	require.Equal(t, PromiseFailover, broken.Name)
+	require.Contains(t, err.Error(), "elected only after 11000 ms, past the bound of 3000 ms (session timeout 1500 ms)")
+
+	err = requireFailover(res(9000, 20000))
+	require.Error(t, err)
+	require.NotErrorAs(t, err, &broken, "too late to judge: not exercised, not broken")
+	require.Contains(t, err.Error(), "no failover could be judged")
 }

@@ -121,6 +121,13 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 		first, _, _ := strings.Cut(p.Failure, "\n")
 		fail(Violated, "trace validation: %s", first)
 	}
+	if err := exercised(res); err != nil {
+		if res.Live {
+			fail(Unknown, "the run tested nothing its case promises (%v): not a pass; is the broker taking writes? (the timeline and history.html show what it answered)", oneLine(err))
+		} else {
+			fail(Violated, "case expectation: the run tested nothing its case promises (%v)", oneLine(err))
+		}
+	}
 	if c.Require != nil {
 		if err := c.Require(res); err != nil {
 			var broken *cases.BrokenPromise
@@ -137,6 +144,9 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 	}
 	return r
 }
+
+// oneLine joins a joined error's lines with "; ".
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 // unapplied names the settings the case needed of a cluster the harness
 // could not configure, as the fix for a run that missed its point.

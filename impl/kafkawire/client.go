@@ -386,3 +386,28 @@ func (c *Client) initProducerID(ctx context.Context, to broker.NodeID, m broker.
 		Err: wireError(resp.ErrorCode, nil),
 	}, nil
 }
+
+// BrokerConfigs asks any broker for the named configs of broker id (its
+// own number) with DescribeConfigs: name -> value for those it answers.
+func (c *Client) BrokerConfigs(ctx context.Context, id int32, names ...string) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeBroker, fmt.Sprint(id), names
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return nil, err
+		}
+		for _, cfg := range r.Configs {
+			if cfg.Value != nil {
+				out[cfg.Name] = *cfg.Value
+			}
+		}
+	}
+	return out, nil
+}
