@@ -26,6 +26,10 @@ type Case struct {
 	// Allowed lists the anomalies this case tolerates: they are reported as
 	// allowed, not as violations (acks=1 may lose acknowledged writes).
 	Allowed []string
+	// AllowedFor, when set, adds what a run's own workload tolerates by
+	// design (a random schedule's at-least-once group reprocesses): the
+	// anomalies AllowedIn(spec) lists.
+	AllowedFor func(run.Spec) []string
 	// LossAllowed tolerates the loss of committed records: porcupine's
 	// verdict and the protocol invariants are reported but do not fail the
 	// case (unclean election, by design).
@@ -49,6 +53,15 @@ type Case struct {
 	// VIOLATED on the simulator, where a case that misses its situation
 	// is a broken case.
 	Require func(r *run.Result) error
+}
+
+// AllowedIn is what c tolerates in a run of spec: Allowed, and what the
+// run's workload allows by design (AllowedFor).
+func (c *Case) AllowedIn(spec run.Spec) []string {
+	if c.AllowedFor == nil {
+		return c.Allowed
+	}
+	return append(slices.Clone(c.Allowed), c.AllowedFor(spec)...)
 }
 
 // BrokenPromise is a Require error for a promise the run tested and the

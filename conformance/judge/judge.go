@@ -76,8 +76,9 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 		r.Verdict = Worse(r.Verdict, v)
 		r.Reasons = append(r.Reasons, fmt.Sprintf(format, args...))
 	}
+	allowed := c.AllowedIn(res.Spec)
 	for _, a := range linearizability.CheckAnomalies(res.History) {
-		if slices.Contains(c.Allowed, a.Name) {
+		if slices.Contains(allowed, a.Name) {
 			r.Allowed = append(r.Allowed, a)
 		} else {
 			r.Found = append(r.Found, a)

@@ -18,7 +18,7 @@ func RunFileFor(r *judge.RunResult, c *cases.Case) *run.File {
 	f.Name = r.Case
 	f.Description = fmt.Sprintf("case %s, seed %d: %s (saved by watermark check)", r.Case, r.Seed, r.Verdict)
 	if c != nil {
-		f.Allowed = slices.Clone(c.Allowed)
+		f.Allowed = slices.Clone(c.AllowedIn(r.Run.Spec))
 		if f.Allowed == nil {
 			f.Allowed = []string{}
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/linearizability"
 )
 
 // moreKinds adds to a RandomSchedule what ScheduleOptions.AllKinds asks
@@ -100,4 +101,54 @@ func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, lat
 		cfg.Network.DropRate = 0
 		cfg.Faults = slices.DeleteFunc(cfg.Faults, func(f run.Fault) bool { return f.Kind == run.FaultMessages })
 	}
+	moreWorkloads(cfg, rng, latest)
+}
+
+// moreWorkloads draws the workloads the cases use besides steady produce
+// and consume, after every fault so that the faults' draws stay those of
+// the schedule without them: small segments that roll (and, half the
+// time, retention that deletes them while readers and followers are
+// behind), and a consumer group whose members crash, for a moment or past
+// their session, while the coordinator's offsets topic lives through the
+// run's broker faults; sometimes its members seek back to read again.
+func moreWorkloads(cfg *run.Spec, rng *rand.Rand, latest int64) {
+	if rng.IntN(2) == 0 {
+		cfg.Broker.LogSegmentBytes = pick(rng, []int64{512, 1024, 4096})
+		if rng.IntN(2) == 0 {
+			cfg.Broker.LogRetentionBytes = pick(rng, []int64{1024, 2048})
+			cfg.Broker.LogRetentionCheckIntervalMs = 200
+		}
+	}
+	if cfg.Brokers < 3 || rng.IntN(2) == 0 {
+		return
+	}
+	w := &cfg.Workload
+	w.GroupConsumers, w.Group = 2+rng.IntN(2), "g"
+	w.CommitMode = pick(rng, []run.CommitMode{run.CommitAfterProcess, run.CommitBeforeProcess})
+	w.ConsumerSessionTimeoutMs, w.ProcessPerTick = 1500, 2
+	if rng.IntN(4) == 0 {
+		w.SeekBackEveryMs = 2000
+	}
+	for range rng.IntN(3) {
+		down := pick(rng, []int64{300 + rng.Int64N(700), 2500 + rng.Int64N(2500)}) // back within its session, or past it
+		cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 1000 + rng.Int64N(max(latest-1000, 1))},
+			Kind: run.FaultCrashConsumer, Node: rng.IntN(w.GroupConsumers), ForMs: down})
+	}
+}
+
+// workloadAllows is what a random schedule's workload tolerates by design:
+// an at-least-once group (commits after processing, or consumers that
+// seek back) processes records again, an at-most-once one may skip them.
+func workloadAllows(spec run.Spec) []string {
+	w := spec.Workload
+	if w.GroupConsumers == 0 {
+		return nil
+	}
+	if w.CommitMode == run.CommitBeforeProcess && w.SeekBackEveryMs == 0 {
+		return []string{linearizability.AnomalyUnprocessed}
+	}
+	if w.CommitMode == run.CommitBeforeProcess {
+		return []string{linearizability.AnomalyUnprocessed, linearizability.AnomalyReprocessed}
+	}
+	return []string{linearizability.AnomalyReprocessed}
 }

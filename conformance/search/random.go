@@ -49,6 +49,7 @@ type Runner interface {
 // the strong guarantees on the safe settings, nothing allowed.
 func RandomCase() *cases.Case {
 	c := Case(variant.Safe)
+	c.AllowedFor = workloadAllows
 	c.Name = "random"
 	c.Summary = "random schedules of every fault kind and cluster shape on the safe settings, coverage-guided"
 	return c
