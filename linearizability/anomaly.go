@@ -50,7 +50,8 @@ const (
 	AnomalyDedupFailure = "dedup-failure"
 	// AnomalyStaleGenerationCommit: a group accepted a member's commit from
 	// a generation older than one a member of the group had already
-	// learnt.
+	// learnt written (from a SyncGroup answer: a JoinGroup answer's may be
+	// lost with its coordinator).
 	AnomalyStaleGenerationCommit = "stale-generation-commit"
 	// AnomalyDoubleAssignment: one partition was assigned to two members of
 	// a group in one generation.

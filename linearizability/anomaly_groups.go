@@ -75,12 +75,12 @@ func checkGroups(h []Op) []Anomaly {
 		op := &h[i]
 		switch op.Kind {
 		case KindAssignment:
+			// A SyncGroup answer comes once its generation is stored: it
+			// is never lost. A JoinGroup answer's generation may be, by a
+			// coordinator failover before the leader's SyncGroup (spec's
+			// ObserveGeneration), so it fences nothing.
 			if op.Outcome == OutcomeOK && op.Return >= 0 {
 				assignments = append(assignments, int32(i))
-				observed = append(observed, int32(i))
-			}
-		case KindJoin:
-			if op.Outcome == OutcomeOK && op.Return >= 0 {
 				observed = append(observed, int32(i))
 			}
 		case KindCommit:
@@ -147,7 +147,8 @@ func (c *groupCheck) doubleAssignments(assignments []int32) {
 }
 
 // staleCommits finds ok member commits of a generation older than one a
-// member of the group had learnt before the commit was called.
+// member of the group had learnt stored (a SyncGroup answer) before the
+// commit was called.
 func (c *groupCheck) staleCommits(observed []int32, commits map[groupKey][]int32) {
 	if len(observed) == 0 {
 		return

@@ -69,12 +69,13 @@ type groupKey struct {
 //     operation the first changes nothing the second does not overwrite,
 //     except that it is used up and may have moved the generation
 //     forward, both of which only allow less; and a pending commit of a
-//     generation older than the current one can never take effect, so it
+//     generation older than the stored one can never take effect, so it
 //     is dropped. Porcupine then meets the same (operations linearized,
 //     state) pair whichever order it tried, instead of every subset of
 //     the unknown commits at every step.
 //  2. An ok offset-fetch is spec.FetchOffset; others observed nothing.
-//  3. An ok join or assignment is spec.ObserveGeneration. The generation is
+//  3. An ok join or assignment is spec.ObserveGeneration (an assignment, a
+//     SyncGroup answer, showing the generation stored). The generation is
 //     the group's, not one partition's, so the operation is given to every
 //     partition of its group: each partition's search sees the generations
 //     members learnt. A join or assignment that did not end ok observed
@@ -221,15 +222,16 @@ func dropUnobservedPending(h []Op, idx []int) []int {
 // into h), the ones toGroupOperations keeps (its rule 4).
 func keptObservations(h []Op, obs []int) []int {
 	type groupGen struct {
-		group string
-		gen   int32
+		group  string
+		gen    int32
+		stored bool // an assignment: the generation stored, not only decided
 	}
 	type bounds struct{ first, last int }
 	at := map[groupGen]*bounds{}
 	var order []groupGen
 	for _, i := range obs {
 		op := &h[i]
-		k := groupGen{op.Group, op.Generation}
+		k := groupGen{op.Group, op.Generation, op.Kind == KindAssignment}
 		b := at[k]
 		if b == nil {
 			at[k] = &bounds{i, i}
@@ -290,7 +292,7 @@ func (s groupState) hash() uint64 {
 }
 
 // settle drops the pending commits that can no longer take effect: member
-// commits of a generation older than the current one (invariant 1).
+// commits of a generation older than the stored one (invariant 1).
 // Pending commits sort by generation, simple ones (NoGeneration) first.
 func (s groupState) settle() groupState {
 	n := 0
@@ -378,7 +380,7 @@ func sortedAt(pending []spec.Commit, c spec.Commit) int {
 func stepGroup(s groupState, call *groupCall, ret *groupReturn, add func(groupState)) {
 	switch call.kind {
 	case KindJoin, KindAssignment:
-		if off, ok := spec.ObserveGeneration(s.off, call.generation); ok {
+		if off, ok := spec.ObserveGeneration(s.off, call.generation, call.kind == KindAssignment); ok {
 			s.off = off
 			add(s)
 		}

@@ -29,8 +29,11 @@ const NoGeneration int32 = -1
 //     the next.
 //  2. Offset >= NoOffset; NoOffset means nothing was committed.
 type GroupOffset struct {
-	// Generation is the group's current generation, as far as the
-	// operations taken effect so far show it.
+	// Generation is the newest generation the coordinator is known to have
+	// stored in its offsets topic, as far as the operations taken effect
+	// so far show it: one a SyncGroup answer or an accepted commit named.
+	// The coordinator's current generation is never below it; it may be
+	// above it, by generations only decided (ObserveGeneration).
 	Generation int32
 	// Offset is the offset of the last accepted commit: the next offset a
 	// member resuming the partition reads.
@@ -58,20 +61,31 @@ type Commit struct {
 func (c Commit) Simple() bool { return c.Generation == NoGeneration }
 
 // ObserveGeneration returns the state once a member learnt that generation
-// gen of the group is current (a JoinGroup or SyncGroup answer); false if no
-// state can follow s.
+// gen of the group is current; stored says the answer shows gen stored in
+// the offsets topic (a SyncGroup answer, an accepted commit), not only
+// decided (a JoinGroup answer). False if no state can follow s.
 //
-// Rule: the coordinator's generation only moves forward (each rebalance is
-// "generation +1"), and an answer names the generation current when it was
-// given, so gen >= s.Generation, and gen becomes the current generation.
-// Generations nobody observed may have come and gone in between: a rebalance
-// whose answers the history does not hold. Reference: spec/SEMANTICS.md,
-// Consumer and groups ("JoinGroup (generation +1 ...)").
-func ObserveGeneration(s GroupOffset, gen int32) (GroupOffset, bool) {
+// Rule: each rebalance is "generation +1", and an answer names the
+// generation current when it was given, so gen >= s.Generation; a stored
+// gen becomes s.Generation. Generations nobody observed may have come and
+// gone in between: a rebalance whose answers the history does not hold.
+// A decided generation leaves the state as it was: the coordinator decides
+// a generation in memory and answers its JoinGroups before storing it
+// (Kafka 4.x's GroupMetadataManager.completeClassicGroupJoin answers the
+// joins with no record; the group's metadata is written at the leader's
+// SyncGroup, and the SyncGroup answers wait for that write), and a
+// coordinator that fails over in between loads the generation it stored
+// last, and answers a known member's JoinGroup with it: a generation learnt
+// from a JoinGroup answer can be lost, and its number used again. Reference:
+// spec/SEMANTICS.md, Consumer and groups ("Generations across coordinator
+// failover").
+func ObserveGeneration(s GroupOffset, gen int32, stored bool) (GroupOffset, bool) {
 	if gen < s.Generation {
 		return s, false
 	}
-	s.Generation = gen
+	if stored {
+		s.Generation = gen
+	}
 	return s, true
 }
 
@@ -85,7 +99,7 @@ func accepts(s GroupOffset, c Commit) (GroupOffset, bool) {
 	if c.Member == "" || c.Generation < NoGeneration {
 		return s, false
 	}
-	next, ok := ObserveGeneration(s, c.Generation)
+	next, ok := ObserveGeneration(s, c.Generation, true)
 	if !ok {
 		return s, false
 	}
@@ -105,14 +119,16 @@ func accepts(s GroupOffset, c Commit) (GroupOffset, bool) {
 //     certainly did not take effect").
 //
 //  2. Generation fencing: a member's commit (Generation >= 0) is accepted
-//     only if its generation is the current one. Accepting it at
-//     generation g therefore shows g was current: g >= s.Generation is
-//     required (a generation older than the current one is
-//     ILLEGAL_GENERATION), and g becomes the current generation (a newer
-//     generation than any observed one was current although no member's
-//     answer in the history showed it yet). A member commit without a
-//     member id is UNKNOWN_MEMBER_ID and is never accepted. Accepted, the
-//     committed offset becomes c.Offset. Reference: spec/SEMANTICS.md, Consumer
+//     only if its generation is the current one, and only in a Stable
+//     group, whose generation is stored. Accepting it at generation g
+//     therefore shows g current and stored: g >= s.Generation is required
+//     (a generation older than a stored one is ILLEGAL_GENERATION; one
+//     older than a generation only decided may be current again after a
+//     coordinator failover, see ObserveGeneration), and g becomes the
+//     stored generation (a newer generation than any observed one was
+//     current although no member's answer in the history showed it yet).
+//     A member commit without a member id is UNKNOWN_MEMBER_ID and is
+//     never accepted. Accepted, the committed offset becomes c.Offset. Reference: spec/SEMANTICS.md, Consumer
 //     and groups ("OffsetCommit from a stale generation is refused with
 //     ILLEGAL_GENERATION, from an unknown member with UNKNOWN_MEMBER_ID").
 //

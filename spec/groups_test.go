@@ -19,19 +19,30 @@ func TestNewGroupOffset(t *testing.T) {
 	require.False(t, FetchOffset(s, 0))
 }
 
-// "JoinGroup (generation +1 ...)": the generation only moves forward, and a
-// member's answer names the generation current when it was given.
+// "JoinGroup (generation +1 ...)": an answer names the generation current
+// when it was given; a stored generation (a SyncGroup answer's) is never
+// lost, a decided one (a JoinGroup answer's) may be, by a coordinator
+// failover before the leader's SyncGroup stored it.
 // Reference: spec/SEMANTICS.md, Consumer and groups.
-func TestObserveGenerationMovesForward(t *testing.T) {
+func TestObserveGeneration(t *testing.T) {
 	s := at(3, 10)
-	next, ok := ObserveGeneration(s, 3)
+	next, ok := ObserveGeneration(s, 3, true)
 	require.True(t, ok, "the current generation again")
 	require.Equal(t, s, next)
-	next, ok = ObserveGeneration(s, 5)
+	next, ok = ObserveGeneration(s, 5, true)
 	require.True(t, ok, "generation 4 may have passed unobserved")
 	require.Equal(t, at(5, 10), next, "the committed offset survives a rebalance")
-	_, ok = ObserveGeneration(s, 2)
-	require.False(t, ok, "the generation went back")
+	_, ok = ObserveGeneration(s, 2, false)
+	require.False(t, ok, "below a stored generation")
+
+	joined, ok := ObserveGeneration(s, 4, false)
+	require.True(t, ok)
+	require.Equal(t, s, joined, "decided, not stored")
+	back, ok := ObserveGeneration(joined, 3, false)
+	require.True(t, ok, "generation 4 was lost with its coordinator: 3 is current again")
+	require.Equal(t, at(3, 10), back)
+	_, ok = ObserveGeneration(joined, 2, false)
+	require.False(t, ok, "never below the stored generation 3")
 }
 
 // "OffsetCommit from a stale generation is refused with ILLEGAL_GENERATION":
@@ -48,7 +59,7 @@ func TestCommitOffsetGenerationFencing(t *testing.T) {
 		want []GroupOffset
 	}{
 		{"current generation ok", commit(3, "m1", 20, Acknowledged), []GroupOffset{at(3, 20)}},
-		{"newer generation ok: it was current", commit(4, "m1", 20, Acknowledged), []GroupOffset{at(4, 20)}},
+		{"newer generation ok: it was current and stored", commit(4, "m1", 20, Acknowledged), []GroupOffset{at(4, 20)}},
 		{"stale generation ok is impossible", commit(2, "m1", 20, Acknowledged), nil},
 		{"member commit without a member id", commit(3, "", 20, Acknowledged), nil},
 		{"stale generation refused", commit(2, "m1", 20, Failed), []GroupOffset{s}},
@@ -59,6 +70,19 @@ func TestCommitOffsetGenerationFencing(t *testing.T) {
 		{"unknown of the committed offset: one state", commit(3, "m1", 10, Unknown), []GroupOffset{s}},
 		{"backwards by a later commit", commit(3, "m1", 4, Acknowledged), []GroupOffset{at(3, 4)}},
 	}
+	// Generation 4 only decided: a coordinator failover may bring 3 back,
+	// and a commit in it be accepted; it stores 3 again.
+	d, _ := ObserveGeneration(at(3, 10), 4, false)
+	cases = append(cases, struct {
+		name string
+		got  []GroupOffset
+		want []GroupOffset
+	}{"after a lost decided generation", CommitOffset(d, Commit{Generation: 3, Member: "m1", Offset: 20, Outcome: Acknowledged}), []GroupOffset{at(3, 20)}},
+		struct {
+			name string
+			got  []GroupOffset
+			want []GroupOffset
+		}{"never below the stored one", CommitOffset(d, Commit{Generation: 2, Member: "m1", Offset: 20, Outcome: Acknowledged}), nil})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, c.got)
@@ -83,10 +107,10 @@ func TestCommitOffsetSimple(t *testing.T) {
 // Reference: spec/SEMANTICS.md, Consumer and groups.
 func TestFetchOffsetSeesLastAcceptedCommit(t *testing.T) {
 	s := NewGroupOffset()
-	s, ok := ObserveGeneration(s, 1)
+	s, ok := ObserveGeneration(s, 1, false)
 	require.True(t, ok)
 	s = CommitOffset(s, Commit{Generation: 1, Member: "m1", Offset: 5, Outcome: Acknowledged})[0]
-	s, ok = ObserveGeneration(s, 2)
+	s, ok = ObserveGeneration(s, 2, true)
 	require.True(t, ok)
 	require.Equal(t, []GroupOffset{s}, CommitOffset(s, Commit{Generation: 1, Member: "m1", Offset: 9, Outcome: Failed}))
 	require.True(t, FetchOffset(s, 5))

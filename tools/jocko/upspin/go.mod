@@ -1,0 +1,3 @@
+module upspin.io
+
+go 1.12
