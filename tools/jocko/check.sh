@@ -5,10 +5,11 @@
 # writes, and stop the cluster. ARGS go to watermark check (e.g. --case
 # no-faults). The build and the cluster live in $JOCKO_WORK, a new
 # folder under $TMPDIR unless set; it is kept, with each broker's log.
+# $WATERMARK is the watermark command, bin/watermark (make build) unless set.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$root/tools/jocko
-work=${JOCKO_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/jocko.XXXXXX")}
+work=${JOCKO_WORK:-$(mktemp -d -t jocko.XXXXXX)}
 mkdir -p "$work"
 if [ ! -x "$work/build/jocko" ]; then
 	"$here/build.sh" "$work/build" ${JOCKO_SRC:+"$JOCKO_SRC"}
@@ -22,4 +23,4 @@ stop() {
 trap stop EXIT
 bootstrap=$("$here/start.sh" "$work/build/jocko" "$work/cluster")
 echo "jocko cluster at $bootstrap (logs: $work/cluster/N/log)"
-"$root/bin/watermark" check --target kafka --target-file "$work/cluster/target.yaml" "$@"
+"${WATERMARK:-$root/bin/watermark}" check --target kafka --target-file "$work/cluster/target.yaml" "$@"
