@@ -19,8 +19,11 @@ import (
 //     commit (an ok commit; committed offset = the next offset to read)
 //     that no process op of the group names. The record's value comes from
 //     the ok fetches (any client's); an offset no fetch returned cannot be
-//     judged and is skipped. Offset is the record's. Ops: the commit, the
-//     fetch that returned the record.
+//     judged and is skipped, and so is one below a log start offset a
+//     fetch reported (retention may delete a record before the group
+//     reads it, as it may delete one nobody read: unseen's rule). Offset
+//     is the record's. Ops: the commit, the fetch that returned the
+//     record.
 //
 // Process ops without a Group are not judged, nor is a group whose
 // application recorded no processing at all (a history that does not
@@ -65,8 +68,12 @@ func checkProcessing(h []Op) []Anomaly {
 	for k := range committed {
 		logs[k.tp] = map[int64]seen{}
 	}
+	starts := map[kafka.TopicPartition]int64{} // the highest log start a fetch reported
 	for i := range h {
 		op := &h[i]
+		if op.Kind == KindFetch && op.LogStart > starts[op.TP()] {
+			starts[op.TP()] = op.LogStart
+		}
 		if op.Kind != KindFetch || op.Outcome != OutcomeOK {
 			continue
 		}
@@ -118,7 +125,7 @@ func checkProcessing(h []Op) []Anomaly {
 		}
 		c := &h[committed[k]]
 		log := logs[k.tp]
-		for o := int64(0); o < c.Offset; o++ {
+		for o := starts[k.tp]; o < c.Offset; o++ {
 			s, known := log[o]
 			if !known {
 				continue

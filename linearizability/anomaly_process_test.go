@@ -73,3 +73,17 @@ func TestUnprocessedIsFound(t *testing.T) {
 	h[6].Outcome, h[6].Error = OutcomeFail, "ILLEGAL_GENERATION"
 	require.Empty(t, CheckAnomalies(h))
 }
+
+// A record below a log start a fetch reported may have been deleted by
+// retention before the group read it: not unprocessed. One above it is.
+func TestUnprocessedSkipsWhatRetentionDeleted(t *testing.T) {
+	h := []Op{
+		{ID: 0, Kind: KindFetch, Topic: "t", Outcome: OutcomeOK, Offset: 0, Records: []Record{{Offset: 0, Value: "a"}, {Offset: 1, Value: "b"}, {Offset: 2, Value: "c"}}},
+		{ID: 1, Kind: KindFetch, Topic: "t", Outcome: OutcomeOK, Offset: 2, LogStart: 2, Records: []Record{{Offset: 2, Value: "c"}}},
+		{ID: 2, Kind: KindProcess, Group: "g", Topic: "t", Offset: 2, Value: "c"},
+		{ID: 3, Kind: KindCommit, Group: "g", Topic: "t", Offset: 3, Outcome: OutcomeOK},
+	}
+	require.Empty(t, processNames(checkProcessing(h)), "offsets 0 and 1 were deleted before the group read them")
+	h[1].LogStart = 1
+	require.Equal(t, []string{AnomalyUnprocessed}, processNames(checkProcessing(h)), "offset 1 was not deleted")
+}

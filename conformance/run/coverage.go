@@ -98,6 +98,17 @@ const (
 	// elected a leader from the log ends of two live replicas or more: a
 	// choice it could get wrong.
 	SitRecoveryChoice Situation = "unclean-recovery-choice"
+	// SitLookupHWBehind: a leader answered a ListOffsets while its HW was
+	// below its log end: "latest" must be the HW, not the log end.
+	SitLookupHWBehind Situation = "list-offsets-hw-below-leo"
+	// SitOffsetsAppendFailed: a group coordinator's write to its offsets
+	// partition failed or timed out (too few in-sync replicas, a leader
+	// change) while its group went on.
+	SitOffsetsAppendFailed Situation = "offsets-append-failed"
+	// SitStaleFetchAnswer: an answer to a follower's fetch reached it from
+	// a broker no longer its leader, after the follower had truncated its
+	// log since sending the fetch: it must be dropped, not appended.
+	SitStaleFetchAnswer Situation = "stale-fetch-answer-after-truncation"
 )
 
 // Situations lists every situation, in the order reports show them.
@@ -107,4 +118,5 @@ var Situations = []Situation{
 	SitTornTail, SitRollPowerLoss, SitRetention, SitFetchBelowLogStart, SitFollowerReset, SitEmptyDiskReturn, SitClusterPowerLoss, SitRestartInARow, SitDuplicateMessage,
 	SitZombieCommit, SitMemberDownPastSession, SitDamagedLog, SitDamagedLastISR,
 	SitCleanStopThenDamage, SitLeaderMovedByShutdown, SitELRCleanRestart, SitRecoveryChoice,
+	SitLookupHWBehind, SitOffsetsAppendFailed, SitStaleFetchAnswer,
 }

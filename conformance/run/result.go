@@ -167,6 +167,9 @@ const (
 	// controller holds alive (KIP-841: a fenced broker leaves every ISR
 	// it is not the last member of, and none may join).
 	InvISRAlive = "IsrMembersAlive"
+	// InvOffsetLookup: a leader answers ListOffsets latest with at most
+	// the committed HW, and earliest with its own log start offset.
+	InvOffsetLookup = "OffsetLookup"
 	// InvController: the controller's own invariants hold after every
 	// step (controller.CheckInvariants: epochs, ISRs, who may lead, the
 	// eligible leader replicas).
@@ -175,7 +178,7 @@ const (
 
 // Invariants lists every invariant the simulator checks.
 var Invariants = []string{InvStrongISR, InvLeaderCompleteness, InvLogMatching, InvTrueHWMonotonic, InvLeaderInISR, InvEpochsIncrease,
-	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced, InvHWOnMinISR, InvISRAlive, InvController}
+	InvAckedIsCommitted, InvHWWithinLog, InvSyncedSurvives, InvStaleEpochFenced, InvHWOnMinISR, InvISRAlive, InvOffsetLookup, InvController}
 
 // ProtocolReport is trace validation's verdict on a run: how many of its
 // replication steps were checked against spec/protocol's model and the

@@ -46,6 +46,11 @@ type Workload struct {
 	// SeekBackEveryMs makes each group consumer seek every partition it
 	// holds 5 records back this often, to re-read them (0: never).
 	SeekBackEveryMs int64 `yaml:"seek_back_every_ms"`
+	// ListOffsetsEveryMs makes each plain consumer look its partitions'
+	// offsets up this often, latest and earliest in turn, between its
+	// fetches: answers given while a leader's HW is below its LEO, or
+	// while retention moves its log start (0: never).
+	ListOffsetsEveryMs int64 `yaml:"list_offsets_every_ms,omitempty"`
 	// ValuePrefix starts every value the producers write: the run's own
 	// id on a cluster the harness does not own afresh (--target kafka),
 	// so that another run's records read back are foreign, never taken

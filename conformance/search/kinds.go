@@ -108,9 +108,10 @@ func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, lat
 // and consume, after every fault so that the faults' draws stay those of
 // the schedule without them: small segments that roll (and, half the
 // time, retention that deletes them while readers and followers are
-// behind), and a consumer group whose members crash, for a moment or past
-// their session, while the coordinator's offsets topic lives through the
-// run's broker faults; sometimes its members seek back to read again.
+// behind), consumers that look offsets up between fetches, and a consumer
+// group whose members crash, for a moment or past their session, while the
+// coordinator's offsets topic lives through the run's broker faults;
+// sometimes its members seek back to read again.
 func moreWorkloads(cfg *run.Spec, rng *rand.Rand, latest int64) {
 	if rng.IntN(2) == 0 {
 		cfg.Broker.LogSegmentBytes = pick(rng, []int64{512, 1024, 4096})
@@ -118,6 +119,11 @@ func moreWorkloads(cfg *run.Spec, rng *rand.Rand, latest int64) {
 			cfg.Broker.LogRetentionBytes = pick(rng, []int64{1024, 2048})
 			cfg.Broker.LogRetentionCheckIntervalMs = 200
 		}
+	}
+	if rng.IntN(2) == 0 {
+		// Consumers look offsets up between fetches: answers while HWs
+		// lag log ends and retention moves log starts.
+		cfg.Workload.ListOffsetsEveryMs = pick(rng, []int64{200, 1000})
 	}
 	if cfg.Brokers < 3 || rng.IntN(2) == 0 {
 		return

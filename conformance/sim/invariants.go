@@ -76,12 +76,16 @@ type pairKey struct {
 }
 
 type invariants struct {
-	s          *Sim
-	committed  map[kafka.TopicPartition]*committedLog
-	leaderEp   map[kafka.TopicPartition]int32
-	verified   map[pairKey]int64
-	violations []*run.Violation // the first failure of each invariant, in order
-	failed     bool             // something failed in this step's check
+	s         *Sim
+	committed map[kafka.TopicPartition]*committedLog
+	// lookups and followerFetches are requests in flight
+	// (coverage_states.go).
+	lookups         lookups
+	followerFetches followerFetches
+	leaderEp        map[kafka.TopicPartition]int32
+	verified        map[pairKey]int64
+	violations      []*run.Violation // the first failure of each invariant, in order
+	failed          bool             // something failed in this step's check
 
 	produces    map[reqKey]sentProduce  // produces in flight
 	fetchEpochs map[reqKey]int32        // fetches in flight: the leader epoch each named
@@ -94,17 +98,19 @@ type invariants struct {
 
 func newInvariants(s *Sim) *invariants {
 	return &invariants{
-		s:           s,
-		committed:   map[kafka.TopicPartition]*committedLog{},
-		leaderEp:    map[kafka.TopicPartition]int32{},
-		verified:    map[pairKey]int64{},
-		produces:    map[reqKey]sentProduce{},
-		fetchEpochs: map[reqKey]int32{},
-		leaderHW:    map[leaderKey]int64{},
-		epochs:      map[replicaKey][2]int32{},
-		synced:      map[broker.NodeID]map[string]int64{},
-		left:        map[broker.NodeID]map[string]int64{},
-		cov:         newCoverage(s, s.ctrl.Controller().Metadata()),
+		s:               s,
+		committed:       map[kafka.TopicPartition]*committedLog{},
+		lookups:         lookups{},
+		followerFetches: followerFetches{},
+		leaderEp:        map[kafka.TopicPartition]int32{},
+		verified:        map[pairKey]int64{},
+		produces:        map[reqKey]sentProduce{},
+		fetchEpochs:     map[reqKey]int32{},
+		leaderHW:        map[leaderKey]int64{},
+		epochs:          map[replicaKey][2]int32{},
+		synced:          map[broker.NodeID]map[string]int64{},
+		left:            map[broker.NodeID]map[string]int64{},
+		cov:             newCoverage(s, s.ctrl.Controller().Metadata()),
 	}
 }
 

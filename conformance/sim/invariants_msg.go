@@ -59,6 +59,11 @@ func (inv *invariants) onSend(env broker.Envelope) {
 		inv.fetchEpochs[reqKey{env.From, m.TopicPartition, m.Correlation}] = m.CurrentLeaderEpoch
 	case partition.FetchRequest:
 		inv.fetchEpochs[reqKey{env.From, m.TopicPartition, m.ID}] = m.CurrentLeaderEpoch
+		inv.sentFollowerFetch(env, m)
+	case broker.ListOffsetsRequest:
+		inv.sentLookup(env, m)
+	case broker.ListOffsetsResponse:
+		inv.checkLookup(env.From, env.To, m)
 	case broker.ProduceResponse:
 		k := reqKey{env.To, m.TopicPartition, m.Correlation}
 		p, ok := inv.produces[k]

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/impl/record"
 )
 
@@ -109,4 +110,14 @@ func TestISRMembersAlive(t *testing.T) {
 	assert.Empty(t, deadInISR([]int32{3}, alive), "quiet: a dead last member is kept")
 	assert.Contains(t, deadInISR([]int32{1, 3}, alive), "broker 3, dead to the controller, is in the ISR [1 3]",
 		"fires: a dead broker kept in, or added to, a larger ISR")
+}
+
+// OffsetLookup: latest is at most the committed HW, earliest the leader's
+// log start; the right answers pass.
+func TestLookupProblem(t *testing.T) {
+	require.Empty(t, lookupProblem(true, 10, 0, 10), "latest = the HW")
+	require.Empty(t, lookupProblem(true, 7, 0, 10), "a new leader's HW may lag the committed one")
+	require.Contains(t, lookupProblem(true, 12, 0, 10), "past the committed HW 10")
+	require.Empty(t, lookupProblem(false, 4, 4, 10), "earliest = the log start")
+	require.Contains(t, lookupProblem(false, 0, 4, 10), "not the leader's log start 4")
 }

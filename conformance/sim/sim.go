@@ -489,6 +489,7 @@ func (s *Sim) deliver(env broker.Envelope) {
 		case n.paused:
 			n.held = append(n.held, env)
 		default:
+			s.inv.cov.delivered(s, env)
 			s.afterBroker(n, n.b.Handle(env, s.Now))
 		}
 	}
@@ -594,6 +595,8 @@ func (s *Sim) collectEvents(n *node) {
 		switch e.Kind {
 		case "warning":
 			s.Notef(run.NoteBroker, int(n.id), "broker %d: %s: %s", n.id, e.TP, e.Detail)
+		case broker.EventOffsetsAppendFailed:
+			s.Reached(run.SitOffsetsAppendFailed)
 		case "retention", partition.EventReset.String():
 			if e.Kind == "retention" {
 				s.Reached(run.SitRetention)

@@ -31,7 +31,11 @@ type client struct {
 	inflight *inflight
 	nextAt   int64
 	seq      int
-	pos      map[kafka.TopicPartition]int64 // consumer positions
+	// nextLookup and lookups pace a consumer's offset lookups
+	// (Workload.ListOffsetsEveryMs).
+	nextLookup int64
+	lookups    int
+	pos        map[kafka.TopicPartition]int64 // consumer positions
 
 	final *finalRead // set for the final reader
 	group *groupConsumer
@@ -62,6 +66,9 @@ type inflight struct {
 	// earliest marks a ListOffsets for the log start offset, after an
 	// OFFSET_OUT_OF_RANGE that did not name it (Kafka's answer does not).
 	earliest bool
+	// lookup marks a consumer's periodic earliest lookup
+	// (Workload.ListOffsetsEveryMs): its answer moves nothing.
+	lookup bool
 }
 
 // Start starts the workload's clients, and the final reader unless the
@@ -226,7 +233,29 @@ func (c *client) tick() {
 		c.needMeta = true
 		return
 	}
+	if every := s.Spec.Workload.ListOffsetsEveryMs; every > 0 && s.Now >= c.nextLookup {
+		c.nextLookup = s.Now + every
+		c.lookups++
+		c.lookUp(tp, broker.NodeID(leader), c.lookups%2 == 1)
+		return
+	}
 	c.fetch(tp, broker.NodeID(leader))
+}
+
+// lookUp asks leader for tp's latest offset (recorded, as the final read's
+// is: the HW, which the model bounds by the committed log) or its earliest
+// (the log start, which the simulator's invariants judge).
+func (c *client) lookUp(tp kafka.TopicPartition, leader broker.NodeID, latest bool) {
+	c.corr++
+	f := &inflight{corr: c.corr, op: -1, deadline: c.s.Now + 1000, lookup: !latest}
+	if latest {
+		f.op = c.s.record(linearizability.Op{
+			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindListOffsets,
+			Topic: tp.Topic, Partition: tp.Partition, Offset: -1,
+		})
+	}
+	c.s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp, Latest: latest}})
+	c.inflight = f
 }
 
 func (c *client) requestMetadata() {
@@ -366,6 +395,9 @@ func (c *client) handle(env broker.Envelope) {
 			return
 		}
 		c.inflight = nil
+		if f.lookup {
+			return
+		}
 		if f.earliest {
 			if m.Err == nil && m.Offset > c.pos[m.TopicPartition] {
 				c.skipTo(m.TopicPartition, m.Offset)

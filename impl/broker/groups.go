@@ -261,7 +261,11 @@ func (b *Broker) flushGroups() error {
 func (b *Broker) flushCoordinator(tp kafka.TopicPartition, c *group.Coordinator) error {
 	rd := c.Ready()
 	for _, e := range rd.Events {
-		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: "group", Detail: e.String()})
+		kind := "group"
+		if e.Kind == group.AppendFailed {
+			kind = EventOffsetsAppendFailed
+		}
+		b.events = append(b.events, Event{Broker: b.cfg.ID, TP: tp, Kind: kind, Detail: e.String()})
 	}
 	for _, a := range rd.Answers {
 		w, ok := b.groupWaiters[a.ID]
@@ -278,6 +282,10 @@ func (b *Broker) flushCoordinator(tp kafka.TopicPartition, c *group.Coordinator)
 	}
 	return nil
 }
+
+// EventOffsetsAppendFailed is the kind of the broker event that says a
+// group coordinator's write to its offsets partition failed.
+const EventOffsetsAppendFailed = "offsets-append-failed"
 
 // appendGroupRecords writes one coordinator append as one acks=all batch
 // of the offsets partition; its completion is the coordinator's AppendDone.

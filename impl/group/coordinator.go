@@ -280,6 +280,13 @@ func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 		return
 	}
 	delete(c.appends, id)
+	if err != nil {
+		gen := a.generation
+		if g, ok := c.groups[a.group]; ok {
+			gen = g.generation
+		}
+		c.emit(Event{Kind: AppendFailed, Now: now, Group: a.group, Generation: gen, Reason: err.Error()})
+	}
 	if a.commit {
 		if err != nil {
 			c.answer(a.request, commitAnswer(a.offsets, a.errs, writeError(err)))

@@ -242,6 +242,7 @@ const (
 	GroupStable                             // the leader's assignment was persisted
 	MemberAdded                             // a member joined the group
 	MemberRemoved                           // a member left or was expired; Reason says which
+	AppendFailed                            // a write to the offsets partition failed; Reason says why
 )
 
 var kindNames = [...]string{
@@ -250,6 +251,7 @@ var kindNames = [...]string{
 	GroupStable:        "stable",
 	MemberAdded:        "member-added",
 	MemberRemoved:      "member-removed",
+	AppendFailed:       "append-failed",
 }
 
 // String returns the kind's name as traces print it.
