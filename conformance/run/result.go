@@ -167,8 +167,8 @@ const (
 	// controller holds alive (KIP-841: a fenced broker leaves every ISR
 	// it is not the last member of, and none may join).
 	InvISRAlive = "IsrMembersAlive"
-	// InvOffsetLookup: a leader answers ListOffsets latest with at most
-	// the committed HW, and earliest with its own log start offset.
+	// InvOffsetLookup: a leader answers ListOffsets latest with its HW,
+	// never its log end, and earliest with its log start offset.
 	InvOffsetLookup = "OffsetLookup"
 	// InvController: the controller's own invariants hold after every
 	// step (controller.CheckInvariants: epochs, ISRs, who may lead, the

@@ -97,11 +97,15 @@ func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, lat
 		}
 		cfg.Faults = append(cfg.Faults, f)
 	}
+	powerLosses = moreWorkloads(cfg, rng, pinned, powerLosses, latest)
 	if pinned != nil && powerLosses > 0 {
+		// The third replica must stay in the ISR: no lost messages, and
+		// no rolling stop, whose controlled shutdown takes it out too.
 		cfg.Network.DropRate = 0
-		cfg.Faults = slices.DeleteFunc(cfg.Faults, func(f run.Fault) bool { return f.Kind == run.FaultMessages })
+		cfg.Faults = slices.DeleteFunc(cfg.Faults, func(f run.Fault) bool {
+			return f.Kind == run.FaultMessages || f.Kind == run.FaultRollingStop
+		})
 	}
-	moreWorkloads(cfg, rng, latest)
 }
 
 // moreWorkloads draws the workloads the cases use besides steady produce
@@ -112,12 +116,23 @@ func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, lat
 // group whose members crash, for a moment or past their session, while the
 // coordinator's offsets topic lives through the run's broker faults;
 // sometimes its members seek back to read again.
-func moreWorkloads(cfg *run.Spec, rng *rand.Rand, latest int64) {
+func moreWorkloads(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, latest int64) int {
 	if rng.IntN(2) == 0 {
 		cfg.Broker.LogSegmentBytes = pick(rng, []int64{512, 1024, 4096})
 		if rng.IntN(2) == 0 {
 			cfg.Broker.LogRetentionBytes = pick(rng, []int64{1024, 2048})
 			cfg.Broker.LogRetentionCheckIntervalMs = 200
+		}
+		if pinned != nil && powerLosses == 0 && rng.IntN(2) == 0 {
+			// Segments that roll faster than logs sync, and rolled ones
+			// synced only with the checkpoints: a power loss then often
+			// finds two segments unsynced (segment-roll-power-loss).
+			powerLosses++
+			cfg.Broker.FlushIntervalMs, cfg.Broker.HWCheckpointIntervalMs = 1000, 5000
+			cfg.Broker.LogSegmentBytes = 512
+			cfg.Workload.ProduceIntervalMs = min(cfg.Workload.ProduceIntervalMs, 50)
+			cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 2000 + rng.Int64N(max(latest-2000, 1))},
+				Kind: run.FaultPowerLoss, Node: pick(rng, pinned), ForMs: 500 + rng.Int64N(2000)})
 		}
 	}
 	if rng.IntN(2) == 0 {
@@ -126,7 +141,7 @@ func moreWorkloads(cfg *run.Spec, rng *rand.Rand, latest int64) {
 		cfg.Workload.ListOffsetsEveryMs = pick(rng, []int64{200, 1000})
 	}
 	if cfg.Brokers < 3 || rng.IntN(2) == 0 {
-		return
+		return powerLosses
 	}
 	w := &cfg.Workload
 	w.GroupConsumers, w.Group = 2+rng.IntN(2), "g"
@@ -140,6 +155,7 @@ func moreWorkloads(cfg *run.Spec, rng *rand.Rand, latest int64) {
 		cfg.Faults = append(cfg.Faults, run.Fault{When: run.Trigger{AtMs: 1000 + rng.Int64N(max(latest-1000, 1))},
 			Kind: run.FaultCrashConsumer, Node: rng.IntN(w.GroupConsumers), ForMs: down})
 	}
+	return powerLosses
 }
 
 // workloadAllows is what a random schedule's workload tolerates by design:

@@ -5,7 +5,6 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -31,10 +30,13 @@ func (inv *invariants) sentFollowerFetch(env broker.Envelope, m partition.FetchR
 }
 
 // checkLookup judges a ListOffsets answer as it leaves its broker: latest
-// is at most the committed HW (Kafka answers the leader's HW, never its
-// log end), earliest the answering leader's log start. An answer given
-// while the leader's HW is below its log end is the situation a "latest =
-// log end" bug needs.
+// is the answering leader's HW (Kafka's answer for read_uncommitted, never
+// its log end: records above the HW may never commit), earliest its log
+// start. An answer given while the leader's HW is below its log end is
+// the situation a "latest = log end" bug needs. The bound is the leader's
+// own HW, not the committed one the invariants track: a deposed leader not
+// yet told may still advance its HW with the followers that have not
+// heard either, and answer from it, as Kafka's does.
 func (inv *invariants) checkLookup(from broker.NodeID, to broker.NodeID, m broker.ListOffsetsResponse) {
 	k := reqKey{to, m.TopicPartition, m.Correlation}
 	latest, ok := inv.lookups[k]
@@ -50,26 +52,18 @@ func (inv *invariants) checkLookup(from broker.NodeID, to broker.NodeID, m broke
 	if r.HW() < r.LEO() {
 		inv.s.Reached(run.SitLookupHWBehind)
 	}
-	if why := lookupProblem(latest, m.Offset, r.LogStart(), inv.committedHW(m.TopicPartition)); why != "" {
+	if why := lookupProblem(latest, m.Offset, r.LogStart(), r.HW()); why != "" {
 		inv.fail(run.InvOffsetLookup, fmt.Sprintf("%s: broker %d answered a ListOffsets of %d: %s", m.TopicPartition, from, to, why))
 	}
 }
 
-// committedHW is the true HW of tp (-1 before any).
-func (inv *invariants) committedHW(tp kafka.TopicPartition) int64 {
-	if c := inv.committed[tp]; c != nil {
-		return c.hw
-	}
-	return -1
-}
-
 // lookupProblem says why a ListOffsets answer of offset is wrong from a
-// leader whose log starts at logStart, the partition committed up to hw;
-// "" when it is not.
+// leader whose log starts at logStart and whose HW is hw; "" when it is
+// not.
 func lookupProblem(latest bool, offset, logStart, hw int64) string {
 	switch {
-	case latest && hw >= 0 && offset > hw:
-		return fmt.Sprintf("latest %d is past the committed HW %d: a consumer would skip to records that may never commit", offset, hw)
+	case latest && offset != hw:
+		return fmt.Sprintf("latest %d is not the leader's HW %d: a consumer would start at records that may never commit, or skip committed ones", offset, hw)
 	case !latest && offset != logStart:
 		return fmt.Sprintf("earliest %d is not the leader's log start %d", offset, logStart)
 	}

@@ -112,12 +112,12 @@ func TestISRMembersAlive(t *testing.T) {
 		"fires: a dead broker kept in, or added to, a larger ISR")
 }
 
-// OffsetLookup: latest is at most the committed HW, earliest the leader's
-// log start; the right answers pass.
+// OffsetLookup: latest is the leader's HW, earliest its log start; the
+// right answers pass.
 func TestLookupProblem(t *testing.T) {
 	require.Empty(t, lookupProblem(true, 10, 0, 10), "latest = the HW")
-	require.Empty(t, lookupProblem(true, 7, 0, 10), "a new leader's HW may lag the committed one")
-	require.Contains(t, lookupProblem(true, 12, 0, 10), "past the committed HW 10")
+	require.Contains(t, lookupProblem(true, 12, 0, 10), "not the leader's HW 10")
+	require.Contains(t, lookupProblem(true, 7, 0, 10), "not the leader's HW 10")
 	require.Empty(t, lookupProblem(false, 4, 4, 10), "earliest = the log start")
 	require.Contains(t, lookupProblem(false, 0, 4, 10), "not the leader's log start 4")
 }

@@ -117,8 +117,20 @@ func (c *client) tickGroup() {
 	}
 	if s.Spec.Workload.SeekBackEveryMs > 0 && !s.Over && s.Now/s.Spec.Workload.SeekBackEveryMs > int64(g.seeks) {
 		g.seeks++
+		// Back from what the application has processed, not from what
+		// the consumer returned: the queue's records are dropped and
+		// must be read again, or the seek would skip them.
+		unprocessed := map[kafka.TopicPartition]int64{}
+		for _, q := range g.queue {
+			if at, ok := unprocessed[q.tp]; !ok || q.rec.Offset < at {
+				unprocessed[q.tp] = q.rec.Offset
+			}
+		}
 		for _, tp := range g.cons.Assignment() {
 			if pos, ok := g.cons.Position(tp); ok && pos > 0 {
+				if at, ok := unprocessed[tp]; ok {
+					pos = min(pos, at)
+				}
 				_ = g.cons.Seek(tp, max(pos-5, 0), s.Now)
 				s.Stats.Seeks++
 			}

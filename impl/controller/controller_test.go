@@ -564,6 +564,12 @@ func TestRestartedReplicaThatLostDataIsNotElected(t *testing.T) {
 	assert.Equal(t, []EventKind{BrokerDead, Offline, BrokerRegistered}, kinds(h.c.Ready()))
 	h.check()
 
+	// Another restart, clean this time (its log is the same short log),
+	// reports nothing lost: the loss is still its, until it is copied back.
+	h.register(1, Registration{})
+	assert.True(t, h.c.lostData(1, p), "a new incarnation keeps what the last one lost")
+	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "still offline, not elected")
+
 	// The controller's snapshot keeps it.
 	snap := h.c.Snapshot()
 	r, err := Restore(h.c.cfg, snap, h.now)

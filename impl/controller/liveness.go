@@ -20,8 +20,9 @@ import (
 // offline partitions whose ISR it is the last member of.
 //
 // lost names the partitions whose logs this process recovered with
-// committed records lost (its broker says so as it registers): it is not
-// elected for them until it is back in their ISR, and a partition whose
+// committed records lost (its broker says so as it registers), and a new
+// incarnation keeps what the previous one lost and had not copied back:
+// it is not elected for them until it is back in their ISR, and a partition whose
 // only ISR member it is stays offline rather than lose what it lost
 // (unclean election, when on, prefers a replica that lost nothing).
 //
@@ -76,7 +77,17 @@ func (c *Controller) Register(id int32, incarnation int64, now int64, reg Regist
 			c.emit(Event{Kind: BrokerDead, Now: now, Broker: id, Incarnation: b.incarnation})
 			c.reconcile(now)
 		}
+		// What the previous process lost and never copied back is still
+		// missing from the same disk, whatever the new one recovered: a
+		// clean stop after the loss does not make the log whole again.
+		stillLost := b.lost
 		b.incarnation, b.lost, b.suspect, b.shuttingDown = incarnation, lostSet(lost), nil, false
+		for tp := range stillLost {
+			if b.lost == nil {
+				b.lost = map[kafka.TopicPartition]bool{}
+			}
+			b.lost[tp] = true
+		}
 		if !clean {
 			b.suspect = lostSet(c.replicaOf(id))
 		}
