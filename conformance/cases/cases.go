@@ -313,7 +313,12 @@ var brokerCases = []Case{
 			cfg := base(seed)
 			cfg.Workload.Acks = partition.AcksLeader
 			cfg.Workload.UnsafeAnyAcks = true // Kafka's clients refuse this; the repro shows why
-			return acks1LeaderCrashes(cfg)
+			cfg = acks1LeaderCrashes(cfg)
+			// Leaders crash 1.5 times as often: with truncation on fetch
+			// a crash finds acknowledged records unreplicated a little
+			// less often than with the epoch query's round trip.
+			cfg.Nemesis.IntervalMs = 1000
+			return cfg
 		},
 		Allowed: []string{linearizability.AnomalyUnseen, linearizability.AnomalyNonmonotonicSend},
 		Require: func(r *run.Result) error {

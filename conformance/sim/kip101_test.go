@@ -37,10 +37,12 @@ func TestKIP101DataLossWithHWTruncation(t *testing.T) {
 // Reference: KIP-101, scenario 1, with the fix.
 func TestKIP101DataLossFixedByEpochTruncation(t *testing.T) {
 	requireFailpoints(t)
-	res, err := Run(cases.KIP101DataLoss(1, partition.TruncateToEpoch))
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire")
-	require.Nil(t, firstViolation(res))
+	for _, tr := range epochPaths {
+		res, err := Run(cases.KIP101DataLoss(1, tr))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire")
+		require.Nil(t, firstViolation(res), tr.String())
+	}
 }
 
 // A follower that lost an unsynced tail in a power loss leads and writes a
@@ -64,13 +66,15 @@ func TestKIP101DivergenceWithHWTruncation(t *testing.T) {
 // Reference: KIP-101, scenario 2, with the fix.
 func TestKIP101DivergenceFixedByEpochTruncation(t *testing.T) {
 	requireFailpoints(t)
-	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := cases.KIP101Divergence(seed, partition.TruncateToEpoch)
-		res, err := Run(cfg)
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
-		if firstViolation(res) != nil {
-			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
+	for _, tr := range epochPaths {
+		for seed := uint64(1); seed <= 3; seed++ {
+			cfg := cases.KIP101Divergence(seed, tr)
+			res, err := Run(cfg)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, res.Stats.FailpointsFired, 1, "the scenario's failpoint must fire; %s", replay(cfg))
+			if firstViolation(res) != nil {
+				t.Fatalf("%s: %v\n%s", tr, firstViolation(res), replay(cfg))
+			}
 		}
 	}
 }

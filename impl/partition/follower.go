@@ -18,6 +18,10 @@ type followerState struct {
 	retryAt       int64 // when > 0 and nothing in flight, resend at this time
 	awaitingEpoch bool
 	queryEpoch    int32
+	// matched: a fetch answer in this epoch took records without a
+	// divergence, so the log below the LEO is the leader's (the fetch
+	// path's counterpart of !awaitingEpoch).
+	matched bool
 }
 
 // becomeFollower starts fetching from the new leader. On the fetch path
@@ -240,6 +244,7 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 	if resp.HW >= 0 {
 		r.setHW(min(resp.HW, r.leo()))
 	}
+	r.follower.matched = true
 	r.sendFetch(now)
 }
 

@@ -211,16 +211,21 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 
 // Resolved says whether the replica's log is reconciled with its epoch: a
 // leader's is, a follower's is once truncation is settled (on the fetch
-// path at once: a divergence can only lie above what it fetched from a
-// leader, and its fetches are answered with a DivergingEpoch until it is
-// cut), a replica without a role (just restarted) holds leftovers. The
+// path, once an answer came without a divergence), a replica without a
+// role (just restarted) holds leftovers. The
 // simulator's LogMatching check relies on it. Reference:
 // spec/SEMANTICS.md, Replication ("Protocol invariants").
 func TestResolved(t *testing.T) {
 	f := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
 	assert.False(t, f.Resolved(), "restarted, no role yet")
 	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-	assert.True(t, f.Resolved(), "fetching on the fetch path")
+	assert.False(t, f.Resolved(), "the fetch path, before an answer")
+	fetch := messages[FetchRequest](f.Ready())[0]
+	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch.ID, Diverging: true, DivergingEpoch: 1, DivergingEndOffset: 1, HW: 1, LEO: 1}, 1)
+	assert.False(t, f.Resolved(), "a diverging answer rules nothing out yet")
+	fetch = messages[FetchRequest](f.Ready())[0]
+	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch.ID, HW: 1, LEO: 1}, 2)
+	assert.True(t, f.Resolved(), "an answer without divergence")
 
 	r := newReplica(t, queryConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
 	assert.False(t, r.Resolved(), "restarted, no role yet")

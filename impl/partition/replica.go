@@ -328,9 +328,19 @@ func (r *Replica) ISR() []int32 { return slices.Clone(r.isr) }
 // Resolved reports whether the replica acts on a log it has reconciled
 // with its leader epoch: it leads, or it follows and has finished working
 // out where to truncate. A replica just restarted, or still waiting for the
-// leader's epoch answer, holds a log and an HW that are leftovers.
+// leader's epoch answer, holds a log and an HW that are leftovers; on the
+// fetch path so does a follower until a fetch answer takes records without
+// a divergence (an empty log has nothing to reconcile).
 func (r *Replica) Resolved() bool {
-	return r.role == RoleLeader || (r.role == RoleFollower && !r.follower.awaitingEpoch)
+	switch {
+	case r.role == RoleLeader:
+		return true
+	case r.role != RoleFollower:
+		return false
+	case r.cfg.Truncation.onFetch():
+		return r.follower.matched || r.leo() == r.logStart()
+	}
+	return !r.follower.awaitingEpoch
 }
 
 // AwaitingEpoch reports whether a follower is still asking its leader where
