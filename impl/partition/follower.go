@@ -18,7 +18,7 @@ type followerState struct {
 	retryAt       int64 // when > 0 and nothing in flight, resend at this time
 	awaitingEpoch bool
 	queryEpoch    int32
-	// matched: a fetch answer in this epoch took records without a
+	// matched: a fetch answer in this epoch came without a
 	// divergence, so the log below the LEO is the leader's (the fetch
 	// path's counterpart of !awaitingEpoch).
 	matched bool

@@ -329,7 +329,7 @@ func (r *Replica) ISR() []int32 { return slices.Clone(r.isr) }
 // with its leader epoch: it leads, or it follows and has finished working
 // out where to truncate. A replica just restarted, or still waiting for the
 // leader's epoch answer, holds a log and an HW that are leftovers; on the
-// fetch path so does a follower until a fetch answer takes records without
+// fetch path so does a follower until a fetch answer comes without
 // a divergence (an empty log has nothing to reconcile).
 func (r *Replica) Resolved() bool {
 	switch {
