@@ -75,6 +75,7 @@ const (
 	PromiseGroupTakeover = "group-takeover-late" // a dead member's partitions were not moved in time
 	PromiseNoStall       = "produce-stalled"     // sends waited longer than a leader move while brokers stopped cleanly
 	PromiseLedAgain      = "partition-offline"   // a partition stayed without a leader though replicas with its data were back
+	PromiseCaughtUp      = "never-caught-up"     // a live follower was still out of the ISR at the end
 )
 
 // requireMinISRRefuses: no acks=all send made while brokers 2 and 3 were
