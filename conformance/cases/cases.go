@@ -348,7 +348,9 @@ var brokerCases = []Case{
 			cfg := KIP101Divergence(seed, partition.TruncateToEpoch)
 			return cfg
 		},
-		Require: requireFailpoints,
+		// The old leader must also truncate and rejoin, not keep being
+		// told of its divergence (its HW covers the record it alone holds).
+		Require: allOf(requireFailpoints, caughtUpAtEnd),
 	},
 	{
 		Name: "isr-proposal-after-new-disk",
