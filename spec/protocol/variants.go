@@ -79,8 +79,8 @@ var Variants = []Named{
 	},
 	{
 		Name:      "no-fencing",
-		Summary:   "KIP-101+279 without KIP-320: a leader serves fetches of any epoch",
-		Variant:   Variant{Truncation: TruncateEpoch, MinISR: 2, NoFencing: true},
+		Summary:   "KIP-101+279 without KIP-320: a leader serves fetches of any epoch (on the OffsetsForLeaderEpoch path, which KIP-320 came before)",
+		Variant:   Variant{Truncation: TruncateEpochQuery, MinISR: 2, NoFencing: true},
 		Bounds:    with(DefaultBounds(), func(b *Bounds) { b.Reelections = 1 }),
 		Reference: "KIP-320",
 	},
