@@ -8,6 +8,7 @@ import (
 	"github.com/watermarkhq/watermark/failpoints"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/partition"
 )
 
@@ -76,5 +77,25 @@ func TestKIP101DivergenceFixedByEpochTruncation(t *testing.T) {
 				t.Fatalf("%s: %v\n%s", tr, firstViolation(res), replay(cfg))
 			}
 		}
+	}
+}
+
+// The truncation failpoints fire on the fetch path too: KIP-101 scenario
+// 2's old leader, told of its divergence by a fetch answer, crashes just
+// before its log is cut (beforeTruncate); restarted, it is told again,
+// truncates, and the run holds. On epoch-query the same crash comes on the
+// epoch answer. Reference: failpoints/doc.go (beforeTruncate), KAFKA-10554.
+func TestTruncationFailpointFiresOnBothEpochPaths(t *testing.T) {
+	requireFailpoints(t)
+	for _, tr := range epochPaths {
+		base, err := Run(cases.KIP101Divergence(1, tr))
+		require.NoError(t, err)
+		cfg := cases.KIP101Divergence(1, tr)
+		cfg.Failpoints = append(cfg.Failpoints, run.Failpoint{Name: broker.FPBeforeTruncate, Term: `1*return("crash")`,
+			Node: 1, When: run.Trigger{AfterAcks: 1}, DownMs: 1000})
+		res, err := Run(cfg)
+		require.NoError(t, err)
+		require.Equal(t, base.Stats.FailpointsFired+1, res.Stats.FailpointsFired, "%s: the truncation's failpoint must fire; %s", tr, replay(cfg))
+		require.Nil(t, firstViolation(res), "%s: %v", tr, firstViolation(res))
 	}
 }
