@@ -184,8 +184,10 @@ func (r *Replica) HandleEpochEndResponse(resp EpochEndResponse, now int64) {
 }
 
 // HandleFetchResponse appends what the leader sent and takes
-// HW = min(leader HW, own LEO). The next fetch goes out in the same Ready,
-// after the append, so it acknowledges only what is written.
+// HW = min(leader HW, own LEO), or, on a DivergingEpoch answer, truncates
+// and takes nothing (truncateOnDivergence). The next fetch goes out in the
+// same Ready, after the append or truncation, so it acknowledges only what
+// is written.
 func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 	if r.role != RoleFollower || r.follower.awaitingEpoch || resp.ID != r.follower.inflight {
 		return
