@@ -54,7 +54,7 @@ func TestTraceValidationFailureViolatesTheRun(t *testing.T) {
 	cfg := cases.KAFKA7164(1, partition.TruncateToEpochNoBump)
 	cfg.ValidateProtocol = true
 	cfg.Broker.ReplicaFetchWaitMaxMs = 0
-	fixed := protocol.Variant{Truncation: protocol.TruncateEpoch, MinISR: cfg.Broker.MinInsyncReplicas,
+	fixed := protocol.Variant{Truncation: protocol.TruncateEpochQuery, MinISR: cfg.Broker.MinInsyncReplicas,
 		KeepISROnRestart: cfg.Controller.KeepISROnRestart, Unclean: cfg.Controller.UncleanLeaderElection}
 	cfg.ProtocolModel = &fixed
 	res, err := sim.Run(cfg)

@@ -78,3 +78,22 @@ func TestFailoverJudgedByTheDeclaredSessionTimeout(t *testing.T) {
 	require.NotErrorAs(t, err, &broken, "too late to judge: not exercised, not broken")
 	require.Contains(t, err.Error(), "no failover could be judged")
 }
+
+// epoch-unknown-to-leader holds on the reference, broker 2 back in the ISR
+// at the end; the same run with a live replica still out of the ISR (a
+// follower told of its divergence again and again, as a wrong truncation
+// on the fetch path leaves it) is a broken promise.
+func TestEpochUnknownToLeaderNeedsTheFollowerBack(t *testing.T) {
+	c := caseNamed("epoch-unknown-to-leader")
+	res, err := sim.Run(spec(c, 1))
+	require.NoError(t, err)
+	require.NoError(t, c.Require(res))
+	require.Empty(t, res.Stats.OutOfISRAtEnd)
+
+	stuck := *res
+	stuck.Stats.OutOfISRAtEnd = []string{"t-0/2"}
+	err = c.Require(&stuck)
+	var broken *BrokenPromise
+	require.True(t, errors.As(err, &broken), "want a broken promise, got %v", err)
+	require.Equal(t, PromiseCaughtUp, broken.Name)
+}

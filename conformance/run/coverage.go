@@ -25,9 +25,10 @@ const (
 	// SitEpochTruncation: a follower truncated records off its log end
 	// to where the leader said its epoch ended.
 	SitEpochTruncation Situation = "truncation-by-epoch"
-	// SitEpochUnknownToLeader: a follower asked where an epoch ended that
-	// its leader's log never held (it led in that epoch itself, and what
-	// it wrote then is in nobody else's log).
+	// SitEpochUnknownToLeader: a follower asked where an epoch ended, or
+	// fetched naming it as its last, that its leader's log never held (it
+	// led in that epoch itself, and what it wrote then is in nobody
+	// else's log).
 	SitEpochUnknownToLeader Situation = "epoch-unknown-to-leader"
 	// SitFencedFetch: a leader refused a fetch for its leader epoch
 	// (FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH).

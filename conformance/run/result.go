@@ -62,7 +62,11 @@ type Stats struct {
 	// OfflineAtEnd names the partitions that had no leader when the run
 	// ended (the simulator sees it in the controller): a final read that
 	// did not finish there was refused, not slow.
-	OfflineAtEnd     []string `json:",omitempty"`
+	OfflineAtEnd []string `json:",omitempty"`
+	// OutOfISRAtEnd names, as "partition/broker", the live replicas
+	// (alive to the controller) outside their partition's ISR when the
+	// run ended: followers that never caught up again. Simulator only.
+	OutOfISRAtEnd    []string `json:",omitempty"`
 	Elections        int
 	UncleanElections int // elections from outside the ISR, unclean recoveries' included
 	// RecoveryElections counts the unclean recoveries' elections

@@ -75,6 +75,16 @@ func (c *coverage) truncation(s *Sim, tp kafka.TopicPartition, v replicaView) {
 	c.logEnd[k] = now
 }
 
+// epochAsked sees a follower name epoch to its leader to, in an epoch
+// query or a fetch.
+func (c *coverage) epochAsked(s *Sim, to broker.NodeID, tp kafka.TopicPartition, epoch int32) {
+	if n := s.nodes[to]; n.b != nil {
+		if r, ok := n.b.Replica(tp); ok && r.Role() == partition.RoleLeader && unknownEpoch(r.EpochCache(), epoch) {
+			s.Reached(run.SitEpochUnknownToLeader)
+		}
+	}
+}
+
 // message sees one message enter the network.
 func (c *coverage) message(s *Sim, env broker.Envelope) {
 	switch m := env.Msg.(type) {
@@ -84,10 +94,11 @@ func (c *coverage) message(s *Sim, env broker.Envelope) {
 			s.Reached(run.SitFencedFetch)
 		}
 	case partition.EpochEndRequest:
-		if n := s.nodes[env.To]; n.b != nil {
-			if r, ok := n.b.Replica(m.TopicPartition); ok && r.Role() == partition.RoleLeader && unknownEpoch(r.EpochCache(), m.Epoch) {
-				s.Reached(run.SitEpochUnknownToLeader)
-			}
+		c.epochAsked(s, env.To, m.TopicPartition, m.Epoch)
+	case partition.FetchRequest:
+		// On the fetch path the fetch names the epoch (LastFetchedEpoch).
+		if m.LastFetchedEpoch >= 0 {
+			c.epochAsked(s, env.To, m.TopicPartition, m.LastFetchedEpoch)
 		}
 	case kafka.AlterPartitionAnswer:
 		if m.Err != nil {

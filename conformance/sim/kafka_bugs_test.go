@@ -41,16 +41,22 @@ func TestKAFKA6361WithKIP101Truncation(t *testing.T) {
 // Reference: KAFKA-6361, KIP-279.
 func TestKAFKA6361FixedByKIP279(t *testing.T) {
 	requireFailpoints(t)
-	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := cases.KAFKA6361(seed, partition.TruncateToEpoch)
-		res, err := Run(cfg)
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
-		if firstViolation(res) != nil {
-			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
+	for _, tr := range epochPaths {
+		for seed := uint64(1); seed <= 3; seed++ {
+			cfg := cases.KAFKA6361(seed, tr)
+			res, err := Run(cfg)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, res.Stats.FailpointsFired, 2, "the scenario's failpoints must fire; %s", replay(cfg))
+			if firstViolation(res) != nil {
+				t.Fatalf("%s: %v\n%s", tr, firstViolation(res), replay(cfg))
+			}
 		}
 	}
 }
+
+// epochPaths are the two safe truncation rules: on fetch (the default,
+// KAFKA-10554) and by OffsetsForLeaderEpoch first (epoch-query).
+var epochPaths = []partition.Truncation{partition.TruncateToEpoch, partition.TruncateToEpochQuery}
 
 // A follower that missed an epoch and is told to follow the same leader in
 // a newer one skips truncation and keeps records that leader no longer has.
@@ -68,12 +74,14 @@ func TestKAFKA7164WithoutTruncationOnEpochBump(t *testing.T) {
 // The same schedule with truncation on every epoch change.
 // Reference: KAFKA-7164, fixed.
 func TestKAFKA7164FixedByTruncationOnEpochBump(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := cases.KAFKA7164(seed, partition.TruncateToEpoch)
-		res, err := Run(cfg)
-		require.NoError(t, err)
-		if firstViolation(res) != nil {
-			t.Fatalf("%v\n%s", firstViolation(res), replay(cfg))
+	for _, tr := range epochPaths {
+		for seed := uint64(1); seed <= 3; seed++ {
+			cfg := cases.KAFKA7164(seed, tr)
+			res, err := Run(cfg)
+			require.NoError(t, err)
+			if firstViolation(res) != nil {
+				t.Fatalf("%s: %v\n%s", tr, firstViolation(res), replay(cfg))
+			}
 		}
 	}
 }

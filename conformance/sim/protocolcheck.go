@@ -54,6 +54,9 @@ func (t *protoTracker) check(e event, tp kafka.TopicPartition, before, after *pr
 			tr.Action.Kind = protocol.Lose
 			return t.run(tr, "ignored "+msg.Kind.String())
 		}
+		if msg.Diverging {
+			return t.run(tr, "deliver diverging fetch-answer")
+		}
 		return t.run(tr, "deliver "+msg.Kind.String())
 	case broker.StateUpdate:
 		for _, st := range m.States {

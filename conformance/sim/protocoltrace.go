@@ -508,7 +508,7 @@ func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
 	switch m := env.Msg.(type) {
 	case partition.FetchRequest:
 		msg := protocol.Msg{Kind: protocol.FetchRequest, From: from, To: to, Inc: t.inc(int32(env.From), m.ReplicaIncarnation),
-			Epoch: epoch(m.CurrentLeaderEpoch), Offset: offsetIndex(log, m.FetchOffset)}
+			Epoch: epoch(m.CurrentLeaderEpoch), Offset: offsetIndex(log, m.FetchOffset), Query: epoch(m.LastFetchedEpoch)}
 		return t.keep(k, msg, msg.Offset >= 0)
 	case partition.EpochEndRequest:
 		return t.keep(k, protocol.Msg{Kind: protocol.EpochRequest, From: from, To: to,
@@ -519,10 +519,14 @@ func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
 			return protoKey{}, false
 		}
 		msg := protocol.Msg{Kind: protocol.FetchAnswer, From: from, To: to, Inc: req.Inc, Epoch: req.Epoch, Offset: req.Offset,
-			End: offsetIndex(log, m.LEO)}
-		if m.Err != nil {
+			End: offsetIndex(log, m.LEO), Asked: req.Query}
+		switch {
+		case m.Err != nil:
 			msg.OutOfRange = true
-		} else {
+		case m.Diverging:
+			msg.Diverging, msg.Query = true, epoch(m.DivergingEpoch)
+			msg.End, msg.HW = offsetIndex(log, m.DivergingEndOffset), offsetIndex(log, m.HW)
+		default:
 			msg.Entries = t.entries(m.Batches)
 			msg.HW = offsetIndex(log, m.HW)
 		}

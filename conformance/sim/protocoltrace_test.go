@@ -28,15 +28,23 @@ func validate(t *testing.T, cfg run.Spec) *run.ProtocolReport {
 // Every replication step of every conformance case's runs (those without
 // failpoints, which need the failpoint build), over several seeds, is a
 // transition spec/protocol's model allows. The model is judged by the
-// variant each run's brokers are configured with.
+// variant each run's brokers are configured with. One more seed runs each
+// case whose brokers take the default truncation on the OffsetsForLeaderEpoch
+// path (epoch-query), so that both paths are judged.
 func TestTraceValidationOverCases(t *testing.T) {
-	const seeds = 2
+	const seeds = 3
 	checked, skipped := map[string]int{}, map[string]int{}
 	for _, c := range cases.Cases {
 		for seed := uint64(1); seed <= seeds; seed++ {
 			cfg := c.Spec(seed)
 			if len(cfg.Failpoints) > 0 {
 				continue
+			}
+			if seed == seeds {
+				if cfg.Broker.Truncation != partition.TruncateToEpoch {
+					continue
+				}
+				cfg.Broker.Truncation = partition.TruncateToEpochQuery
 			}
 			// A leader that holds a fetch answers it later with what it has
 			// then; the model answers at once. Validation runs without holds.
@@ -63,7 +71,7 @@ func TestTraceValidationOverCases(t *testing.T) {
 	}
 	// Each kind of protocol step was exercised, so a clean verdict covers
 	// them all.
-	for _, k := range []string{"deliver fetch", "deliver fetch-answer", "deliver epoch-query", "deliver epoch-answer",
+	for _, k := range []string{"deliver fetch", "deliver fetch-answer", "deliver diverging fetch-answer", "deliver epoch-query", "deliver epoch-answer",
 		"produce", "learn", "learn-isr", "shrink-isr", "expand-isr", "fence", "restart", "crash"} {
 		assert.Positive(t, checked[k], "no %q step was checked", k)
 	}
@@ -80,7 +88,7 @@ func TestTraceValidationCatchesADifferentTruncationRule(t *testing.T) {
 	own := validate(t, cfg)
 	require.Empty(t, own.Failure)
 
-	fixed := protocol.Variant{Truncation: protocol.TruncateEpoch, MinISR: cfg.Broker.MinInsyncReplicas,
+	fixed := protocol.Variant{Truncation: protocol.TruncateEpochQuery, MinISR: cfg.Broker.MinInsyncReplicas,
 		KeepISROnRestart: cfg.Controller.KeepISROnRestart, Unclean: cfg.Controller.UncleanLeaderElection}
 	cfg.ProtocolModel = &fixed
 	judged := validate(t, cfg)
@@ -96,9 +104,27 @@ func TestTraceValidationCatchesEpochTruncationJudgedAsHW(t *testing.T) {
 	require.NoError(t, err)
 	cfg := c[0].Spec(1)
 	cfg.Broker.ReplicaFetchWaitMaxMs = 0
+	cfg.Broker.Truncation = partition.TruncateToEpochQuery
 	v := protocol.Variant{Truncation: protocol.TruncateHW, MinISR: cfg.Broker.MinInsyncReplicas}
 	cfg.ProtocolModel = &v
 	p := validate(t, cfg)
 	require.NotEmpty(t, p.Failure)
 	assert.Contains(t, p.Failure, "learns")
+}
+
+// The two epoch paths are told apart: a broker truncating on fetch,
+// judged by the model of the OffsetsForLeaderEpoch path, fails at its
+// first fetch naming its last epoch; judged by its own, it passes.
+// Reference: KAFKA-10554.
+func TestTraceValidationTellsTheTwoEpochPaths(t *testing.T) {
+	c, err := cases.Lookup([]string{"acks-all-leader-crash"})
+	require.NoError(t, err)
+	cfg := c[0].Spec(1)
+	cfg.Broker.ReplicaFetchWaitMaxMs = 0
+	require.Empty(t, validate(t, cfg).Failure)
+	v := protocol.Variant{Truncation: protocol.TruncateEpochQuery, MinISR: cfg.Broker.MinInsyncReplicas}
+	cfg.ProtocolModel = &v
+	p := validate(t, cfg)
+	require.NotEmpty(t, p.Failure)
+	assert.Contains(t, p.Failure, "last epoch")
 }

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -12,9 +15,15 @@ func (s *Sim) result() *run.Result {
 			s.History[i].Outcome = linearizability.OutcomeUnknown
 		}
 	}
-	for _, p := range s.ctrl.Controller().Metadata() {
+	ctrl := s.ctrl.Controller()
+	for _, p := range ctrl.Metadata() {
 		if p.Leader < 0 {
 			s.Stats.OfflineAtEnd = append(s.Stats.OfflineAtEnd, p.TopicPartition.String())
+		}
+		for _, b := range p.Replicas {
+			if ctrl.IsAlive(b) && !slices.Contains(p.ISR, b) {
+				s.Stats.OutOfISRAtEnd = append(s.Stats.OutOfISRAtEnd, fmt.Sprintf("%s/%d", p.TopicPartition, b))
+			}
 		}
 	}
 	r := &run.Result{

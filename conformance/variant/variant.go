@@ -26,6 +26,9 @@ type Variant struct {
 	Apply func(*run.Spec)
 	// Hunt is how random search hunts the variant's bug down.
 	Hunt Hunt
+	// Sound says the variant is safe too: another way to the same
+	// guarantees, with nothing to find.
+	Sound bool
 }
 
 // Hunt is what random search adds to a variant to make its bug show:
@@ -53,11 +56,19 @@ func (v Variant) Model() (protocol.Named, bool) {
 
 // Safe is the strong-consistency recipe itself: nothing to find.
 var Safe = Variant{Name: "safe", Summary: "the strong-consistency recipe of spec/SEMANTICS.md (nothing to find)",
-	Reference: "spec/SEMANTICS.md, The strong-consistency recipe", Apply: func(*run.Spec) {}}
+	Reference: "spec/SEMANTICS.md, The strong-consistency recipe", Apply: func(*run.Spec) {}, Sound: true}
 
 // All lists every variant: Safe first, then the known bugs.
 var All = []Variant{
 	Safe,
+	{
+		Name: "epoch-query",
+		Summary: "safe, with followers settling divergence by OffsetsForLeaderEpoch before they fetch, as Kafka before KAFKA-10554 " +
+			"(the path hw, epoch-kip101 and epoch-no-bump are built on; nothing to find)",
+		Reference: "KIP-101, KIP-279, KAFKA-10554",
+		Apply:     func(s *run.Spec) { s.Broker.Truncation = partition.TruncateToEpochQuery },
+		Sound:     true,
+	},
 	{
 		Name:      "hw",
 		Summary:   "followers truncate to their own HW, as Kafka before 0.11 (KIP-101's data loss and divergence)",
@@ -181,6 +192,8 @@ func ModelOf(s run.Settings) protocol.Variant {
 		v.Truncation = protocol.TruncateEpochKIP101
 	case partition.TruncateToEpochNoBump:
 		v.Truncation = protocol.TruncateEpochNoBump
+	case partition.TruncateToEpochQuery:
+		v.Truncation = protocol.TruncateEpochQuery
 	}
 	return v
 }

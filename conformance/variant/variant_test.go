@@ -29,6 +29,12 @@ func TestOneSetOfNames(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, m.Variant, got.Variant)
 	}
+	for _, v := range variant.All {
+		m, ok := v.Model()
+		if ok && v.Apply != nil {
+			assert.Equal(t, m.Safe, v.Sound, "%s: sound in the broker and safe in the model alike", v.Name)
+		}
+	}
 	_, err := variant.Lookup("nope")
 	require.ErrorContains(t, err, "hw-below-min-isr")
 	_, err = variant.Runnable("no-fencing")

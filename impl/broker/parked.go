@@ -162,7 +162,9 @@ func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error
 		return err
 	}
 	wait := b.cfg.ReplicaFetchWaitMaxMs
-	if resp.Err == nil && len(resp.Batches) == 0 && wait > 0 {
+	// A divergence is answered at once, as Kafka does: the follower
+	// truncates before it can catch up.
+	if resp.Err == nil && !resp.Diverging && len(resp.Batches) == 0 && wait > 0 {
 		b.replicaFets = append(b.replicaFets, &parkedReplicaFetch{from: from, req: m, leo: resp.LEO, deadline: b.now + wait})
 		return nil
 	}

@@ -66,10 +66,17 @@ func formatMessage(m any) string {
 	k := kindOf(m)
 	switch m := m.(type) {
 	case FetchRequest:
-		return fmt.Sprintf("%s id=%d offset=%d epoch=%d", k, uint32(m.ID), m.FetchOffset, m.CurrentLeaderEpoch)
+		line := fmt.Sprintf("%s id=%d offset=%d epoch=%d", k, uint32(m.ID), m.FetchOffset, m.CurrentLeaderEpoch)
+		if m.LastFetchedEpoch >= 0 {
+			line += fmt.Sprintf(" last=%d", m.LastFetchedEpoch)
+		}
+		return line
 	case FetchResponse:
 		if m.Err != nil {
 			return fmt.Sprintf("%s id=%d err=%v leo=%d", k, uint32(m.ID), m.Err, m.LEO)
+		}
+		if m.Diverging {
+			return fmt.Sprintf("%s id=%d diverging epoch=%d end=%d hw=%d", k, uint32(m.ID), m.DivergingEpoch, m.DivergingEndOffset, m.HW)
 		}
 		return fmt.Sprintf("%s id=%d hw=%d leo=%d batches=%s", k, uint32(m.ID), m.HW, m.LEO, formatLog(m.Batches))
 	case EpochEndRequest:

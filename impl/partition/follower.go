@@ -18,10 +18,15 @@ type followerState struct {
 	retryAt       int64 // when > 0 and nothing in flight, resend at this time
 	awaitingEpoch bool
 	queryEpoch    int32
+	// matched: a fetch answer in this epoch came without a
+	// divergence, so the log below the LEO is the leader's (the fetch
+	// path's counterpart of !awaitingEpoch).
+	matched bool
 }
 
-// becomeFollower resolves where the log may diverge from the new leader's,
-// by the configured truncation variant, then starts fetching.
+// becomeFollower starts fetching from the new leader. On the fetch path
+// (TruncateToEpoch) the fetch itself finds any divergence; the other
+// variants first settle it by their own rule.
 func (r *Replica) becomeFollower(epoch, leader int32, now int64) {
 	r.failPending(kafka.ErrLeaderChanged)
 	if r.cfg.Truncation == TruncateToEpochNoBump && r.role == RoleFollower && r.leaderID == leader {
@@ -49,7 +54,12 @@ func (r *Replica) becomeFollower(epoch, leader int32, now int64) {
 		return
 	}
 	latest, ok := r.epochs.Latest()
-	if !ok {
+	if !ok || r.cfg.Truncation.onFetch() {
+		// Kafka since KAFKA-10554: a replica with an epoch cache fetches
+		// from its LEO at once (ReplicaManager's initial fetch offset) and
+		// learns of a divergence from the answer. Without epochs there is
+		// nothing to compare; the log is empty too, since the cache is
+		// rebuilt from the batches' epochs on load.
 		r.sendFetch(now)
 		return
 	}
@@ -82,6 +92,10 @@ func (r *Replica) sendFetch(now int64) {
 	r.follower.inflight = r.nextID()
 	r.follower.sentAt = now
 	r.follower.retryAt = 0
+	last := noEpoch
+	if e, ok := r.epochs.Latest(); ok && r.cfg.Truncation.onFetch() {
+		last = e
+	}
 	r.ready.Messages = append(r.ready.Messages, FetchRequest{
 		TopicPartition:     r.tp,
 		ID:                 r.follower.inflight,
@@ -90,6 +104,7 @@ func (r *Replica) sendFetch(now int64) {
 		To:                 r.leaderID,
 		FetchOffset:        r.leo(),
 		CurrentLeaderEpoch: r.epoch,
+		LastFetchedEpoch:   last,
 		MaxBytes:           r.cfg.ReplicaFetchMaxBytes,
 	})
 }
@@ -169,8 +184,10 @@ func (r *Replica) HandleEpochEndResponse(resp EpochEndResponse, now int64) {
 }
 
 // HandleFetchResponse appends what the leader sent and takes
-// HW = min(leader HW, own LEO). The next fetch goes out in the same Ready,
-// after the append, so it acknowledges only what is written.
+// HW = min(leader HW, own LEO), or, on a DivergingEpoch answer, truncates
+// and takes nothing (truncateOnDivergence). The next fetch goes out in the
+// same Ready, after the append or truncation, so it acknowledges only what
+// is written.
 func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 	if r.role != RoleFollower || r.follower.awaitingEpoch || resp.ID != r.follower.inflight {
 		return
@@ -185,19 +202,29 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 			return
 		}
 		if errors.Is(resp.Err, kafka.ErrOffsetOutOfRange) && resp.LEO >= 0 {
-			// Our log runs past the leader's.
-			if r.cfg.Truncation == TruncateToHW {
+			// Our log runs past the leader's, or (on the fetch path) the
+			// leader holds no epoch at or below our last one.
+			e, ok := r.epochs.Latest()
+			switch {
+			case r.cfg.Truncation == TruncateToHW:
 				r.truncate(resp.LEO)
-				r.sendFetch(now)
-			} else if e, ok := r.epochs.Latest(); ok {
+			case ok && !r.cfg.Truncation.onFetch():
 				r.sendEpochQuery(e, now)
-			} else {
+				return
+			default:
+				// No epoch to compare, or none of ours the leader
+				// knows: no record of ours is known to be in its log.
 				r.truncate(0)
-				r.sendFetch(now)
 			}
+			r.sendFetch(now)
 			return
 		}
 		r.backoff(resp.Err, now)
+		return
+	}
+	if resp.Diverging {
+		r.truncateOnDivergence(resp.DivergingEpoch, resp.DivergingEndOffset)
+		r.sendFetch(now)
 		return
 	}
 	for _, b := range resp.Batches {
@@ -219,5 +246,36 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 	if resp.HW >= 0 {
 		r.setHW(min(resp.HW, r.leo()))
 	}
+	r.follower.matched = true
 	r.sendFetch(now)
+}
+
+// truncateOnDivergence truncates by a fetch answer's DivergingEpoch, the
+// leader's largest epoch at or below our LastFetchedEpoch and where it
+// ends in the leader's log, by KIP-279's rule as Kafka's fetcher applies it
+// (AbstractFetcherThread.getOffsetTruncationState): if we hold that epoch,
+// to the smaller of its two ends; if not, to the end of our largest epoch
+// below it, and the next fetch names that epoch. The answer's records (it
+// has none) and HW are not taken. The epoch cache is cut at the target
+// even when the log ends below it, as Kafka's truncateTo does: an epoch
+// with no records at our cache's end (we led it and appended nothing)
+// would otherwise be named again by every fetch.
+func (r *Replica) truncateOnDivergence(epoch int32, end int64) {
+	mine, myEnd := r.epochs.EndOffsetFor(epoch, r.leo())
+	to := myEnd
+	switch {
+	case mine < 0:
+		// We hold no epoch at or below the leader's: its end is all there
+		// is to go by (Kafka does the same).
+		to = end
+	case mine == epoch:
+		to = min(end, myEnd)
+	}
+	to = max(min(to, r.leo()), 0)
+	r.truncate(to)
+	before := len(r.epochs.Entries())
+	r.epochs.TruncateFromEnd(to)
+	if len(r.epochs.Entries()) != before {
+		r.ready.EpochsChanged = true
+	}
 }

@@ -40,7 +40,7 @@ func TestFollowerAppendsThenFetchesFromNewLEO(t *testing.T) {
 	fetches := messages[FetchRequest](rd)
 	require.Len(t, fetches, 1, "an empty log has nothing to truncate: fetch at once")
 	assert.Equal(t, FetchRequest{TopicPartition: testTP, ID: fetches[0].ID, ReplicaID: 2, To: 1, FetchOffset: 0,
-		CurrentLeaderEpoch: 1, MaxBytes: cfg.ReplicaFetchMaxBytes}, fetches[0])
+		CurrentLeaderEpoch: 1, LastFetchedEpoch: -1, MaxBytes: cfg.ReplicaFetchMaxBytes}, fetches[0])
 
 	sent := []record.Batch{leaderBatch(0, 1, "a"), leaderBatch(1, 1, "b", "c")}
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetches[0].ID, Batches: sent, HW: 10, LEO: 5}, 5)
@@ -131,11 +131,11 @@ func TestTruncateToHWOnBecomingFollower(t *testing.T) {
 	assert.Equal(t, int64(0), messages[FetchRequest](rd)[0].FetchOffset)
 }
 
-// "truncation=epoch: a follower asks the leader where its last epoch ended
-// and truncates there." It sends no fetch before the answer. Reference:
-// KIP-101.
+// "truncation=epoch-query: a follower asks the leader where its last epoch
+// ended and truncates there." It sends no fetch before the answer.
+// Reference: KIP-101.
 func TestEpochTruncationAsksAboutLatestEpoch(t *testing.T) {
-	r, rd := followerOf(t, testConfig(2), stored([]int32{1, 3, 3}, "a", "b", "c"), 3, epochCache(t, entry(1, 0), entry(3, 1)), 4)
+	r, rd := followerOf(t, queryConfig(2), stored([]int32{1, 3, 3}, "a", "b", "c"), 3, epochCache(t, entry(1, 0), entry(3, 1)), 4)
 	assert.Empty(t, messages[FetchRequest](rd))
 	assert.Equal(t, int64(-1), rd.Truncate, "nothing is truncated before the leader answers")
 	qs := messages[EpochEndRequest](rd)
@@ -161,12 +161,12 @@ func TestEpochTruncationAsksAboutLatestEpoch(t *testing.T) {
 // resolve truncation again on every epoch change, even when the leader
 // stays the same. Reference: KAFKA-7164.
 func TestTruncationOnEveryEpochBump(t *testing.T) {
-	for _, tr := range []Truncation{TruncateToEpoch, TruncateToHW} {
+	for _, tr := range []Truncation{TruncateToEpochQuery, TruncateToHW} {
 		t.Run(tr.String(), func(t *testing.T) {
 			cfg := testConfig(2)
 			cfg.Truncation = tr
 			r, rd := followerOf(t, cfg, stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)), 1)
-			if tr == TruncateToEpoch {
+			if tr == TruncateToEpochQuery {
 				q := messages[EpochEndRequest](rd)
 				require.Len(t, q, 1)
 				r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q[0].ID, Epoch: 1, EndOffset: 1}, 1)
@@ -184,7 +184,7 @@ func TestTruncationOnEveryEpochBump(t *testing.T) {
 			rd = r.Ready()
 			assert.Equal(t, int32(3), r.LeaderEpoch())
 			assert.Equal(t, int32(1), r.Leader())
-			if tr == TruncateToEpoch {
+			if tr == TruncateToEpochQuery {
 				q := messages[EpochEndRequest](rd)
 				require.Len(t, q, 1, "the epoch changed: ask again")
 				assert.Equal(t, EpochEndRequest{TopicPartition: testTP, ID: q[0].ID, ReplicaID: 2, To: 1, Epoch: 1, CurrentLeaderEpoch: 3}, q[0])
@@ -208,8 +208,12 @@ func TestTruncationOnEveryEpochBump(t *testing.T) {
 // of that end and its own end of the same epoch, and when it does not hold
 // the epoch the leader answered with, it asks again about its largest
 // smaller epoch. After that, replication makes the logs identical, even
-// when the follower's tail comes from epochs the leader never saw.
-// Reference: KIP-279, KIP-101.
+// when the follower's tail comes from epochs the leader never saw. The
+// same on both paths: epoch-query asks (OffsetsForLeaderEpoch) before it
+// fetches; epoch (truncation on fetch) names its last epoch in each fetch
+// and truncates on a DivergingEpoch answer, which takes fewer rounds, since
+// an intermediate truncation's next fetch names the follower's own older
+// epoch at once. Reference: KIP-279, KIP-101, KAFKA-10554.
 func TestEpochTruncationEndsWithIdenticalLogs(t *testing.T) {
 	type replicaLog struct {
 		epochs []int32
@@ -221,7 +225,8 @@ func TestEpochTruncationEndsWithIdenticalLogs(t *testing.T) {
 		leader   replicaLog
 		epoch    int32 // the new leader epoch
 		follower replicaLog
-		queries  int   // epoch queries the follower needs
+		queries  int   // epoch queries the follower needs (epoch-query)
+		rounds   int   // diverging fetch answers it gets (epoch)
 		truncTo  int64 // where it truncates
 	}{
 		{
@@ -229,61 +234,61 @@ func TestEpochTruncationEndsWithIdenticalLogs(t *testing.T) {
 			leader:   replicaLog{[]int32{1, 2}, []string{"a", "x"}, []storage.EpochEntry{entry(1, 0), entry(2, 1)}},
 			epoch:    3,
 			follower: replicaLog{[]int32{1, 1, 1}, []string{"a", "b", "c"}, []storage.EpochEntry{entry(1, 0)}},
-			queries:  1, truncTo: 1,
+			rounds:   1, queries: 1, truncTo: 1,
 		},
 		{
 			name:     "follower behind, nothing to drop",
 			leader:   replicaLog{[]int32{1, 1, 2}, []string{"a", "b", "x"}, []storage.EpochEntry{entry(1, 0), entry(2, 2)}},
 			epoch:    3,
 			follower: replicaLog{[]int32{1}, []string{"a"}, []storage.EpochEntry{entry(1, 0)}},
-			queries:  1, truncTo: 1,
+			rounds:   0, queries: 1, truncTo: 1,
 		},
 		{
 			name:     "divergent tail from an epoch the leader never saw",
 			leader:   replicaLog{[]int32{1, 3, 3}, []string{"a", "x", "y"}, []storage.EpochEntry{entry(1, 0), entry(3, 1)}},
 			epoch:    4,
 			follower: replicaLog{[]int32{1, 2, 2}, []string{"a", "b", "c"}, []storage.EpochEntry{entry(1, 0), entry(2, 1)}},
-			queries:  1, truncTo: 1,
+			rounds:   1, queries: 1, truncTo: 1,
 		},
 		{
 			name:     "KAFKA-6361: the follower's epoch ends before the leader's",
 			leader:   replicaLog{[]int32{1, 1}, []string{"a", "b"}, []storage.EpochEntry{entry(1, 0), entry(3, 2)}},
 			epoch:    4,
 			follower: replicaLog{[]int32{1, 2}, []string{"a", "c"}, []storage.EpochEntry{entry(1, 0), entry(2, 1)}},
-			queries:  1, truncTo: 1,
+			rounds:   1, queries: 1, truncTo: 1,
 		},
 		{
 			name:     "multi-round: follower lacks the epoch the leader answered with",
 			leader:   replicaLog{[]int32{1, 2, 2, 4}, []string{"a", "b", "c", "y"}, []storage.EpochEntry{entry(1, 0), entry(2, 1), entry(4, 3)}},
 			epoch:    5,
 			follower: replicaLog{[]int32{1, 3}, []string{"a", "x"}, []storage.EpochEntry{entry(1, 0), entry(3, 1)}},
-			queries:  2, truncTo: 1,
+			rounds:   1, queries: 2, truncTo: 1,
 		},
 		{
 			name:     "multi-round down to the start",
 			leader:   replicaLog{[]int32{2, 4}, []string{"p", "q"}, []storage.EpochEntry{entry(2, 0), entry(4, 1)}},
 			epoch:    5,
 			follower: replicaLog{[]int32{1, 3}, []string{"a", "x"}, []storage.EpochEntry{entry(1, 0), entry(3, 1)}},
-			queries:  2, truncTo: 0,
+			rounds:   2, queries: 2, truncTo: 0,
 		},
 		{
 			name:     "follower's epochs older than all the leader's",
 			leader:   replicaLog{[]int32{2, 2}, []string{"p", "q"}, []storage.EpochEntry{entry(2, 0)}},
 			epoch:    3,
 			follower: replicaLog{[]int32{1}, []string{"a"}, []storage.EpochEntry{entry(1, 0)}},
-			queries:  1, truncTo: 0,
+			rounds:   1, queries: 1, truncTo: 0,
 		},
 		{
 			name:     "leader with an empty log",
 			leader:   replicaLog{nil, nil, nil},
 			epoch:    2,
 			follower: replicaLog{[]int32{1, 1}, []string{"a", "b"}, []storage.EpochEntry{entry(1, 0)}},
-			queries:  1, truncTo: 0,
+			rounds:   1, queries: 1, truncTo: 0,
 		},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, nil, 1, 2)
+		t.Run(tc.name+"/epoch-query", func(t *testing.T) {
+			c := newCluster(t, queryConfig, 1, 2)
 			c.load(1, stored(tc.leader.epochs, tc.leader.values...), 0, epochCache(t, tc.leader.cache...))
 			c.load(2, stored(tc.follower.epochs, tc.follower.values...), 0, epochCache(t, tc.follower.cache...))
 			c.ctrl.LeaderEpoch = tc.epoch - 1
@@ -313,12 +318,48 @@ func TestEpochTruncationEndsWithIdenticalLogs(t *testing.T) {
 			assert.Equal(t, tc.truncTo, f[0].msg.(FetchRequest).FetchOffset)
 
 			c.deliver(anyMsg)
-			leader, follower := c.replica(1), c.replica(2)
-			assert.Equal(t, leader.Log(), follower.Log(), "identical logs")
-			assert.Equal(t, entries(leader.EpochCache()), entries(follower.EpochCache()))
-			assert.Equal(t, leader.HW(), follower.HW())
+			identical(t, c)
+		})
+		t.Run(tc.name+"/epoch", func(t *testing.T) {
+			c := newCluster(t, nil, 1, 2)
+			c.load(1, stored(tc.leader.epochs, tc.leader.values...), 0, epochCache(t, tc.leader.cache...))
+			c.load(2, stored(tc.follower.epochs, tc.follower.values...), 0, epochCache(t, tc.follower.cache...))
+			c.ctrl.LeaderEpoch = tc.epoch - 1
+			c.elect(1, []int32{1})
+			c.produce(1, AcksLeader, "new")
+			require.Empty(t, c.netOf(msgs(2, 1, "epoch-end")), "no OffsetsForLeaderEpoch on the fetch path")
+
+			rounds, offset := 0, int64(-1)
+			for {
+				f := c.take(msgs(2, 1, "fetch"))
+				require.Len(t, f, 1)
+				offset = f[0].msg.(FetchRequest).FetchOffset
+				c.deliverOne(f[0])
+				a := c.take(msgs(1, 2, "fetch-resp"))
+				require.Len(t, a, 1)
+				resp := a[0].msg.(FetchResponse)
+				c.deliverOne(a[0])
+				if !resp.Diverging {
+					break
+				}
+				assert.Empty(t, resp.Batches, "a diverging answer carries no records")
+				rounds++
+				require.LessOrEqual(t, rounds, 5)
+			}
+			assert.Equal(t, tc.rounds, rounds, "diverging answers")
+			assert.Equal(t, tc.truncTo, offset, "the first fetch answered with records starts where the follower truncated")
+			c.deliver(anyMsg)
+			identical(t, c)
 		})
 	}
+}
+
+func identical(t *testing.T, c *cluster) {
+	t.Helper()
+	leader, follower := c.replica(1), c.replica(2)
+	assert.Equal(t, leader.Log(), follower.Log(), "identical logs")
+	assert.Equal(t, entries(leader.EpochCache()), entries(follower.EpochCache()))
+	assert.Equal(t, leader.HW(), follower.HW())
 }
 
 // A follower re-sends a fetch or an epoch query that got no answer within
@@ -348,7 +389,7 @@ func TestFollowerResendsAfterTimeoutAndIgnoresStaleAnswers(t *testing.T) {
 		assert.Equal(t, int64(1), r.LEO(), "a duplicated answer is ignored")
 	})
 	t.Run("epoch query", func(t *testing.T) {
-		r, rd := followerOf(t, cfg, stored([]int32{1, 1}, "a", "b"), 0, epochCache(t, entry(1, 0)), 2)
+		r, rd := followerOf(t, queryConfig(2), stored([]int32{1, 1}, "a", "b"), 0, epochCache(t, entry(1, 0)), 2)
 		first := messages[EpochEndRequest](rd)[0]
 		r.Tick(cfg.RequestTimeoutMs)
 		again := messages[EpochEndRequest](r.Ready())
@@ -388,7 +429,7 @@ func TestFollowerBacksOffAfterErrorAnswer(t *testing.T) {
 		})
 	}
 	t.Run("epoch query", func(t *testing.T) {
-		r, rd := followerOf(t, cfg, stored([]int32{1}, "a"), 0, epochCache(t, entry(1, 0)), 2)
+		r, rd := followerOf(t, queryConfig(2), stored([]int32{1}, "a"), 0, epochCache(t, entry(1, 0)), 2)
 		q := messages[EpochEndRequest](rd)[0]
 		r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Err: kafka.ErrUnknownLeaderEpoch, Epoch: -1, EndOffset: -1}, 100)
 		assert.Equal(t, int64(1), r.LEO(), "an error is no answer: nothing truncated")
@@ -401,11 +442,11 @@ func TestFollowerBacksOffAfterErrorAnswer(t *testing.T) {
 }
 
 // A follower whose log runs past the leader's (OFFSET_OUT_OF_RANGE with the
-// leader's LEO) resolves it as its truncation variant says: epoch asks
-// again where its epoch ended, hw truncates to the leader's LEO.
-// Reference: KIP-101.
+// leader's LEO) resolves it as its truncation variant says: epoch-query
+// asks again where its epoch ended, hw truncates to the leader's LEO (the
+// fetch path: TestFetchPathOutOfRange). Reference: KIP-101.
 func TestFollowerPastLeaderLEO(t *testing.T) {
-	r, rd := followerOf(t, testConfig(2), stored([]int32{1, 1}, "a", "b"), 0, epochCache(t, entry(1, 0)), 2)
+	r, rd := followerOf(t, queryConfig(2), stored([]int32{1, 1}, "a", "b"), 0, epochCache(t, entry(1, 0)), 2)
 	q := messages[EpochEndRequest](rd)[0]
 	r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Epoch: 1, EndOffset: 5}, 1)
 	f := messages[FetchRequest](r.Ready())[0]

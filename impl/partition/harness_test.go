@@ -35,6 +35,14 @@ var (
 )
 
 // testConfig is DefaultConfig scaled down so that scenarios need few ticks.
+// queryConfig is testConfig on the OffsetsForLeaderEpoch path
+// (TruncateToEpochQuery).
+func queryConfig(id int32) Config {
+	cfg := testConfig(id)
+	cfg.Truncation = TruncateToEpochQuery
+	return cfg
+}
+
 func testConfig(id int32) Config {
 	cfg := DefaultConfig(id)
 	cfg.ReplicaLagTimeMaxMs = 1000

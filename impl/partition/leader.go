@@ -5,6 +5,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // Acks is the producer's acks setting.
@@ -157,9 +158,13 @@ func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
 // ReplicaFetch serves a follower's fetch: it records the follower's LEO (its
 // fetch offset), may expand the ISR and advance HW, and returns the batches
 // from the fetch offset. Call it again when a held fetch completes; it is
-// safe to repeat for the same offset.
+// safe to repeat for the same offset. A fetch whose LastFetchedEpoch shows
+// the follower's log diverging from ours gets a DivergingEpoch answer and
+// counts for nothing (Kafka's Partition.fetchRecords skips the follower's
+// fetch state then).
 func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
-	resp := FetchResponse{TopicPartition: req.TopicPartition, ID: req.ID, HW: -1, LEO: -1}
+	resp := FetchResponse{TopicPartition: req.TopicPartition, ID: req.ID, HW: -1, LEO: -1,
+		DivergingEpoch: noEpoch, DivergingEndOffset: storage.UndefinedEpochOffset}
 	if err := r.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
 		resp.Err = err
 		return resp
@@ -183,6 +188,20 @@ func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
 	}
 	leo := r.leo()
 	resp.LEO, resp.LogStart = leo, r.logStart()
+	if req.LastFetchedEpoch >= 0 {
+		e, end := r.epochs.EndOffsetFor(req.LastFetchedEpoch, leo)
+		switch {
+		case e < 0 || end < 0 || req.FetchOffset < resp.LogStart:
+			// No end for the follower's epoch (Kafka answers so too), or
+			// below our log start whatever the epochs say.
+			resp.Err = kafka.ErrOffsetOutOfRange
+			return resp
+		case e < req.LastFetchedEpoch || end < req.FetchOffset:
+			resp.Diverging, resp.DivergingEpoch, resp.DivergingEndOffset = true, e, end
+			resp.HW = r.hw
+			return resp
+		}
+	}
 	if req.FetchOffset > leo || req.FetchOffset < resp.LogStart {
 		// Past our end, the follower's log ran past ours; below our start,
 		// retention deleted what it lacks and it starts again there.

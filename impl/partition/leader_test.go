@@ -358,15 +358,15 @@ func TestNewLeaderGivesFollowersALagWindow(t *testing.T) {
 // is never stuck behind a large one. Reference: KIP-74.
 func TestReplicaFetchByteLimit(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b", "c")
-	resp := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1}, 0)
+	resp := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1}, 0)
 	assert.Equal(t, []string{"a"}, values(resp.Batches))
-	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
+	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
 	assert.Equal(t, []string{"b", "c"}, values(resp.Batches))
 
 	cfg := testConfig(1)
 	cfg.ReplicaFetchMaxBytes = 1
 	r = leaderOf(t, cfg, []int32{1, 2}, "a", "b")
-	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
+	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
 	assert.Equal(t, []string{"a"}, values(resp.Batches))
 }
 
@@ -438,7 +438,7 @@ func assertAlterISR(t *testing.T, got kafka.AlterPartition, epoch, pe int32, isr
 func TestResentISRExpansionNamesTheProcessItWasDecidedOn(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b")
 	fetch := func(inc, offset int64) {
-		r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 1, ReplicaID: 3, ReplicaIncarnation: inc, To: 1,
+		r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: 3, ReplicaIncarnation: inc, To: 1,
 			FetchOffset: offset, CurrentLeaderEpoch: r.LeaderEpoch(), MaxBytes: 1 << 20}, 10)
 	}
 	fetchAt(r, 2, 2, 10)

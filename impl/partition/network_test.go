@@ -103,7 +103,7 @@ func (c *cluster) deliverOne(e envelope) {
 // Held fetches are answered once the leader's LEO or HW moves, or after
 // replica.fetch.wait.max.ms (see tick), so deliver reaches quiescence.
 func (c *cluster) wouldHold(req FetchRequest, resp FetchResponse) bool {
-	if resp.Err != nil || len(resp.Batches) > 0 {
+	if resp.Err != nil || resp.Diverging || len(resp.Batches) > 0 {
 		return false
 	}
 	f := c.nodes[req.ReplicaID]

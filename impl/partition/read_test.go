@@ -71,7 +71,7 @@ func TestLeaderEpochFencing(t *testing.T) {
 		err   error
 	}{{2, kafka.ErrFencedLeaderEpoch}, {4, kafka.ErrUnknownLeaderEpoch}, {3, nil}} {
 		read := r.Read(0, 1<<20, tc.epoch)
-		fetch := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, FetchOffset: 0, CurrentLeaderEpoch: tc.epoch, MaxBytes: 1 << 20}, 0)
+		fetch := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 9, ReplicaID: 2, To: 1, FetchOffset: 0, CurrentLeaderEpoch: tc.epoch, MaxBytes: 1 << 20}, 0)
 		end := r.EpochEnd(EpochEndRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, Epoch: 1, CurrentLeaderEpoch: tc.epoch})
 		if tc.err == nil {
 			assert.NoError(t, read.Err)
@@ -97,18 +97,18 @@ func TestLeaderEpochFencing(t *testing.T) {
 	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.ErrorIs(t, f.Read(0, 1<<20, 3).Err, kafka.ErrNotLeader)
 	assert.ErrorIs(t, f.Read(0, 1<<20, -1).Err, kafka.ErrNotLeader)
-	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
 	assert.ErrorIs(t, f.EpochEnd(EpochEndRequest{TopicPartition: testTP, ReplicaID: 3, Epoch: 1, CurrentLeaderEpoch: 3}).Err, kafka.ErrNotLeader)
 	// The epoch is checked before the role, as Kafka does: a follower
 	// fences a request from an epoch it has left.
 	assert.ErrorIs(t, f.Read(0, 1<<20, 2).Err, kafka.ErrFencedLeaderEpoch)
-	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 2}, 0).Err, kafka.ErrFencedLeaderEpoch)
+	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 2}, 0).Err, kafka.ErrFencedLeaderEpoch)
 	assert.ErrorIs(t, f.Read(0, 1<<20, 4).Err, kafka.ErrUnknownLeaderEpoch)
 
 	// A fetch from a broker that holds no replica of the partition.
-	assert.ErrorIs(t, r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
 	// A follower fetching past the leader's LEO learns the LEO.
-	oor := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3}, 0)
+	oor := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3}, 0)
 	assert.ErrorIs(t, oor.Err, kafka.ErrOffsetOutOfRange)
 	assert.Equal(t, int64(1), oor.LEO)
 }
@@ -156,9 +156,10 @@ func TestRestartedReplicaTakesRoleInItsOwnEpoch(t *testing.T) {
 	assert.Equal(t, RoleNone, r.Role(), "older than its own records")
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.Equal(t, RoleFollower, r.Role())
-	q := messages[EpochEndRequest](r.Ready())
-	require.Len(t, q, 1)
-	assert.Equal(t, int32(3), q[0].Epoch)
+	f := messages[FetchRequest](r.Ready())
+	require.Len(t, f, 1)
+	assert.Equal(t, int32(3), f[0].LastFetchedEpoch)
+	assert.Equal(t, int64(2), f[0].FetchOffset)
 
 	r = load()
 	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 3, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
@@ -176,7 +177,7 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 	cfg.Incarnation = 10
 	r := leaderOf(t, cfg, []int32{1, 2}, "a", "b")
 	fetch := func(id int32, inc, offset int64) FetchResponse {
-		return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 1, ReplicaID: id, ReplicaIncarnation: inc, To: 1,
+		return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: id, ReplicaIncarnation: inc, To: 1,
 			FetchOffset: offset, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
 	}
 	require.NoError(t, fetch(2, 5, 1).Err)
@@ -209,12 +210,24 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 }
 
 // Resolved says whether the replica's log is reconciled with its epoch: a
-// leader's is, a follower's is once truncation is settled, a replica
-// without a role (just restarted) holds leftovers. The simulator's
-// LogMatching check relies on it. Reference: spec/SEMANTICS.md, Replication
-// ("Protocol invariants").
+// leader's is, a follower's is once truncation is settled (on the fetch
+// path, once an answer came without a divergence), a replica without a
+// role (just restarted) holds leftovers. The
+// simulator's LogMatching check relies on it. Reference:
+// spec/SEMANTICS.md, Replication ("Protocol invariants").
 func TestResolved(t *testing.T) {
-	r := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
+	f := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
+	assert.False(t, f.Resolved(), "restarted, no role yet")
+	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+	assert.False(t, f.Resolved(), "the fetch path, before an answer")
+	fetch := messages[FetchRequest](f.Ready())[0]
+	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch.ID, Diverging: true, DivergingEpoch: 1, DivergingEndOffset: 1, HW: 1, LEO: 1}, 1)
+	assert.False(t, f.Resolved(), "a diverging answer rules nothing out yet")
+	fetch = messages[FetchRequest](f.Ready())[0]
+	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch.ID, HW: 1, LEO: 1}, 2)
+	assert.True(t, f.Resolved(), "an answer without divergence")
+
+	r := newReplica(t, queryConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
 	assert.False(t, r.Resolved(), "restarted, no role yet")
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.False(t, r.Resolved(), "waiting for the epoch answer")

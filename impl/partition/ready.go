@@ -5,6 +5,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/storage"
 )
 
 // Ready is what a replica needs done after an input, in the order the
@@ -43,8 +44,13 @@ type Ready struct {
 // to the controller.
 type Message = any
 
+// noEpoch is Kafka's UNDEFINED_EPOCH (-1): a LastFetchedEpoch or
+// DivergingEpoch that is absent.
+const noEpoch = storage.UndefinedEpoch
+
 // FetchRequest is a follower's replica fetch. Its FetchOffset is the
-// follower's LEO: sending it acknowledges everything below.
+// follower's LEO: sending it acknowledges everything below, unless the
+// answer says the log diverged (DivergingEpoch).
 type FetchRequest struct {
 	kafka.TopicPartition
 	ID                 uint64 // matches the response to the request in flight
@@ -53,7 +59,12 @@ type FetchRequest struct {
 	To                 int32 // the leader
 	FetchOffset        int64
 	CurrentLeaderEpoch int32
-	MaxBytes           int
+	// LastFetchedEpoch is the latest epoch in the follower's cache, the
+	// epoch of the record before FetchOffset (Fetch v12+, KIP-595); -1
+	// when the cache is empty, or on the variants that settle divergence
+	// by OffsetsForLeaderEpoch first.
+	LastFetchedEpoch int32
+	MaxBytes         int
 }
 
 // FetchResponse answers a FetchRequest.
@@ -67,6 +78,17 @@ type FetchResponse struct {
 	// LogStart is the leader's log start offset: a FetchOffset below it
 	// is OFFSET_OUT_OF_RANGE, and the follower starts again there.
 	LogStart int64
+	// Diverging says the follower's log diverges from the leader's
+	// (Fetch v12+'s DivergingEpoch, KIP-595): DivergingEpoch is the
+	// leader's largest epoch at or below the request's LastFetchedEpoch
+	// and DivergingEndOffset where it ends in the leader's log, and either
+	// the epoch is not the one asked or it ends below the FetchOffset.
+	// Such an answer carries no batches. The two are -1 when the leader
+	// answers otherwise; the flag, not them, says which, so that a
+	// FetchResponse built without them never reads as a divergence.
+	Diverging          bool
+	DivergingEpoch     int32
+	DivergingEndOffset int64
 }
 
 // EpochEndRequest is OffsetsForLeaderEpoch: where did Epoch end on the leader?

@@ -30,13 +30,18 @@ import (
 // answers a replica gives are impl/kafka's errors.
 var errUnexpectedBatch = errors.New("fetched batch does not start at the follower's LEO")
 
-// Truncation selects how a replica finds the point to truncate to when it
-// becomes a follower.
+// Truncation selects how a follower finds where its log diverges from its
+// leader's.
 type Truncation int
 
 const (
-	// TruncateToEpoch asks the leader where the replica's last leader epoch
-	// ended and truncates there (KIP-101 with KIP-279's iteration). Safe.
+	// TruncateToEpoch is truncation on fetch, Kafka's follower path since
+	// KAFKA-10554 (2.7, always so in 4.x): the follower fetches from its
+	// LEO naming the latest epoch in its cache (LastFetchedEpoch, KIP-595's
+	// Fetch v12 field); a leader that does not hold that epoch up to the
+	// fetch offset answers with the largest epoch it holds at or below it
+	// and that epoch's end (DivergingEpoch) and no records, and the
+	// follower truncates by KIP-279's rule (HandleFetchResponse). Safe.
 	TruncateToEpoch Truncation = iota
 	// TruncateToHW truncates to the replica's own high watermark, as Kafka
 	// did before 0.11. Loses committed data in KIP-101's scenarios.
@@ -49,19 +54,32 @@ const (
 	// records the leader does not have (KAFKA-6361). The deviation lives in
 	// EpochEnd (leader.go) and HandleEpochEndResponse (follower.go).
 	TruncateToEpochKIP101
-	// TruncateToEpochNoBump is TruncateToEpoch except that a follower told
-	// to follow the same leader in a newer epoch keeps fetching without the
-	// truncation step, as Kafka did before KAFKA-7164's fix. Unsafe: a
-	// follower that missed the epochs in between keeps records the leader
-	// no longer has. The deviation lives in becomeFollower (follower.go).
+	// TruncateToEpochNoBump is TruncateToEpochQuery except that a follower
+	// told to follow the same leader in a newer epoch keeps fetching
+	// without the truncation step, as Kafka did before KAFKA-7164's fix.
+	// Unsafe: a follower that missed the epochs in between keeps records
+	// the leader no longer has. The deviation lives in becomeFollower
+	// (follower.go).
 	TruncateToEpochNoBump
+	// TruncateToEpochQuery asks the leader where the replica's last leader
+	// epoch ended (OffsetsForLeaderEpoch) when it becomes a follower, and
+	// truncates there before it fetches (KIP-101 with KIP-279's iteration),
+	// as Kafka did before truncation on fetch (KAFKA-10554). Safe. The
+	// variants hw, epoch-kip101 and epoch-no-bump are built on this path.
+	TruncateToEpochQuery
 )
+
+// onFetch reports whether followers settle divergence on the fetch
+// answer (LastFetchedEpoch and DivergingEpoch) rather than by asking
+// OffsetsForLeaderEpoch first.
+func (t Truncation) onFetch() bool { return t == TruncateToEpoch }
 
 var truncationNames = names[Truncation]{
 	{TruncateToEpoch, "epoch"},
 	{TruncateToHW, "hw"},
 	{TruncateToEpochKIP101, "epoch-kip101"},
 	{TruncateToEpochNoBump, "epoch-no-bump"},
+	{TruncateToEpochQuery, "epoch-query"},
 }
 
 // String names the variant as run files and flags spell it.
@@ -310,9 +328,19 @@ func (r *Replica) ISR() []int32 { return slices.Clone(r.isr) }
 // Resolved reports whether the replica acts on a log it has reconciled
 // with its leader epoch: it leads, or it follows and has finished working
 // out where to truncate. A replica just restarted, or still waiting for the
-// leader's epoch answer, holds a log and an HW that are leftovers.
+// leader's epoch answer, holds a log and an HW that are leftovers; on the
+// fetch path so does a follower until a fetch answer comes without
+// a divergence (an empty log has nothing to reconcile).
 func (r *Replica) Resolved() bool {
-	return r.role == RoleLeader || (r.role == RoleFollower && !r.follower.awaitingEpoch)
+	switch {
+	case r.role == RoleLeader:
+		return true
+	case r.role != RoleFollower:
+		return false
+	case r.cfg.Truncation.onFetch():
+		return r.follower.matched || r.leo() == r.logStart()
+	}
+	return !r.follower.awaitingEpoch
 }
 
 // AwaitingEpoch reports whether a follower is still asking its leader where

@@ -75,7 +75,7 @@ func leaderOf(t testing.TB, cfg Config, isr []int32, values ...string) *Replica 
 
 // fetchAt is a replica fetch from follower in the leader's epoch.
 func fetchAt(r *Replica, follower int32, offset, now int64) FetchResponse {
-	return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 1, ReplicaID: follower, To: r.cfg.BrokerID,
+	return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: follower, To: r.cfg.BrokerID,
 		FetchOffset: offset, CurrentLeaderEpoch: r.LeaderEpoch(), MaxBytes: 1 << 20}, now)
 }
 
@@ -171,7 +171,7 @@ func TestConfigValidate(t *testing.T) {
 // The truncation variant is chosen by broker config under the names
 // spec/SEMANTICS.md uses. Reference: spec/SEMANTICS.md, Replication.
 func TestParseTruncation(t *testing.T) {
-	for _, tr := range []Truncation{TruncateToEpoch, TruncateToHW, TruncateToEpochKIP101, TruncateToEpochNoBump} {
+	for _, tr := range []Truncation{TruncateToEpoch, TruncateToHW, TruncateToEpochKIP101, TruncateToEpochNoBump, TruncateToEpochQuery} {
 		text, err := tr.MarshalText()
 		require.NoError(t, err)
 		var got Truncation
@@ -180,9 +180,10 @@ func TestParseTruncation(t *testing.T) {
 	}
 	assert.Equal(t, "hw", TruncateToHW.String())
 	assert.Equal(t, "epoch", TruncateToEpoch.String())
+	assert.Equal(t, "epoch-query", TruncateToEpochQuery.String())
 	assert.Equal(t, "7", Truncation(7).String())
 	var tr Truncation
-	assert.ErrorContains(t, tr.UnmarshalText([]byte("leader-epoch")), "want one of epoch, hw, epoch-kip101, epoch-no-bump")
+	assert.ErrorContains(t, tr.UnmarshalText([]byte("leader-epoch")), "want one of epoch, hw, epoch-kip101, epoch-no-bump, epoch-query")
 	assert.Equal(t, TruncateToEpoch, DefaultConfig(1).Truncation, "the safe variant is the default")
 	assert.Equal(t, "t-0", testTP.String())
 }

@@ -113,12 +113,12 @@ func TestReadsBelowTheLogStartAreOutOfRange(t *testing.T) {
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(2), res.LogStart)
 
-	resp := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, ReplicaIncarnation: 1, FetchOffset: 1, CurrentLeaderEpoch: 2, MaxBytes: 1 << 20}, 10)
+	resp := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 9, ReplicaID: 2, ReplicaIncarnation: 1, FetchOffset: 1, CurrentLeaderEpoch: 2, MaxBytes: 1 << 20}, 10)
 	require.ErrorIs(t, resp.Err, kafka.ErrOffsetOutOfRange)
 	assert.Equal(t, int64(2), resp.LogStart)
 	assert.Equal(t, int64(5), resp.LEO)
 
-	cfg := testConfig(2)
+	cfg := queryConfig(2)
 	f, rd := followerOf(t, cfg, all[:1], 1, epochCache(t, entry(1, 0)), 2)
 	rd = answerEpochQuery(t, f, rd)
 	fetch := messages[FetchRequest](rd)
@@ -167,7 +167,42 @@ func answerEpochQuery(t *testing.T, f *Replica, rd Ready) Ready {
 // start, so the follower drops its divergent tail and is then reset to the
 // leader's log start. Trimmed, the cache would answer with the log start
 // and the follower would keep a record the committed log does not hold.
+// On the fetch path the leader answers the follower's first fetch with
+// that end as its DivergingEpoch, and the next, below its log start, with
+// OFFSET_OUT_OF_RANGE, as Kafka checks the log start before the epochs
+// (Partition.readRecords).
 func TestFollowerBelowLeaderStartDropsItsDivergentTail(t *testing.T) {
+	t.Run("epoch-query", testBelowLeaderStartByQuery)
+	t.Run("epoch", func(t *testing.T) {
+		leaderLog := stored([]int32{1, 1, 2, 2, 2}, "a", "b", "L2", "L3", "L4")
+		st := &brokenLog{durable: durable{log: leaderLog[3:]}}
+		l, err := NewOnLog(testConfig(1), testTP, st, 5, epochCache(t, entry(1, 0), entry(2, 2)), nil)
+		require.NoError(t, err)
+		l.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
+		l.Ready()
+
+		mine := stored([]int32{1, 1, 1, 1, 1}, "a", "b", "F2", "F3", "F4")
+		f, rd := followerOf(t, testConfig(2), mine, 2, epochCache(t, entry(1, 0)), 2)
+		fetch := messages[FetchRequest](rd)
+		require.Len(t, fetch, 1)
+		ans := l.ReplicaFetch(fetch[0], 1)
+		require.True(t, ans.Diverging)
+		assert.Equal(t, int64(2), ans.DivergingEndOffset, "epoch 1 ended at 2 on the leader, below its log start 3")
+		f.HandleFetchResponse(ans, 1)
+		rd = f.Ready()
+		assert.Equal(t, int64(2), f.LEO(), "F2 and after are gone")
+		fetch = messages[FetchRequest](rd)
+		require.Len(t, fetch, 1)
+		oor := l.ReplicaFetch(fetch[0], 2)
+		require.ErrorIs(t, oor.Err, kafka.ErrOffsetOutOfRange)
+		f.HandleFetchResponse(oor, 2)
+		rd = f.Ready()
+		assert.Equal(t, int64(3), rd.StartAt, "below the leader's log start: begin again there")
+		assert.Empty(t, f.Log())
+	})
+}
+
+func testBelowLeaderStartByQuery(t *testing.T) {
 	leaderLog := stored([]int32{1, 1, 2, 2, 2}, "a", "b", "L2", "L3", "L4")
 	st := &brokenLog{durable: durable{log: leaderLog[3:]}} // retention took [0, 3)
 	l, err := NewOnLog(testConfig(1), testTP, st, 5, epochCache(t, entry(1, 0), entry(2, 2)), nil)
@@ -176,7 +211,7 @@ func TestFollowerBelowLeaderStartDropsItsDivergentTail(t *testing.T) {
 	l.Ready()
 
 	mine := stored([]int32{1, 1, 1, 1, 1}, "a", "b", "F2", "F3", "F4")
-	f, rd := followerOf(t, testConfig(2), mine, 2, epochCache(t, entry(1, 0)), 2)
+	f, rd := followerOf(t, queryConfig(2), mine, 2, epochCache(t, entry(1, 0)), 2)
 	q := messages[EpochEndRequest](rd)
 	require.Len(t, q, 1)
 	ans := l.EpochEnd(q[0])

@@ -111,7 +111,8 @@ func (m Model) becomeFollower(s *State, id, epoch, leader int32) {
 	case m.Variant.Truncation == TruncateHW:
 		r.truncate(r.HW)
 		m.sendFetch(s, id)
-	case r.latestEpoch() < 0:
+	case r.latestEpoch() < 0 || m.Variant.Truncation.onFetch():
+		// On the fetch path the fetch itself finds any divergence.
 		m.sendFetch(s, id)
 	default:
 		m.sendEpochQuery(s, id, r.latestEpoch())
@@ -121,7 +122,17 @@ func (m Model) becomeFollower(s *State, id, epoch, leader int32) {
 func (m Model) sendFetch(s *State, id int32) {
 	r := &s.Replicas[id]
 	r.Await = AwaitFetch
-	s.Net = append(s.Net, Msg{Kind: FetchRequest, From: id, To: r.Leader, Inc: r.Inc, Epoch: r.Epoch, Offset: r.LEO()})
+	s.Net = append(s.Net, Msg{Kind: FetchRequest, From: id, To: r.Leader, Inc: r.Inc, Epoch: r.Epoch, Offset: r.LEO(),
+		Query: m.lastFetched(r)})
+}
+
+// lastFetched is the epoch r's fetches name: its latest cached epoch on
+// the fetch path, -1 otherwise (and when its cache is empty).
+func (m Model) lastFetched(r *Replica) int32 {
+	if !m.Variant.Truncation.onFetch() {
+		return -1
+	}
+	return r.latestEpoch()
 }
 
 func (m Model) sendEpochQuery(s *State, id, epoch int32) {
@@ -159,7 +170,24 @@ func (m Model) deliver(s *State, msg Msg, k int32) {
 		case msg.Inc > known.Inc:
 			*known = Known{LEO: -1, Inc: msg.Inc}
 		}
-		answer.Kind, answer.Offset, answer.End = FetchAnswer, msg.Offset, to.LEO()
+		answer.Kind, answer.Offset, answer.End, answer.Asked = FetchAnswer, msg.Offset, to.LEO(), msg.Query
+		if msg.Query >= 0 {
+			// The leader checks the follower's last epoch (Kafka's
+			// Partition.fetchRecords): no end for it is out of range; a
+			// smaller epoch, or an end below the offset, a divergence,
+			// answered with no records and noted as no progress.
+			e, end := to.endOffsetFor(msg.Query)
+			switch {
+			case e < 0:
+				answer.OutOfRange = true
+				s.Net = append(s.Net, answer)
+				return
+			case e < msg.Query || end < msg.Offset:
+				answer.Diverging, answer.Query, answer.End, answer.HW = true, e, end, to.HW
+				s.Net = append(s.Net, answer)
+				return
+			}
+		}
 		if msg.Offset > to.LEO() {
 			answer.OutOfRange = true
 			s.Net = append(s.Net, answer)
@@ -171,21 +199,27 @@ func (m Model) deliver(s *State, msg Msg, k int32) {
 		answer.HW = to.HW
 		s.Net = append(s.Net, answer)
 	case FetchAnswer:
-		if !m.answers(to, &msg, AwaitFetch) || (!msg.OutOfRange && msg.Offset != to.LEO()) {
+		if !m.answers(to, &msg, AwaitFetch) || (!msg.OutOfRange && msg.Offset != to.LEO()) || msg.Asked != m.lastFetched(to) {
 			return
 		}
 		if msg.OutOfRange {
-			// Our log runs past the leader's.
+			// Our log runs past the leader's, or on the fetch path the
+			// leader knows no end for our last epoch.
 			switch {
 			case m.Variant.Truncation == TruncateHW:
 				to.truncate(msg.End)
 				m.sendFetch(s, msg.To)
-			case to.latestEpoch() >= 0:
+			case to.latestEpoch() >= 0 && !m.Variant.Truncation.onFetch():
 				m.sendEpochQuery(s, msg.To, to.latestEpoch())
 			default:
 				to.truncate(0)
 				m.sendFetch(s, msg.To)
 			}
+			return
+		}
+		if msg.Diverging {
+			truncateOnDivergence(to, msg.Query, msg.End)
+			m.sendFetch(s, msg.To)
 			return
 		}
 		n := int32(len(msg.Entries))
@@ -242,6 +276,26 @@ func (m Model) truncateByAnswer(s *State, id int32, msg Msg) {
 	default:
 		m.sendEpochQuery(s, id, mine)
 	}
+}
+
+// truncateOnDivergence truncates follower r by a diverging fetch answer
+// (epoch, end) by KIP-279's rule: to the smaller of the two ends of epoch
+// if r holds it, else to the end of its largest epoch below it; with no
+// epoch at or below it, to the leader's end. The cache is cut at the
+// target even where the log ends below it: an epoch r led without
+// appending would otherwise be named by every fetch.
+func truncateOnDivergence(r *Replica, epoch, end int32) {
+	mine, myEnd := r.endOffsetFor(epoch)
+	to := myEnd
+	switch {
+	case mine < 0:
+		to = end
+	case mine == epoch:
+		to = min(end, myEnd)
+	}
+	to = max(min(to, r.LEO()), 0)
+	r.truncate(to)
+	r.truncateEpochs(to)
 }
 
 // maybeAdvanceHW sets leader id's HW to the smallest LEO over the ISR it

@@ -162,6 +162,7 @@ func (e *encoder) state(s *State, perm []int32) []byte {
 		e.int(m.End)
 		e.int(m.HW)
 		e.bool(m.OutOfRange)
+		e.bool(m.Diverging)
 		e.entries(m.Entries)
 		e.ends = append(e.ends, len(e.buf))
 	}

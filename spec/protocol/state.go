@@ -207,9 +207,14 @@ func (k MsgKind) String() string { return msgKindNames[k] }
 //
 // Fields by kind:
 //   - FetchRequest: Offset is the follower's LEO (it acknowledges what is
-//     below), Epoch the follower's current leader epoch.
-//   - FetchAnswer: Entries start at Offset; HW is the leader's HW; End is the
-//     leader's LEO; OutOfRange says Offset was past it.
+//     below unless the answer diverges), Epoch the follower's current
+//     leader epoch, Query its latest cached epoch on the fetch path
+//     (LastFetchedEpoch; -1 when it has none, and on the other paths).
+//   - FetchAnswer: Asked echoes the request's Query. Entries start at
+//     Offset; HW is the leader's HW; End is the leader's LEO; OutOfRange
+//     says Offset was past it. Diverging says the leader does not hold
+//     Asked up to Offset: Query is its largest epoch at or below Asked and
+//     End where that epoch ends, and Entries is empty.
 //   - EpochRequest: Query is the epoch asked about.
 //   - EpochAnswer: Asked echoes the epoch asked; Query is the epoch found
 //     (-1 none) and End where it ended.
@@ -227,6 +232,7 @@ type Msg struct {
 	End        int32
 	HW         int32
 	OutOfRange bool
+	Diverging  bool
 	Entries    []Entry
 }
 
@@ -242,8 +248,15 @@ func (m *Msg) follower() int32 {
 func (m *Msg) String() string {
 	switch m.Kind {
 	case FetchRequest:
+		if m.Query >= 0 {
+			return fmt.Sprintf("fetch %d->%d offset %d last epoch %d epoch %d inc %d", m.From, m.To, m.Offset, m.Query, m.Epoch, m.Inc)
+		}
 		return fmt.Sprintf("fetch %d->%d offset %d epoch %d inc %d", m.From, m.To, m.Offset, m.Epoch, m.Inc)
 	case FetchAnswer:
+		if m.Diverging {
+			return fmt.Sprintf("fetch-answer %d->%d offset %d diverging: epoch %d ends at %d (asked %d) hw %d epoch %d",
+				m.From, m.To, m.Offset, m.Query, m.End, m.Asked, m.HW, m.Epoch)
+		}
 		if m.OutOfRange {
 			return fmt.Sprintf("fetch-answer %d->%d offset %d out of range (leader LEO %d) epoch %d", m.From, m.To, m.Offset, m.End, m.Epoch)
 		}

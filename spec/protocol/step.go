@@ -11,11 +11,14 @@ import (
 type Truncation uint8
 
 const (
-	// TruncateEpoch is KIP-101 with KIP-279's rule and KIP-320's fencing:
-	// the follower asks where its latest epoch ended, truncates to the
-	// smaller end of the largest epoch both logs hold, and asks again about
-	// an older epoch when the leader answers with one it does not hold.
-	// Fetches carry the leader epoch and stale ones are refused. Safe.
+	// TruncateEpoch is truncation on fetch, Kafka's follower path since
+	// KAFKA-10554, with KIP-279's rule and KIP-320's fencing: a follower
+	// fetches from its LEO naming its latest cached epoch; a leader that
+	// does not hold that epoch up to the fetch offset answers with the
+	// largest epoch it holds at or below it and where it ends (a diverging
+	// answer, no records, no progress noted), and the follower truncates to
+	// the smaller end of that epoch if it holds it, else to the end of its
+	// own largest epoch below, and fetches again. Safe.
 	TruncateEpoch Truncation = iota
 	// TruncateHW truncates to the follower's own HW (Kafka before 0.11).
 	// The HW lags the leader's, so acknowledged records are dropped.
@@ -25,13 +28,23 @@ const (
 	// answers with an end offset only and the follower truncates to it,
 	// with no epoch to compare. Reference: KAFKA-6361, KIP-279.
 	TruncateEpochKIP101
-	// TruncateEpochNoBump is TruncateEpoch, except that a follower told to
-	// follow the same leader in a newer epoch keeps fetching without
-	// truncating. Reference: KAFKA-7164.
+	// TruncateEpochNoBump is TruncateEpochQuery, except that a follower
+	// told to follow the same leader in a newer epoch keeps fetching
+	// without truncating. Reference: KAFKA-7164.
 	TruncateEpochNoBump
+	// TruncateEpochQuery is KIP-101 with KIP-279's rule, as Kafka did
+	// before truncation on fetch: a new follower asks where its latest
+	// epoch ended (OffsetsForLeaderEpoch), truncates to the smaller end of
+	// the largest epoch both logs hold, and asks again about an older
+	// epoch when the leader answers with one it does not hold; only then
+	// does it fetch. Safe.
+	TruncateEpochQuery
 )
 
-var truncationNames = [...]string{"epoch", "hw", "epoch-kip101", "epoch-no-bump"}
+var truncationNames = [...]string{"epoch", "hw", "epoch-kip101", "epoch-no-bump", "epoch-query"}
+
+// onFetch reports whether followers settle divergence on fetch answers.
+func (t Truncation) onFetch() bool { return t == TruncateEpoch }
 
 func (t Truncation) String() string { return truncationNames[t] }
 
@@ -400,5 +413,5 @@ func findMsg(net []Msg, m *Msg) int {
 func msgEqual(a, b *Msg) bool {
 	return a.Kind == b.Kind && a.From == b.From && a.To == b.To && a.Inc == b.Inc && a.Epoch == b.Epoch &&
 		a.Offset == b.Offset && a.Query == b.Query && a.Asked == b.Asked && a.End == b.End && a.HW == b.HW &&
-		a.OutOfRange == b.OutOfRange && slices.Equal(a.Entries, b.Entries)
+		a.OutOfRange == b.OutOfRange && a.Diverging == b.Diverging && slices.Equal(a.Entries, b.Entries)
 }

@@ -135,7 +135,10 @@ func msgMatches(w, g *Msg, after *State) bool {
 		w.Offset != g.Offset || w.Query != g.Query || w.Asked != g.Asked || w.End != g.End || w.OutOfRange != g.OutOfRange {
 		return false
 	}
-	if w.Kind != FetchAnswer || w.OutOfRange {
+	if w.Diverging != g.Diverging {
+		return false
+	}
+	if w.Kind != FetchAnswer || w.OutOfRange || w.Diverging {
 		return w.HW == g.HW && slices.Equal(w.Entries, g.Entries)
 	}
 	return g.HW == after.Replicas[g.From].HW && len(g.Entries) <= len(w.Entries) && slices.Equal(w.Entries[:len(g.Entries)], g.Entries)

@@ -23,8 +23,8 @@ type Named struct {
 	Reference string
 }
 
-// safeVariant is the strong-consistency recipe of spec/SEMANTICS.md: epoch
-// truncation with fencing, unclean election off, min.insync.replicas 2, HW
+// safeVariant is the strong-consistency recipe of spec/SEMANTICS.md:
+// truncation on fetch with fencing, unclean election off, min.insync.replicas 2, HW
 // held while the ISR is below it, restarts leave the ISR (KIP-903).
 func safeVariant() Variant {
 	return Variant{Truncation: TruncateEpoch, MinISR: 2}
@@ -39,11 +39,19 @@ func with(b Bounds, f func(*Bounds)) Bounds {
 var Variants = []Named{
 	{
 		Name:      "safe",
-		Summary:   "KIP-101+279+320 truncation, clean elections, min ISR 2, KIP-903 restarts",
+		Summary:   "truncation on fetch (KIP-101+279+320, KAFKA-10554), clean elections, min ISR 2, KIP-903 restarts",
 		Variant:   safeVariant(),
 		Safe:      true,
 		Bounds:    DefaultBounds(),
 		Reference: "spec/SEMANTICS.md, strong consistency recipe",
+	},
+	{
+		Name:      "epoch-query",
+		Summary:   "safe, with followers asking OffsetsForLeaderEpoch before they fetch (Kafka before KAFKA-10554)",
+		Variant:   Variant{Truncation: TruncateEpochQuery, MinISR: 2},
+		Safe:      true,
+		Bounds:    DefaultBounds(),
+		Reference: "KIP-101, KIP-279",
 	},
 	{
 		Name:      "hw",
@@ -71,8 +79,8 @@ var Variants = []Named{
 	},
 	{
 		Name:      "no-fencing",
-		Summary:   "KIP-101+279 without KIP-320: a leader serves fetches of any epoch",
-		Variant:   Variant{Truncation: TruncateEpoch, MinISR: 2, NoFencing: true},
+		Summary:   "KIP-101+279 without KIP-320: a leader serves fetches of any epoch (on the OffsetsForLeaderEpoch path, which KIP-320 came before)",
+		Variant:   Variant{Truncation: TruncateEpochQuery, MinISR: 2, NoFencing: true},
 		Bounds:    with(DefaultBounds(), func(b *Bounds) { b.Reelections = 1 }),
 		Reference: "KIP-320",
 	},
