@@ -41,6 +41,7 @@ type options struct {
 	list       bool
 	unit       bool
 	noBaseline bool
+	random     int
 }
 
 // Statuses of a bug.
@@ -78,6 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.list, "list", false, "print the bugs and exit")
 	fs.BoolVar(&o.unit, "unit", false, "run the unit tests of each bug's package instead of check, and compare with its unit field")
 	fs.BoolVar(&o.noBaseline, "no-baseline", false, "do not check the unmutated tree first")
+	fs.IntVar(&o.random, "random", 200, "when the cases miss a bug, also run this many of `watermark check --random`'s schedules (0: cases only); a bug with its own check arguments gets none")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -250,6 +252,18 @@ func (r *runner) one(ctx context.Context, b Bug) (o outcome) {
 		return o
 	}
 	o.cases, o.unknown = res.violated, res.unknown
+	if len(o.cases) == 0 && r.opts.random > 0 && b.Check == "" {
+		// The standing random check is part of watermark check: what
+		// the cases miss, a random schedule may reach.
+		rnd, err := r.tc.checkRandom(ctx, dir, bin, r.opts.random)
+		if err != nil {
+			o.err = err
+			return o
+		}
+		if len(rnd.violated) > 0 {
+			o.cases = []string{fmt.Sprintf("random (of %d)", r.opts.random)}
+		}
+	}
 	o.status = missed
 	switch {
 	case len(o.cases) > 0:

@@ -246,6 +246,28 @@ func (tc toolchain) check(ctx context.Context, dir, bin string, seeds int, extra
 	return res, nil
 }
 
+// checkRandom runs `watermark check --random n` with the built binary.
+func (tc toolchain) checkRandom(ctx context.Context, dir, bin string, n int) (checkResult, error) {
+	out, err := tc.run(ctx, dir, nil, bin, "check", "--random", fmt.Sprint(n), "--quiet", "--json", "--report-dir", filepath.Join(dir, "report-random"))
+	if err != nil && exitCode(err) != 1 {
+		return checkResult{}, fmt.Errorf("check --random: %w", err)
+	}
+	var rep checkReport
+	if jerr := json.Unmarshal(out, &rep); jerr != nil || rep.Verdict == "" {
+		return checkResult{}, fmt.Errorf("check --random: not a JSON report (%v): %s", jerr, tail(string(out), 5))
+	}
+	var res checkResult
+	for _, c := range rep.Cases {
+		switch c.Verdict {
+		case "violated":
+			res.violated = append(res.violated, c.Name)
+		case "unknown":
+			res.unknown = append(res.unknown, c.Name)
+		}
+	}
+	return res, nil
+}
+
 // unitTests runs the unit tests of the package holding file p, with
 // failpoints compiled in as `make test` runs them, and reports whether they
 // failed, with the first failing test. A mutant that does not compile is
