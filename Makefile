@@ -18,7 +18,7 @@ STATICCHECK_VER := v0.8.2
 # Tests that need failpoints fail, instead of skipping, when this is set.
 export WATERMARK_REQUIRE_FAILPOINTS := 1
 
-.PHONY: all build test check random mutate lint bench fuzz tools clean peer-mock peer-self logbench
+.PHONY: all build test check random mutate lint bench fuzz tools clean peer-mock peer-jocko peer-self logbench
 
 all: lint test
 
@@ -74,6 +74,13 @@ mutate: build
 ## check (e.g. ARGS="--case no-faults"). Not part of test.
 peer-mock: build
 	tools/rdkafkamock/check.sh $(ARGS)
+
+## peer-jocko: the kit against jocko (tools/jocko: built from JOCKO_SRC, a
+## git checkout of github.com/travisjeffery/jocko, which the module proxy
+## refuses), three brokers on loopback with kill, restart and pause
+## commands; ARGS go to watermark check. Not part of test.
+peer-jocko: build
+	JOCKO_SRC=$(JOCKO_SRC) tools/jocko/check.sh $(ARGS)
 
 ## peer-self: the kit against the reference itself, from outside
 ## (--target kafka on `watermark cluster --control`): every case, each on

@@ -39,6 +39,10 @@ type KafkaTarget struct {
 	// the broker (its proxy), as on --target cluster. Without it a slowed
 	// broker is slow to the clients only.
 	SlowCmd string
+	// StopCmd, when set with RestartCmd, stops broker {id} as an operator
+	// does (SIGTERM: a controlled shutdown, every log flushed) and returns
+	// once it has exited; the restart command starts it again.
+	StopCmd string
 	// CreateTopicCmd, when set, creates each run's topics instead of the
 	// harness's CreateTopics request (kafka_file.go: createTopicWithCmd).
 	CreateTopicCmd string
@@ -95,7 +99,7 @@ func (t *KafkaTarget) ReplayArgs() []string {
 	for _, c := range []struct{ flag, cmd string }{
 		{"kill-cmd", t.KillCmd}, {"restart-cmd", t.RestartCmd}, {"pause-cmd", t.PauseCmd},
 		{"resume-cmd", t.ResumeCmd}, {"isolate-cmd", t.IsolateCmd}, {"heal-cmd", t.HealCmd},
-		{"slow-cmd", t.SlowCmd}, {"create-topic-cmd", t.CreateTopicCmd},
+		{"slow-cmd", t.SlowCmd}, {"stop-cmd", t.StopCmd}, {"create-topic-cmd", t.CreateTopicCmd},
 	} {
 		if c.cmd != "" {
 			args = append(args, "--"+c.flag+"="+c.cmd)
@@ -152,6 +156,7 @@ func (t *KafkaTarget) Capabilities() Capabilities {
 	c.Crash = c.Crash || t.KillCmd != "" && t.RestartCmd != ""
 	c.Pause = c.Pause || t.PauseCmd != "" && t.ResumeCmd != ""
 	c.Isolate = c.Isolate || t.IsolateCmd != "" && t.HealCmd != ""
+	c.Stop = c.Stop || t.StopCmd != "" && t.RestartCmd != ""
 	c.Slow = true
 	// A broker the harness reaches over the network cannot have its
 	// failpoints switched at an exact protocol step, whatever Faults says.
@@ -499,6 +504,14 @@ func (c *cmdCluster) Restart(id int) error {
 		return f.Restart(id - int(c.shift))
 	}
 	return c.run("restart", c.t.RestartCmd, id)
+}
+
+// Stop stops broker id cleanly with the stop command (live.Stopper).
+func (c *cmdCluster) Stop(id int) error {
+	if f, ok := c.t.Faults.(interface{ Stop(int) error }); ok {
+		return f.Stop(id - int(c.shift))
+	}
+	return c.run("stop", c.t.StopCmd, id)
 }
 
 func (c *cmdCluster) Pause(id int) error {

@@ -44,6 +44,7 @@ type TargetFile struct {
 	IsolateCmd     string            `yaml:"isolate_cmd"`
 	HealCmd        string            `yaml:"heal_cmd"`
 	SlowCmd        string            `yaml:"slow_cmd"`
+	StopCmd        string            `yaml:"stop_cmd"`
 	CreateTopicCmd string            `yaml:"create_topic_cmd"`
 	Settings       map[string]string `yaml:"settings,omitempty"`
 }
@@ -63,7 +64,7 @@ func ReadTargetFile(path string) (*KafkaTarget, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty target file: want at least bootstrap: [HOST:PORT]", path)
 		}
-		return nil, fmt.Errorf("%s: %v (fields: bootstrap, kill_cmd, restart_cmd, pause_cmd, resume_cmd, isolate_cmd, heal_cmd, slow_cmd, create_topic_cmd, settings)", path, err)
+		return nil, fmt.Errorf("%s: %v (fields: bootstrap, kill_cmd, restart_cmd, pause_cmd, resume_cmd, isolate_cmd, heal_cmd, slow_cmd, stop_cmd, create_topic_cmd, settings)", path, err)
 	}
 	if len(f.Bootstrap) == 0 {
 		return nil, fmt.Errorf("%s: no bootstrap: add bootstrap: [HOST:PORT, ...]", path)
@@ -75,11 +76,14 @@ func ReadTargetFile(path string) (*KafkaTarget, error) {
 			return nil, fmt.Errorf("%s: %s and %s go together: give both, or neither", path, pair[0], pair[1])
 		}
 	}
+	if f.StopCmd != "" && f.RestartCmd == "" {
+		return nil, fmt.Errorf("%s: stop_cmd needs restart_cmd, to start the broker again", path)
+	}
 	if err := checkSettings(f.Settings); err != nil {
 		return nil, fmt.Errorf("%s: settings: %v", path, err)
 	}
 	return &KafkaTarget{Bootstrap: f.Bootstrap, KillCmd: f.KillCmd, RestartCmd: f.RestartCmd, PauseCmd: f.PauseCmd,
-		ResumeCmd: f.ResumeCmd, IsolateCmd: f.IsolateCmd, HealCmd: f.HealCmd, SlowCmd: f.SlowCmd, CreateTopicCmd: f.CreateTopicCmd,
+		ResumeCmd: f.ResumeCmd, IsolateCmd: f.IsolateCmd, HealCmd: f.HealCmd, SlowCmd: f.SlowCmd, StopCmd: f.StopCmd, CreateTopicCmd: f.CreateTopicCmd,
 		Settings: f.Settings, File: path}, nil
 }
 

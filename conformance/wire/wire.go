@@ -177,6 +177,19 @@ func (r *Result) Pins() map[int16]int16 {
 
 func has(m map[int16]int16, k int16) bool { _, ok := m[k]; return ok }
 
+// PlainPins is Pins over the plain requests only (no Variant): the ones
+// the cases send. A broker whose error answers (an unknown topic's) are
+// malformed may still answer them right.
+func (r *Result) PlainPins() map[int16]int16 {
+	plain := &Result{}
+	for _, c := range r.Cells {
+		if c.Variant == "" {
+			plain.Cells = append(plain.Cells, c)
+		}
+	}
+	return plain.Pins()
+}
+
 // Options shape a stage run.
 type Options struct {
 	// Dial reaches the broker (nil: net.Dialer).

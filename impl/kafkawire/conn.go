@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -320,10 +321,10 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32, f
 		}
 		frame, err := ReadFrame(br, maxBytes)
 		if err != nil {
-			if errors.Is(err, io.EOF) && len(said) > 0 && tries > 0 {
+			if closed(err) && len(said) > 0 && tries > 0 {
 				return nil, &closedAfterDowngrade{next: v, said: append(said, fmt.Sprintf("asked ApiVersions v%d on the same connection: the broker had closed it (KIP-511 keeps it open after an UNSUPPORTED_VERSION answer, for the retry)", v))}
 			}
-			if errors.Is(err, io.EOF) {
+			if closed(err) {
 				return nil, fail("asked ApiVersions v%d: the broker closed the connection with no answer", v)
 			}
 			return nil, fail("asked ApiVersions v%d: read the answer: %v", v, err)
@@ -333,7 +334,16 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32, f
 		if len(frame) < 4 {
 			return nil, fail("asked ApiVersions v%d: a %d-byte answer", v, len(frame))
 		}
-		if err := resp.ReadFrom(frame[4:]); err != nil && v > 0 {
+		err = resp.ReadFrom(frame[4:])
+		if err == nil && v > 0 && resp.ErrorCode == kerr.UnsupportedVersion.Code {
+			// KIP-511's refusal is in the v0 layout, whatever was asked;
+			// read at v it may decode by accident, listing nothing.
+			v0 := kmsg.NewPtrApiVersionsResponse()
+			if v0.ReadFrom(frame[4:]) == nil {
+				resp = v0
+			}
+		}
+		if err != nil && v > 0 {
 			// A broker that refuses v3 answers in the v0 layout.
 			resp = kmsg.NewPtrApiVersionsResponse()
 			if err0 := resp.ReadFrom(frame[4:]); err0 != nil {
@@ -362,6 +372,12 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32, f
 		return versions, nil
 	}
 	return nil, fail("no version the broker takes answered")
+}
+
+// closed reports whether a read failed because the broker closed the
+// connection: an end of stream, or a reset (a close with unread data).
+func closed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // closedAfterDowngrade is a broker that answered UNSUPPORTED_VERSION and

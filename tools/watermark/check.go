@@ -124,6 +124,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	resumeCmd := fs.String("resume-cmd", "", "with --target kafka: shell command that resumes broker {id} (e.g. 'docker unpause kafka{id}')")
 	isolateCmd := fs.String("isolate-cmd", "", "with --target kafka: shell command that cuts broker {id} off from the other brokers and the clients")
 	slowCmd := fs.String("slow-cmd", "", "with --target kafka: shell command that adds {ms} ms to broker {id}'s links to the other brokers, 0 for none (e.g. tc netem); without it a slow fault slows only the harness's own links to the broker")
+	stopCmd := fs.String("stop-cmd", "", "with --target kafka: shell command that stops broker {id} as an operator does (SIGTERM: a controlled shutdown) and returns once it has exited; with --restart-cmd it enables the clean-stop cases")
 	healCmd := fs.String("heal-cmd", "", "with --target kafka: shell command that ends every isolation")
 	createTopicCmd := fs.String("create-topic-cmd", "", "with --target kafka: shell command that creates topic {topic} with {partitions} partitions, replication factor {rf} and the case's configs ({configs}: name=value,...; {config_flags}: --config name=value ...), instead of the harness's CreateTopics")
 	maxVersions := fs.StringArray("max-version", nil, "with --target kafka: KEY=V caps API KEY (Produce, Metadata, ... or its number) at version V in the harness's requests (repeatable); the wire stage pins those a broker answers wrongly by itself")
@@ -227,7 +228,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		var kt *conformance.KafkaTarget
 		if *targetFile != "" {
-			for _, f := range []string{"bootstrap", "kill-cmd", "restart-cmd", "pause-cmd", "resume-cmd", "isolate-cmd", "heal-cmd", "slow-cmd", "create-topic-cmd"} {
+			for _, f := range []string{"bootstrap", "kill-cmd", "restart-cmd", "pause-cmd", "resume-cmd", "isolate-cmd", "heal-cmd", "slow-cmd", "stop-cmd", "create-topic-cmd"} {
 				if fs.Changed(f) {
 					return usageError(stderr, "check", fmt.Errorf("--%s with --target-file: give the target in the file or as flags, not both", f))
 				}
@@ -241,7 +242,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return usageError(stderr, "check", fmt.Errorf("--target kafka needs --bootstrap HOST:PORT (or --target-file FILE)"))
 			}
 			kt = &conformance.KafkaTarget{Bootstrap: *bootstrap, KillCmd: *killCmd, RestartCmd: *restartCmd,
-				PauseCmd: *pauseCmd, ResumeCmd: *resumeCmd, IsolateCmd: *isolateCmd, HealCmd: *healCmd, SlowCmd: *slowCmd, CreateTopicCmd: *createTopicCmd}
+				PauseCmd: *pauseCmd, ResumeCmd: *resumeCmd, IsolateCmd: *isolateCmd, HealCmd: *healCmd, SlowCmd: *slowCmd, StopCmd: *stopCmd, CreateTopicCmd: *createTopicCmd}
 		}
 		kt.DurationMs, kt.SettleMs, kt.Progress = duration.Milliseconds(), settle.Milliseconds(), show.runTime
 		for _, mv := range *maxVersions {

@@ -22,7 +22,7 @@ import (
 //
 //	/kill/{id}     SIGKILL broker {id}        (--kill-cmd)
 //	/stop/{id}     SIGTERM it and wait until it is down: a controlled
-//	               shutdown, a flush and a clean-shutdown marker
+//	               shutdown, a flush and a clean-shutdown marker (--stop-cmd)
 //	/restart/{id}  start it again on its data (--restart-cmd)
 //	/pause/{id}    SIGSTOP it                 (--pause-cmd)
 //	/resume/{id}   SIGCONT it                 (--resume-cmd)
@@ -100,6 +100,7 @@ func writeTargetFile(path string, bootstrap []string, control string, proxies bo
 		c := "curl -fsS http://" + control
 		f.KillCmd, f.RestartCmd = c+"/kill/{id}", c+"/restart/{id}"
 		f.PauseCmd, f.ResumeCmd = c+"/pause/{id}", c+"/resume/{id}"
+		f.StopCmd = c + "/stop/{id}"
 		if proxies {
 			f.IsolateCmd, f.HealCmd = c+"/isolate/{id}", c+"/heal"
 			f.SlowCmd = "curl -fsS 'http://" + control + "/slow/{id}?ms={ms}'"

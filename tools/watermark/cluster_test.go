@@ -96,6 +96,8 @@ func TestClusterControlEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{boot}, kt.Bootstrap)
 	require.Equal(t, "curl -fsS "+control+"/kill/{id}", kt.KillCmd)
+	require.Equal(t, "curl -fsS "+control+"/stop/{id}", kt.StopCmd)
+	require.True(t, kt.Capabilities().Stop, "the clean-stop cases can run")
 	require.Empty(t, kt.IsolateCmd, "no proxies, no isolation")
 	require.Equal(t, "7", kt.Settings["replica_fetch_max_bytes"])
 	require.Empty(t, kt.SlowCmd, "no proxies, no slow links")
