@@ -147,6 +147,9 @@ func moreWorkloads(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int,
 	w.GroupConsumers, w.Group = 2+rng.IntN(2), "g"
 	w.CommitMode = pick(rng, []run.CommitMode{run.CommitAfterProcess, run.CommitBeforeProcess})
 	w.ConsumerSessionTimeoutMs, w.ProcessPerTick = 1500, 2
+	// Offsets writes that time out while a follower of the offsets
+	// partition is down or slow, not only past Kafka's 5 s.
+	cfg.Broker.OffsetsCommitTimeoutMs = pick(rng, []int64{500, 1500, 5000})
 	if rng.IntN(4) == 0 {
 		w.SeekBackEveryMs = 2000
 	}
