@@ -254,7 +254,7 @@ func (t *KafkaTarget) diagnose(ctx context.Context, err error) error {
 		case errors.Is(herr, kafkawire.ErrNegotiation):
 			// herr says ErrNegotiation and the address already: say
 			// them once, with the exchange it holds.
-			return fmt.Errorf("the broker at %s connects, and then %w", addr, herr)
+			return fmt.Errorf("the broker at %s connects, and then %w (asking for the cluster's brokers had failed with: %v)", addr, herr, err)
 		}
 		failed = append(failed, herr.Error())
 	}
