@@ -30,6 +30,9 @@ type Case struct {
 	// design (a random schedule's at-least-once group reprocesses): the
 	// anomalies AllowedIn(spec) lists.
 	AllowedFor func(run.Spec) []string
+	// Hunt marks a search's case (conformance/search): only the bug it
+	// hunts counts, so a run that tested nothing (exercised) is no finding.
+	Hunt bool
 	// LossAllowed tolerates the loss of committed records: porcupine's
 	// verdict and the protocol invariants are reported but do not fail the
 	// case (unclean election, by design).

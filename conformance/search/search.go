@@ -213,6 +213,7 @@ func Case(v variant.Variant) *cases.Case {
 		Spec: func(seed uint64) run.Spec {
 			return Schedule(v, seed, ScheduleOptions{})
 		},
+		Hunt: true,
 	}
 	if v.Hunt.DivergenceOnly {
 		divergenceOnly(c)
