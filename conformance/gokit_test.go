@@ -56,10 +56,10 @@ func TestAGoImplementationChecksItself(t *testing.T) {
 	created := 0
 	// The cluster's timing, declared as a target file's settings: say so,
 	// the failover is judged by Kafka's default 9 s sessions (the reference
-	// does not serve DescribeConfigs yet), too long for a 6 s run.
+	// does not serve DescribeConfigs yet), too long for a 10 s run.
 	settings := map[string]string{"session_timeout_ms": fmt.Sprint(d.Controller.SessionTimeoutMs),
 		"replica_lag_time_max_ms": fmt.Sprint(d.Broker.ReplicaLagTimeMaxMs)}
-	target := &conformance.KafkaTarget{Bootstrap: lc.Bootstrap(), Faults: crashOnly{lc, &created}, DurationMs: 6000, SettleMs: 6000, Settings: settings}
+	target := &conformance.KafkaTarget{Bootstrap: lc.Bootstrap(), Faults: crashOnly{lc, &created}, DurationMs: 10000, SettleMs: 6000, Settings: settings}
 	require.Equal(t, conformance.Capabilities{Crash: true, Slow: true}, target.Capabilities())
 	list, err := cases.Lookup([]string{"acks-all-leader-crash", "isr-shrink-expand"})
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func TestClusterTargetRunsCasesOnRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes for about a minute; run without -short")
 	}
-	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000, Logf: t.Logf}
+	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 6000, Logf: t.Logf} // long enough that a crash leaves the failover bound (2 sessions) inside the run
 	list, err := cases.Lookup([]string{"acks-all-leader-crash", "leader-isolated", "power-loss-minority"})
 	require.NoError(t, err)
 	rep, err := conformance.Check(list, []uint64{1}, conformance.Options{Target: ct, Context: context.Background(), CheckTimeout: time.Minute, Workers: 2})
