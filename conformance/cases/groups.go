@@ -113,6 +113,43 @@ var groupCases = []Case{
 		},
 	},
 	{
+		Name: "offsets-write-timeout",
+		Summary: "the coordinator's followers get its offsets records late, so commits time out, then the coordinator dies: " +
+			"a commit answered as accepted survives the failover, one that timed out was never answered as accepted",
+		Spec: func(seed uint64) run.Spec {
+			cfg := groupBase(seed)
+			// The coordinator's replica-fetch answers are lost from 4 s,
+			// so its followers stop getting its records but stay in the
+			// ISR (the lag bound is 3 s) and its offsets writes time out
+			// after 500 ms. A member that committed meanwhile crashes for
+			// good at 5 s, the coordinator at 5.5 s: a follower without
+			// those writes takes the offsets partition over, and the
+			// partitions of the member that died are assigned again and
+			// their offsets fetched from it.
+			cfg.Broker.OffsetsCommitTimeoutMs = 500
+			lost := &run.MessageFault{Kinds: []string{"replica-fetch-response"}, Direction: "out", Drop: 1}
+			cfg.Faults = []run.Fault{
+				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultMessages, Role: run.RoleCoordinator, ForMs: 3000, Messages: lost},
+				{When: run.Trigger{AtMs: 5000}, Kind: run.FaultCrashConsumer, Node: 0, ForMs: 8000},
+				{When: run.Trigger{AtMs: 5500}, Kind: run.FaultCrash, Role: run.RoleCoordinator, ForMs: 2000},
+			}
+			return cfg
+		},
+		Allowed: []string{linearizability.AnomalyReprocessed},
+		Require: func(r *run.Result) error {
+			if r.Stats.Crashes == 0 {
+				return fmt.Errorf("no coordinator crashed")
+			}
+			if err := reached(run.SitOffsetsAppendFailed)(r); err != nil {
+				return err
+			}
+			if err := requireResumedFromCommits(r); err != nil {
+				return err
+			}
+			return requireConsumedToEnd(r)
+		},
+	},
+	{
 		Name:    "long-poll",
 		Summary: "a slow producer and a long fetch.max.wait: fetches wait for data and return as soon as it arrives, without busy polling",
 		Spec: func(seed uint64) run.Spec {

@@ -2,6 +2,7 @@ package cases
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -109,6 +110,17 @@ func TestGroupCaseExpectationsCatchWhatTheyClaim(t *testing.T) {
 		}
 	}
 	require.ErrorContains(t, requireResumedFromCommits(&back), "below the")
+
+	// offsets-write-timeout is about writes that timed out: a run whose
+	// coordinator never saw one proves nothing.
+	timeout := caseNamed("offsets-write-timeout")
+	res, err = sim.Run(spec(timeout, 1))
+	require.NoError(t, err)
+	require.NoError(t, timeout.Require(res))
+	noTimeout := *res
+	noTimeout.Reached = maps.Clone(res.Reached)
+	delete(noTimeout.Reached, run.SitOffsetsAppendFailed)
+	require.ErrorContains(t, timeout.Require(&noTimeout), "never reached offsets-append-failed")
 
 	reconsume := caseNamed("reconsume")
 	res, err = sim.Run(spec(reconsume, 1))
