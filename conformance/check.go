@@ -282,7 +282,11 @@ func Check(list []Case, seeds []uint64, opts Options) (*Report, error) {
 				continue
 			}
 			rep.Runs++
-			rep.Cases[slot[e.c]].Add(e.r, list[e.c].LossAllowed)
+			lossAllowed := list[e.c].LossAllowed
+			if e.r.Run != nil {
+				lossAllowed = list[e.c].LossAllowedIn(e.r.Run.Spec)
+			}
+			rep.Cases[slot[e.c]].Add(e.r, lossAllowed)
 			p.Done, p.Result = rep.Runs, e.r
 		}
 		if opts.Progress != nil {

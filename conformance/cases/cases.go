@@ -58,14 +58,37 @@ type Case struct {
 	Require func(r *run.Result) error
 }
 
-// AllowedIn is what c tolerates in a run of spec: Allowed, and what the
-// run's workload allows by design (AllowedFor).
+// AllowedIn is what c tolerates in a run of spec: Allowed, what the
+// run's workload allows by design (AllowedFor), and the consequences of
+// lost records when the run's settings allow loss (run.Spec.LossByDesign).
 func (c *Case) AllowedIn(spec run.Spec) []string {
-	if c.AllowedFor == nil {
+	if c.AllowedFor == nil && !spec.LossByDesign() {
 		return c.Allowed
 	}
-	return append(slices.Clone(c.Allowed), c.AllowedFor(spec)...)
+	out := slices.Clone(c.Allowed)
+	if c.AllowedFor != nil {
+		out = append(out, c.AllowedFor(spec)...)
+	}
+	if spec.LossByDesign() {
+		for _, a := range UncleanAnomalies {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
+
+// UncleanAnomalies are what a run whose settings allow loss by design
+// (run.Spec.LossByDesign) may show: the consequences of lost records, and
+// records written twice, because an unclean election can lose the
+// producer state that deduplicates retries (Kafka promises idempotence
+// only without unclean elections, KIP-98).
+var UncleanAnomalies = append(slices.Clone(LossAnomalies), linearizability.AnomalyDuplicate, linearizability.AnomalyDedupFailure)
+
+// LossAllowedIn reports whether c tolerates lost committed records in a
+// run of spec: LossAllowed, or settings that allow loss by design.
+func (c *Case) LossAllowedIn(spec run.Spec) bool { return c.LossAllowed || spec.LossByDesign() }
 
 // BrokenPromise is a Require error for a promise the run tested and the
 // target broke: the verdict is VIOLATED, never UNKNOWN (spec/SEMANTICS.md,

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -96,4 +98,20 @@ func TestEpochUnknownToLeaderNeedsTheFollowerBack(t *testing.T) {
 	var broken *BrokenPromise
 	require.True(t, errors.As(err, &broken), "want a broken promise, got %v", err)
 	require.Equal(t, PromiseCaughtUp, broken.Name)
+}
+
+// A run whose settings allow an unclean election or recovery is judged as
+// a case that allows loss, whatever the case says; other runs are not.
+func TestLossByDesignAllowsTheConsequencesOfLoss(t *testing.T) {
+	c := Case{Name: "x", Allowed: []string{linearizability.AnomalyReprocessed}}
+	spec := run.DefaultSpec(1)
+	assert.False(t, c.LossAllowedIn(spec))
+	assert.Equal(t, []string{linearizability.AnomalyReprocessed}, c.AllowedIn(spec))
+	spec.Controller.UncleanRecovery = controller.RecoveryAggressive
+	assert.True(t, c.LossAllowedIn(spec))
+	for _, a := range UncleanAnomalies {
+		assert.Contains(t, c.AllowedIn(spec), a)
+	}
+	assert.Contains(t, c.AllowedIn(spec), linearizability.AnomalyReprocessed)
+	assert.Len(t, c.Allowed, 1, "AllowedIn does not change the case")
 }

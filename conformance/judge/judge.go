@@ -89,7 +89,7 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 	}
 	r.Invariants = res.Violations
 	for _, v := range r.Invariants {
-		if !c.LossAllowed || slices.Contains(c.MustHold, v.Invariant) {
+		if !c.LossAllowedIn(res.Spec) || slices.Contains(c.MustHold, v.Invariant) {
 			fail(Violated, "invariant %s", v.Error())
 		}
 	}
@@ -97,7 +97,7 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 	switch r.Linearizability.Verdict {
 	case linearizability.VerdictIllegal:
 		switch {
-		case c.LossAllowed:
+		case c.LossAllowedIn(res.Spec):
 		case c.DuplicatesAllowed && hasAnomaly(r.Allowed, linearizability.AnomalyDuplicate):
 			// Explained by the duplicates at-least-once allows.
 		default:

@@ -22,7 +22,7 @@ func RunFileFor(r *judge.RunResult, c *cases.Case) *run.File {
 		if f.Allowed == nil {
 			f.Allowed = []string{}
 		}
-		f.LossAllowed = c.LossAllowed
+		f.LossAllowed = c.LossAllowedIn(r.Run.Spec)
 		f.DuplicatesAllowed = c.DuplicatesAllowed
 	}
 	found := FoundNames(r, f.LossAllowed)

@@ -234,6 +234,14 @@ func (s *Spec) Partitions() []kafka.TopicPartition {
 	return tps
 }
 
+// LossByDesign reports whether the run's settings let the controller elect
+// a replica that may lack committed records (unclean leader election, or
+// KIP-966's unclean recovery): such a run may lose them legitimately, and
+// is judged as a case that allows loss is.
+func (s *Spec) LossByDesign() bool {
+	return s.Controller.UncleanLeaderElection || s.Controller.UncleanRecovery != controller.RecoveryNone
+}
+
 // GroupPartition is the offsets-topic partition that coordinates the
 // workload's group.
 func (s *Spec) GroupPartition() kafka.TopicPartition {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -105,6 +106,64 @@ func moreKinds(cfg *run.Spec, rng *rand.Rand, pinned []int, powerLosses int, lat
 		cfg.Faults = slices.DeleteFunc(cfg.Faults, func(f run.Fault) bool {
 			return f.Kind == run.FaultMessages || f.Kind == run.FaultRollingStop
 		})
+	}
+	if pinned == nil && powerLosses == 0 && cfg.Brokers == 3 && cfg.Topics[0].ReplicationFactor == 3 {
+		lastReplicaStanding(cfg, rng)
+	}
+}
+
+// lastReplicaStanding draws, one time in two, one of the schedules that
+// leave a partition (t-0) with one live replica and then strike it, which
+// independent draws almost never line up: its followers go down one after
+// the other, so that the ISR shrinks to the leader, and then
+//   - with every append synced and min ISR 2, the leader's log is damaged
+//     while it is down (damaged-last-isr-member): the follower that left
+//     the ISR last is an eligible leader replica with every committed
+//     record; it must lead, and nothing committed may be lost;
+//   - or, with min ISR 1 and KIP-966's unclean recovery on, the leader dies
+//     for good (aggressive) or comes back on an empty disk (balanced): the
+//     controller asks the followers as they return and elects the longer
+//     (unclean-recovery-choice). Loss is allowed by design in such a run
+//     (run.Spec.LossByDesign); the choice is judged (RecoveredLongest).
+//
+// Only in runs with no power loss or damage of their own (the first one
+// needs every other copy intact) on three brokers, RF 3.
+func lastReplicaStanding(cfg *run.Spec, rng *rand.Rand) {
+	t1 := 1000 + rng.Int64N(500)
+	t2 := t1 + searchSessionMs + 500 + rng.Int64N(500) // after the controller took the first out
+	t3 := t2 + searchSessionMs + 500 + rng.Int64N(500)
+	switch rng.IntN(4) {
+	case 0:
+		cfg.Broker.FlushEveryAppend, cfg.Broker.MinInsyncReplicas = true, 2
+		// Damage below the recovery point (in a rolled segment) is found
+		// by the read that meets it, after the replica may have led
+		// (SEMANTICS, Damage below the recovery point): a start that
+		// reads every segment finds it first.
+		cfg.Broker.LogVerifyOnStart = true
+		downMs := 500 + rng.Int64N(1000)
+		back := t3 + downMs + 500 + rng.Int64N(1500) // the followers return after the damaged leader
+		cfg.Faults = append(cfg.Faults,
+			run.Fault{When: run.Trigger{AtMs: t1}, Kind: run.FaultCrash, Role: run.RoleFollower, ForMs: back - t1},
+			run.Fault{When: run.Trigger{AtMs: t2}, Kind: run.FaultCrash, Role: run.RoleFollower, ForMs: back - t2 + rng.Int64N(500)},
+			run.Fault{When: run.Trigger{AtMs: t3}, Kind: run.FaultDamageLog, Role: run.RoleLeader, ForMs: downMs,
+				DamageAt: nemesis.DrawDamageAt(rng), Clean: rng.IntN(2) == 0})
+	case 1:
+		// The loss this allows stays on the data path: no group, whose
+		// offsets topic would lose commits and generations with it.
+		cfg.Broker.MinInsyncReplicas = 1
+		cfg.Workload.GroupConsumers, cfg.Workload.Group, cfg.Workload.SeekBackEveryMs = 0, "", 0
+		cfg.Faults = slices.DeleteFunc(cfg.Faults, func(f run.Fault) bool { return f.Kind == run.FaultCrashConsumer })
+		back := t3 + 300 + rng.Int64N(1200) // the followers return while the leader is down
+		leader := run.Fault{When: run.Trigger{AtMs: t3}, Kind: run.FaultCrash, Role: run.RoleLeader, ForMs: searchDuration - 500 - t3}
+		cfg.Controller.UncleanRecovery = controller.RecoveryAggressive
+		if rng.IntN(2) == 0 {
+			cfg.Controller.UncleanRecovery = controller.RecoveryBalanced
+			leader.Kind, leader.ForMs = run.FaultReplaceDisk, back-t3+500+rng.Int64N(2000)
+		}
+		cfg.Faults = append(cfg.Faults,
+			run.Fault{When: run.Trigger{AtMs: t1}, Kind: run.FaultIsolate, Role: run.RoleFollower, ForMs: back - t1},
+			run.Fault{When: run.Trigger{AtMs: t2}, Kind: run.FaultIsolate, Role: run.RoleFollower, ForMs: back - t2},
+			leader)
 	}
 }
 

@@ -52,6 +52,7 @@ func RandomCase() *cases.Case {
 	c.AllowedFor = workloadAllows
 	c.Hunt = false // the standing check: a run that tested nothing is no pass
 	c.Name = "random"
+	c.Require = cases.RecoveredLongest // runs drawn with unclean recovery (lastReplicaStanding)
 	c.Summary = "random schedules of every fault kind and cluster shape on the safe settings, coverage-guided"
 	return c
 }
@@ -119,7 +120,7 @@ func Random(opts RandomOptions) (*judge.Report, error) {
 		for i, r := range results {
 			next++
 			rep.Runs++
-			cr.Add(r, false)
+			cr.Add(r, r.Run != nil && c.LossAllowedIn(r.Run.Spec))
 			if opts.Progress != nil {
 				opts.Progress(next, opts.Runs, r)
 			}
