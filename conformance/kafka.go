@@ -81,8 +81,9 @@ type KafkaTarget struct {
 	Logf     func(format string, args ...any)
 
 	mu       sync.Mutex
-	answered bool            // the cluster answered a Probe once: a later silence is not a bad --bootstrap
-	versions map[int16]int16 // the first bootstrap broker's ApiVersions answer, once asked
+	answered bool             // the cluster answered a Probe once: a later silence is not a bad --bootstrap
+	known    map[int32]string // the brokers' addresses as the cluster listed them, by its ids
+	versions map[int16]int16  // the first bootstrap broker's ApiVersions answer, once asked
 	timing   map[string]declared
 }
 
@@ -205,7 +206,41 @@ func (t *KafkaTarget) brokers(ctx context.Context) (int, int32, error) {
 	defer cl.Close()
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return cl.Brokers(pctx)
+	n, lowest, err := cl.Brokers(pctx)
+	if err == nil {
+		if addrs, aerr := cl.BrokerAddrs(pctx); aerr == nil {
+			t.known = addrs
+		}
+	}
+	return n, lowest, err
+}
+
+// whichDied asks each broker the cluster listed before (known) for its
+// versions and says which no longer answer: after a cluster that answered
+// stops, the user's first question.
+func (t *KafkaTarget) whichDied(ctx context.Context) string {
+	if len(t.known) == 0 {
+		return "did it crash?"
+	}
+	var gone, alive []string
+	for _, id := range slices.Sorted(maps.Keys(t.known)) {
+		addr := t.known[id]
+		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := kafkawire.Handshake(hctx, addr, nil)
+		cancel()
+		if err != nil {
+			gone = append(gone, fmt.Sprintf("broker %d at %s (%v)", id, addr, err))
+		} else {
+			alive = append(alive, fmt.Sprint(id))
+		}
+	}
+	switch {
+	case len(gone) == 0:
+		return "every broker it listed still takes ApiVersions: did the one asked stop serving Metadata?"
+	case len(alive) == 0:
+		return "no broker it listed answers: " + strings.Join(gone, "; ")
+	}
+	return fmt.Sprintf("these brokers no longer answer: %s; broker(s) %s still do", strings.Join(gone, "; "), strings.Join(alive, ", "))
 }
 
 // downgraded handles a broker that takes ApiVersions but fails franz-go's
@@ -259,7 +294,7 @@ func (t *KafkaTarget) diagnose(ctx context.Context, err error) error {
 		failed = append(failed, herr.Error())
 	}
 	if t.answered {
-		return fmt.Errorf("%w at %s within 10 s (%v; %s): it answered earlier in this check and no longer does: did it crash? (its log says why)", ErrNoBroker, strings.Join(t.Bootstrap, ","), err, strings.Join(failed, "; "))
+		return fmt.Errorf("%w at %s within 10 s (%v; %s): it answered earlier in this check and no longer does: %s (their logs say why)", ErrNoBroker, strings.Join(t.Bootstrap, ","), err, strings.Join(failed, "; "), t.whichDied(ctx))
 	}
 	return fmt.Errorf("%w at %s within 10 s (%v; %s): is it running, and is --bootstrap right?", ErrNoBroker, strings.Join(t.Bootstrap, ","), err, strings.Join(failed, "; "))
 }

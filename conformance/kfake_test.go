@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,6 +137,7 @@ func TestKafkaTargetFailsFastWithoutABroker(t *testing.T) {
 // A cluster that answered earlier in the check and then stops is not
 // blamed on --bootstrap: the error says it answered before.
 func TestKafkaTargetThatStopsAnsweringIsNotABadBootstrap(t *testing.T) {
+	var self atomic.Value // the fake's own address, which it lists as broker 1
 	fb := fakebroker.New(t, func(_, _ int, key, version int16) ([]byte, bool) {
 		switch key {
 		case kmsg.ApiVersions.Int16():
@@ -150,11 +152,14 @@ func TestKafkaTargetThatStopsAnsweringIsNotABadBootstrap(t *testing.T) {
 		case kmsg.Metadata.Int16():
 			resp := kmsg.NewPtrMetadataResponse()
 			resp.Version = version
-			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "127.0.0.1", Port: 1}}
+			host, port, _ := net.SplitHostPort(self.Load().(string))
+			p, _ := strconv.Atoi(port)
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: host, Port: int32(p)}}
 			return resp.AppendTo(nil), true
 		}
 		return nil, false
 	})
+	self.Store(fb.Addr)
 	target := &conformance.KafkaTarget{Bootstrap: []string{fb.Addr}}
 	n, _, err := target.Probe(context.Background())
 	require.NoError(t, err)
@@ -163,6 +168,7 @@ func TestKafkaTargetThatStopsAnsweringIsNotABadBootstrap(t *testing.T) {
 	_, _, err = target.Probe(context.Background())
 	require.ErrorIs(t, err, conformance.ErrNoBroker)
 	require.ErrorContains(t, err, "answered earlier in this check")
+	require.ErrorContains(t, err, "no broker it listed answers: broker 1 at "+fb.Addr)
 	require.NotContains(t, err.Error(), "--bootstrap right")
 }
 
