@@ -141,14 +141,7 @@ func TestKafkaTargetThatStopsAnsweringIsNotABadBootstrap(t *testing.T) {
 	fb := fakebroker.New(t, func(_, _ int, key, version int16) ([]byte, bool) {
 		switch key {
 		case kmsg.ApiVersions.Int16():
-			resp := kmsg.NewPtrApiVersionsResponse()
-			if version > 3 {
-				resp.ErrorCode = kerr.UnsupportedVersion.Code
-			} else {
-				resp.Version = version
-			}
-			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 3}, {ApiKey: 3, MaxVersion: 1}}
-			return resp.AppendTo(nil), true
+			return apiVersionsV3(version), true
 		case kmsg.Metadata.Int16():
 			resp := kmsg.NewPtrMetadataResponse()
 			resp.Version = version
@@ -282,23 +275,30 @@ func badDowngrade(port int, key, version int16) ([]byte, bool) {
 	return nil, false
 }
 
+// apiVersionsV3 is the ApiVersions answer of a fake broker that speaks
+// ApiVersions up to v3 (KIP-511's UNSUPPORTED_VERSION above it) and
+// Metadata up to v1, and lists keys at version 0 besides.
+func apiVersionsV3(version int16, keys ...kmsg.Key) []byte {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	if version > 3 {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+	} else {
+		resp.Version = version
+	}
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 3}, {ApiKey: 3, MaxVersion: 1}}
+	for _, k := range keys {
+		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k.Int16(), MaxVersion: 0})
+	}
+	return resp.AppendTo(nil)
+}
+
 // listing is a fake broker that lists ApiVersions, Metadata v1 and the
 // given keys, and answers Metadata with one broker.
 func listing(t *testing.T, keys ...kmsg.Key) string {
 	return fakebroker.Start(t, func(_, _ int, key, version int16) ([]byte, bool) {
 		switch key {
 		case kmsg.ApiVersions.Int16():
-			resp := kmsg.NewPtrApiVersionsResponse()
-			if version > 3 {
-				resp.ErrorCode = kerr.UnsupportedVersion.Code
-			} else {
-				resp.Version = version
-			}
-			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 3}, {ApiKey: 3, MaxVersion: 1}}
-			for _, k := range keys {
-				resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k.Int16(), MaxVersion: 0})
-			}
-			return resp.AppendTo(nil), true
+			return apiVersionsV3(version, keys...), true
 		case kmsg.Metadata.Int16():
 			resp := kmsg.NewPtrMetadataResponse()
 			resp.Version = version

@@ -102,19 +102,11 @@ var groupCases = []Case{
 			return cfg
 		},
 		Allowed: []string{linearizability.AnomalyReprocessed},
-		Require: func(r *run.Result) error {
-			if r.Stats.Crashes == 0 {
-				return fmt.Errorf("no coordinator crashed")
-			}
-			if err := requireResumedFromCommits(r); err != nil {
-				return err
-			}
-			return requireConsumedToEnd(r)
-		},
+		Require: requireCoordinatorFailover,
 	},
 	{
 		Name: "offsets-write-timeout",
-		Summary: "the coordinator's followers get its offsets records late, so commits time out, then the coordinator dies: " +
+		Summary: "the coordinator's followers stop getting its offsets records, so commits time out, then the coordinator dies: " +
 			"a commit answered as accepted survives the failover, one that timed out was never answered as accepted",
 		Spec: func(seed uint64) run.Spec {
 			cfg := groupBase(seed)
@@ -137,16 +129,10 @@ var groupCases = []Case{
 		},
 		Allowed: []string{linearizability.AnomalyReprocessed},
 		Require: func(r *run.Result) error {
-			if r.Stats.Crashes == 0 {
-				return fmt.Errorf("no coordinator crashed")
-			}
 			if err := reached(run.SitOffsetsAppendFailed)(r); err != nil {
 				return err
 			}
-			if err := requireResumedFromCommits(r); err != nil {
-				return err
-			}
-			return requireConsumedToEnd(r)
+			return requireCoordinatorFailover(r)
 		},
 	},
 	{
@@ -299,6 +285,18 @@ func lastAssignment(h []linearizability.Op, member string, at int64) []kafka.Top
 		}
 	}
 	return tps
+}
+
+// requireCoordinatorFailover: a coordinator crashed, the group resumed
+// from its commits and consumed to the end.
+func requireCoordinatorFailover(r *run.Result) error {
+	if r.Stats.Crashes == 0 {
+		return fmt.Errorf("no coordinator crashed")
+	}
+	if err := requireResumedFromCommits(r); err != nil {
+		return err
+	}
+	return requireConsumedToEnd(r)
 }
 
 // requireResumedFromCommits: the group went on committing after each
