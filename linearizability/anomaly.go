@@ -211,7 +211,10 @@ func (a Anomaly) String() string { return fmt.Sprintf("%s %s: %s", a.TP(), a.Nam
 //     C's. Ops: C, F. A commit recorded failed with a code that leaves its
 //     outcome open (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
 //     REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND; see FORMAT.md)
-//     counts as unknown: it never is C, but may explain F.
+//     counts as unknown: it never is C, but may explain F. An F that a
+//     replaced coordinator may have answered (replacedAnswers) and that
+//     returned none or what such a commit wrote, called before F returned,
+//     is not one.
 //
 // Where a rule needs one witness among several, it cites the fetch called
 // latest. The group anomalies are ordered with the others: by the

@@ -61,8 +61,9 @@ func rejoined(joins map[int][]opKey, client int, prev, cur *Op) bool {
 
 // groupCheck gathers a history's group operations, as indexes into h.
 type groupCheck struct {
-	h   []Op
-	out []Anomaly
+	h     []Op
+	out   []Anomaly
+	stale staleAllowed // replacedAnswers
 }
 
 // checkGroups applies the group rules (see CheckAnomalies) to h.
@@ -95,6 +96,7 @@ func checkGroups(h []Op) []Anomaly {
 			}
 		}
 	}
+	c.stale = replacedAnswers(h)
 	c.doubleAssignments(assignments)
 	c.staleCommits(observed, commits)
 	for k, fs := range fetches {
@@ -256,7 +258,7 @@ func (c *groupCheck) lostCommits(commits, fetches []int32) {
 			continue
 		}
 		last := &c.h[latest[n-1]]
-		if fetch.Offset >= last.Offset {
+		if fetch.Offset >= last.Offset || c.stale.allows(int(f), fetch.Offset) {
 			continue
 		}
 		// A commit of what the fetch returned, called before the fetch

@@ -166,6 +166,11 @@ type Op struct {
 	Group      string `json:"group,omitempty"`
 	Generation int32  `json:"generation,omitempty"`
 	Member     string `json:"member,omitempty"`
+	// Broker is the id of the broker that answered a join, assignment or
+	// offset-fetch, or that a commit was last sent to (> 0; 0 when not
+	// recorded). It tells an answer of a coordinator that had been
+	// replaced (replacedAnswers).
+	Broker int32 `json:"broker,omitempty"`
 }
 
 // TP is the operation's partition.
@@ -239,6 +244,9 @@ func Validate(h []Op) error {
 func validateGroupOp(op *Op) string {
 	if op.Group == "" {
 		return fmt.Sprintf("%s without a group", op.Kind)
+	}
+	if op.Broker < 0 {
+		return fmt.Sprintf("%s answered by broker %d: want a broker id > 0, or 0 (not recorded)", op.Kind, op.Broker)
 	}
 	switch op.Kind {
 	case KindJoin, KindAssignment:

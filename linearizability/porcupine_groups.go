@@ -30,6 +30,10 @@ type groupCall struct {
 	// pendingBefore counts the pending commits of the partition called
 	// before this operation (toGroupOperations, 1).
 	pendingBefore int
+	// stale: an offset-fetch a replaced coordinator may have answered, the
+	// earlier offsets it may return besides the current one
+	// (toGroupOperations, 6).
+	stale []int64
 }
 
 func (c *groupCall) partition() int { return c.part }
@@ -73,15 +77,19 @@ type groupKey struct {
 //     is dropped. Porcupine then meets the same (operations linearized,
 //     state) pair whichever order it tried, instead of every subset of
 //     the unknown commits at every step.
+//
 //  2. An ok offset-fetch is spec.FetchOffset; others observed nothing.
+//
 //  3. An ok join or assignment is spec.ObserveGeneration (an assignment, a
 //     SyncGroup answer, showing the generation stored). The generation is
 //     the group's, not one partition's, so the operation is given to every
 //     partition of its group: each partition's search sees the generations
 //     members learnt. A join or assignment that did not end ok observed
 //     nothing.
+//
 //  5. A commit of unknown outcome whose offset no ok offset-fetch of its
 //     (group, partition) returned is left out (dropUnobservedPending).
+//
 //  4. Of the ops of 3 that observed one generation G of a group, only two
 //     are kept: the one that returned first and the one called last. That
 //     is exact: every operation that needs G current somewhere, or needs a
@@ -92,6 +100,11 @@ type groupKey struct {
 //     as the last call; and the others can take effect anywhere between.
 //     Without it a group of m members and p partitions puts m+p operations
 //     per generation into each of its p partitions.
+//
+//  6. An ok offset-fetch that a replaced coordinator may have answered
+//     (replacedAnswers) may also return what the committed offset was
+//     earlier: none, or what a commit that may have taken effect, called
+//     before it returned, wrote.
 //
 // The generation an ok commit shows current is judged in its own
 // partition only; other partitions learn generations from 3.
@@ -152,6 +165,7 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 		}
 	}
 	rows := clientRows(h)
+	stale := replacedAnswers(h)
 	parts = make([]partInfo, len(keys))
 	for n, k := range keys {
 		idx := byKey[k]
@@ -162,7 +176,7 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 		label := fmt.Sprintf("group %s %s: ", k.group, k.tp)
 		for _, i := range idx {
 			op := &h[i]
-			call := &groupCall{part: part[k], label: label, kind: op.Kind, generation: op.Generation, member: op.Member}
+			call := &groupCall{part: part[k], label: label, kind: op.Kind, generation: op.Generation, member: op.Member, stale: stale[i]}
 			returned, outcome := op.Return, judgedOutcome(op)
 			if op.Kind == KindCommit {
 				call.commit = spec.Commit{Generation: op.Generation, Member: op.Member, Offset: op.Offset, Outcome: specOutcome(outcome)}
@@ -393,6 +407,8 @@ func stepGroup(s groupState, call *groupCall, ret *groupReturn, add func(groupSt
 	case KindOffsetFetch:
 		if spec.FetchOffset(s.off, ret.offset) {
 			add(s)
+		} else if _, ok := slices.BinarySearch(call.stale, ret.offset); ok {
+			add(s) // a replaced coordinator's earlier state (rule 6)
 		}
 	}
 }
@@ -461,6 +477,9 @@ func describeGroupOperation(call *groupCall, ret *groupReturn) string {
 		}
 	case KindOffsetFetch:
 		fmt.Fprintf(&b, "offset-fetch → %d", ret.offset)
+		if call.stale != nil {
+			b.WriteString(" (a replaced coordinator's answer may be earlier)")
+		}
 	}
 	return b.String()
 }

@@ -230,7 +230,7 @@ func TestValidateGroupOps(t *testing.T) {
 	ok := []Op{
 		{Kind: KindJoin, Group: "g", Member: "m", Generation: 1, Outcome: OutcomeOK},
 		{Kind: KindCommit, Group: "g", Generation: NoGeneration, Offset: 3, Outcome: OutcomeOK},
-		{Kind: KindOffsetFetch, Group: "g", Offset: -1, Outcome: OutcomeOK},
+		{Kind: KindOffsetFetch, Group: "g", Offset: -1, Outcome: OutcomeOK, Broker: 2},
 	}
 	for i := range ok {
 		ok[i].ID = i
@@ -244,6 +244,7 @@ func TestValidateGroupOps(t *testing.T) {
 		{Kind: KindCommit, Group: "g", Member: "m", Generation: NoGeneration, Offset: 3, Outcome: OutcomeOK},
 		{Kind: KindCommit, Group: "g", Member: "m", Generation: 1, Offset: -1, Outcome: OutcomeOK},
 		{Kind: KindOffsetFetch, Group: "g", Offset: -2, Outcome: OutcomeOK},
+		{Kind: KindOffsetFetch, Group: "g", Offset: 1, Outcome: OutcomeOK, Broker: -1},
 	} {
 		require.Error(t, Validate([]Op{bad}), "%+v", bad)
 	}

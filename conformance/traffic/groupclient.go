@@ -167,7 +167,7 @@ func (c *client) flushGroup() {
 			g.generation, g.member = e.Generation, e.MemberID
 			s.Stats.Rebalances++
 			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindJoin, Group: group,
-				Generation: e.Generation, Member: e.MemberID, Outcome: linearizability.OutcomeOK, Offset: -1}, t.CallMs, t.ReturnMs)
+				Generation: e.Generation, Member: e.MemberID, Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, t.CallMs, t.ReturnMs)
 		case *refclient.Assigned:
 			if e.Generation < 0 {
 				continue
@@ -175,7 +175,7 @@ func (c *client) flushGroup() {
 			for _, tp := range e.Partitions {
 				s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssignment, Group: group,
 					Generation: e.Generation, Member: e.MemberID, Topic: tp.Topic, Partition: tp.Partition,
-					Outcome: linearizability.OutcomeOK, Offset: -1}, t.CallMs, t.ReturnMs)
+					Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, t.CallMs, t.ReturnMs)
 			}
 		case *refclient.Revoked:
 			// onPartitionsRevoked: what was polled and not processed is
@@ -185,7 +185,7 @@ func (c *client) flushGroup() {
 			g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return slices.Contains(e.Partitions, q.tp) })
 		case *refclient.OffsetsFetched:
 			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindOffsetFetch, Group: group,
-				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, t.CallMs, t.ReturnMs)
+				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK, Broker: int32(e.Coordinator)}, t.CallMs, t.ReturnMs)
 		case *refclient.Positioned:
 			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssign,
 				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, t.CallMs, t.ReturnMs)
@@ -221,7 +221,7 @@ func (c *client) flushGroup() {
 				if op.Generation < 0 {
 					op.Generation, op.Member = linearizability.NoGeneration, ""
 				}
-				op.Return, op.Outcome = t.ReturnMs, outcome
+				op.Return, op.Outcome, op.Broker = t.ReturnMs, outcome, int32(e.Coordinator)
 				setError(op, e.Err)
 			}
 			delete(g.commitOps, e.ID)

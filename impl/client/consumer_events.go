@@ -1,6 +1,9 @@
 package client
 
-import "github.com/watermarkhq/watermark/impl/kafka"
+import (
+	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/kafka"
+)
 
 // ConsumerEvent is one thing a consumer learnt, for a harness to write a
 // history: *Joined, *Assigned, *Revoked, *OffsetsFetched, *Positioned,
@@ -28,6 +31,8 @@ type Joined struct {
 	Generation int32
 	MemberID   string
 	Leader     bool // this member computes the assignment
+	// Coordinator is the broker that answered.
+	Coordinator broker.NodeID
 }
 
 // Assigned: the member's partitions for Generation (SyncGroup's answer),
@@ -37,6 +42,9 @@ type Assigned struct {
 	Generation int32
 	MemberID   string
 	Partitions []kafka.TopicPartition // sorted
+	// Coordinator is the broker that answered the SyncGroup (0 for a
+	// manual Assign).
+	Coordinator broker.NodeID
 }
 
 // Revoked: the consumer stopped consuming Partitions, which it held in
@@ -56,6 +64,8 @@ type OffsetsFetched struct {
 	Span
 	TP     kafka.TopicPartition
 	Offset int64
+	// Coordinator is the broker that answered.
+	Coordinator broker.NodeID
 }
 
 // Why a position was set.
@@ -113,6 +123,9 @@ type Committed struct {
 	Offsets    map[kafka.TopicPartition]int64
 	Err        error
 	Unknown    bool
+	// Coordinator is the broker the commit was last sent to (0: it never
+	// was), which answered it unless its outcome is unknown.
+	Coordinator broker.NodeID
 }
 
 // GroupFailed: the coordinator refused the member for good (an invalid

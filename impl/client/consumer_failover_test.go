@@ -77,6 +77,14 @@ func TestConsumerCoordinatorFailover(t *testing.T) {
 	otp := kafka.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor("g", 3)}
 	old := lc.leader(otp)
 	require.Equal(t, broker.NodeID(a.c.g.coord), old)
+	// Every group event names the broker that answered: the coordinator.
+	for _, n := range []*liveConsumer{a, b} {
+		joins := eventsOf[*Joined](n)
+		s, _ := lastAssigned(n)
+		require.Equal(t, old, joins[len(joins)-1].Coordinator)
+		require.Equal(t, old, s.Coordinator)
+		require.Equal(t, old, eventsOf[*Committed](n)[0].Coordinator)
+	}
 	lc.crash(old)
 	lc.tickUntil(15000, func() bool {
 		_, ok := stableIn([]*liveConsumer{a, b}, 4)
@@ -94,6 +102,7 @@ func TestConsumerCoordinatorFailover(t *testing.T) {
 		lc.tickUntil(4000, func() bool { return len(eventsOf[*Committed](n)) > before }, "commit answered")
 		cm := eventsOf[*Committed](n)[before]
 		require.NoError(t, cm.Err, "commit after failover")
+		require.Equal(t, lc.leader(otp), cm.Coordinator, "the new coordinator answered")
 		want[asg.Partitions[0]] = 100
 	}
 
@@ -105,6 +114,7 @@ func TestConsumerCoordinatorFailover(t *testing.T) {
 	got := map[kafka.TopicPartition]int64{}
 	for _, e := range eventsOf[*OffsetsFetched](reader) {
 		got[e.TP] = e.Offset
+		require.Equal(t, lc.leader(otp), e.Coordinator)
 	}
 	require.Equal(t, want, got, "offsets at the new coordinator")
 }

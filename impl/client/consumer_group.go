@@ -39,6 +39,8 @@ type pendingCommit struct {
 	member  string
 	offsets map[kafka.TopicPartition]int64
 	req     ctl // zero until sent
+	// to is the coordinator the commit was last sent to (0: never sent).
+	to broker.NodeID
 }
 
 // consumerGroup is the member's side of the group protocol.
@@ -104,7 +106,7 @@ func (c *Consumer) Commit(offsets map[kafka.TopicPartition]int64, now int64) uin
 
 func (c *Consumer) commitDone(pc *pendingCommit, err error, unknown bool) {
 	c.emit(&Committed{Span: Span{pc.call, c.now}, ID: pc.id, Generation: pc.gen, MemberID: pc.member,
-		Offsets: pc.offsets, Err: err, Unknown: unknown})
+		Offsets: pc.offsets, Err: err, Unknown: unknown, Coordinator: pc.to})
 }
 
 // failCommits ends every unresolved commit with err: Unknown for those
@@ -192,6 +194,7 @@ func (c *Consumer) stepGroup() {
 			req.Offsets = append(req.Offsets, group.OffsetToCommit{TopicPartition: tp, Offset: pc.offsets[tp]})
 		}
 		c.sendGroup(&pc.req, coord, req, c.cfg.RequestTimeoutMs)
+		pc.to = coord
 	}
 }
 
@@ -311,11 +314,11 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 	switch resp := m.Resp.(type) {
 	case group.JoinResponse:
 		if call, ok := match(&g.join); ok && g.state == gsJoining {
-			c.handleJoin(call, resp)
+			c.handleJoin(call, from, resp)
 		}
 	case group.SyncResponse:
 		if call, ok := match(&g.sync); ok && g.state == gsSyncing {
-			c.handleSync(call, resp)
+			c.handleSync(call, from, resp)
 		}
 	case group.HeartbeatResponse:
 		if call, ok := match(&g.hb); ok && g.state == gsStable {
@@ -323,7 +326,7 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 		}
 	case group.FetchOffsetsResponse:
 		if call, ok := match(&g.ofetch); ok {
-			c.handleFetchOffsets(call, resp)
+			c.handleFetchOffsets(call, from, resp)
 		}
 	case group.CommitResponse:
 		for i, pc := range g.commits {
@@ -336,13 +339,13 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 	}
 }
 
-func (c *Consumer) handleJoin(call int64, resp group.JoinResponse) {
+func (c *Consumer) handleJoin(call int64, from broker.NodeID, resp group.JoinResponse) {
 	g := &c.g
 	switch e := resp.Err; {
 	case e == nil:
 		g.generation, g.memberID, g.protocol = resp.Generation, resp.MemberID, resp.Protocol
 		leader := resp.LeaderID == resp.MemberID
-		c.emit(&Joined{Span: Span{call, c.now}, Generation: g.generation, MemberID: g.memberID, Leader: leader})
+		c.emit(&Joined{Span: Span{call, c.now}, Generation: g.generation, MemberID: g.memberID, Leader: leader, Coordinator: from})
 		if !leader {
 			g.assignments = nil
 			g.state = gsSyncing
@@ -426,7 +429,7 @@ func (c *Consumer) maybeAssign() {
 	g.state = gsSyncing
 }
 
-func (c *Consumer) handleSync(call int64, resp group.SyncResponse) {
+func (c *Consumer) handleSync(call int64, from broker.NodeID, resp group.SyncResponse) {
 	g := &c.g
 	switch e := resp.Err; {
 	case e == nil:
@@ -448,7 +451,7 @@ func (c *Consumer) handleSync(call int64, resp group.SyncResponse) {
 		tps = slices.Compact(slices.SortedFunc(slices.Values(tps), kafka.TopicPartition.Compare))
 		g.state = gsStable
 		g.hbAt = c.now + c.cfg.HeartbeatIntervalMs
-		c.emit(&Assigned{Span: Span{call, c.now}, Generation: g.generation, MemberID: g.memberID, Partitions: tps})
+		c.emit(&Assigned{Span: Span{call, c.now}, Generation: g.generation, MemberID: g.memberID, Partitions: tps, Coordinator: from})
 		for _, tp := range tps {
 			ps := c.newPart(tp, g.generation)
 			c.parts[tp] = ps
@@ -478,7 +481,7 @@ func (c *Consumer) handleHeartbeat(call int64, resp group.HeartbeatResponse) {
 	}
 }
 
-func (c *Consumer) handleFetchOffsets(call int64, resp group.FetchOffsetsResponse) {
+func (c *Consumer) handleFetchOffsets(call int64, from broker.NodeID, resp group.FetchOffsetsResponse) {
 	g := &c.g
 	if resp.Err != nil {
 		if coordinatorError(resp.Err) {
@@ -492,7 +495,7 @@ func (c *Consumer) handleFetchOffsets(call int64, resp group.FetchOffsetsRespons
 		if !ok || ps.phase != phaseCommitted {
 			continue // revoked, or sought, since
 		}
-		c.emit(&OffsetsFetched{Span: Span{call, c.now}, TP: ps.tp, Offset: fo.Offset})
+		c.emit(&OffsetsFetched{Span: Span{call, c.now}, TP: ps.tp, Offset: fo.Offset, Coordinator: from})
 		if fo.Offset < 0 {
 			c.startReset(ps, call)
 			continue
