@@ -60,6 +60,9 @@ type hosted struct {
 	hwDirty      bool
 	checkpointed int64 // HW last written to the checkpoint
 	snapshotAt   int64 // offset of the stored producer snapshot, -1 if none
+	// lost: this replica lost committed records (lostMarker); outOfISR:
+	// a state since its load left it out of the ISR (settleLoss).
+	lost, outOfISR bool
 }
 
 // Broker is one broker process's state. Not safe for concurrent use.
@@ -410,6 +413,9 @@ func (b *Broker) handleStateUpdate(m StateUpdate) error {
 		}
 		epochBefore := h.replica.LeaderEpoch()
 		before := h.replica.Role()
+		if err := b.settleLoss(h, s); err != nil {
+			return err
+		}
 		h.replica.UpdateState(s, b.now)
 		if err := b.applyState(h, before, epochBefore); err != nil {
 			return err

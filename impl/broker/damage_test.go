@@ -112,3 +112,46 @@ func TestFirstSegmentIsTheOldestLeft(t *testing.T) {
 	assert.Equal(t, storage.SegmentName(tp0Dir, 150), broker.FirstSegment(tp0, names))
 	assert.Equal(t, broker.LogFile(tp0), broker.FirstSegment(tp0, nil), "none: the first a log has")
 }
+
+// A start that finds lost data keeps the finding on disk until the loss is
+// made good: a process stopped cleanly before the controller heard of it
+// leaves a log that no longer shows the loss (its clean stop checkpoints
+// an HW clamped to the cut log), and its successor reports it all the
+// same; once a leader has added the replica back to the ISR, the next
+// start reports nothing. `check --random 2000` found the first (a damaged
+// last ISR member stopped cleanly before it registered, then led).
+// Reference: spec/SEMANTICS.md, Durability ("Lost data").
+func TestLostDataOutlivesACleanStopUntilBackInTheISR(t *testing.T) {
+	c, leader := newTopic(t, opts{flush: true})
+	for i := range 20 {
+		c.produceOK(leader, tp0, fmt.Sprint("value-", i))
+	}
+	c.tick(2 * fetchWaitMs)
+	f := leader%3 + 1
+	c.crash(f)
+	n := c.nodes[f]
+	flipMiddle(t, n.disk, tp0Dir+"/"+storage.LogFile)
+
+	b, err := broker.Open(n.cfg, n.disk, 90, c.now, nil)
+	require.NoError(t, err)
+	require.Len(t, lostWarnings(b.TakeEvents()), 1, "the damage is found")
+	b.BeginShutdown(c.now)
+	require.True(t, b.ShutdownApproved(), "not registered: it may stop at once")
+	require.NoError(t, b.Shutdown())
+
+	b, err = broker.Open(n.cfg, n.disk, 91, c.now, nil)
+	require.NoError(t, err)
+	lost := lostWarnings(b.TakeEvents())
+	require.Len(t, lost, 1, "the clean successor still reports the loss")
+	assert.Contains(t, lost[0], "an earlier start found it lost committed data")
+
+	// Back in the cluster: it copies the partition from the leader, which
+	// adds it back to the ISR; the marker goes with the loss.
+	c.start(f)
+	c.tickUntil(10_000, func() bool { return slices.Contains(c.state(tp0).ISR, int32(f)) }, "back in the ISR")
+	c.tick(500)
+	c.crash(f)
+	b, err = broker.Open(n.cfg, n.disk, 92, c.now, nil)
+	require.NoError(t, err)
+	assert.Empty(t, lostWarnings(b.TakeEvents()), "made good: nothing to report")
+}

@@ -78,9 +78,22 @@ func (b *Broker) loadOnce(tp kafka.TopicPartition, verify bool) (*hosted, error)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
-	if why := lostData(rec, hw, hwFound, b.previous != 0); why != "" {
+	why := lostData(rec, hw, hwFound, b.previous != 0)
+	if why == "" {
+		marked, err := b.hasLostMarker(dir)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", tp, err)
+		}
+		if marked {
+			why = "an earlier start found it lost committed data (" + lostMarker + "), and no leader has added it back to the ISR since"
+		}
+	}
+	if why != "" {
 		b.warn(tp, "this replica LOST COMMITTED DATA: %s; %s. Until it has copied the partition again from a leader that holds it, it must not lead: the controller is told", why, rec)
 		b.lostData = append(b.lostData, tp)
+		if err := b.markLost(dir, why); err != nil {
+			return nil, fmt.Errorf("open %s: %w", tp, err)
+		}
 	}
 	snap, err := b.loadProducerSnapshot(tp, dir, log.LEO())
 	if err != nil {
@@ -90,7 +103,7 @@ func (b *Broker) loadOnce(tp kafka.TopicPartition, verify bool) (*hosted, error)
 	if err != nil {
 		return nil, err
 	}
-	h := &hosted{tp: tp, replica: r, log: log, dir: dir, checkpointed: hw, snapshotAt: -1}
+	h := &hosted{tp: tp, replica: r, log: log, dir: dir, checkpointed: hw, snapshotAt: -1, lost: why != ""}
 	if snap != nil {
 		h.snapshotAt = snap.Offset
 	}
