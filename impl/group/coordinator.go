@@ -113,6 +113,10 @@ type Coordinator struct {
 	nextJoin   uint64
 	nextAppend uint64
 	appends    map[uint64]*pendingAppend
+	// written are the commits whose appends failed after they were
+	// written (writtenError), by append id: they take effect when a later
+	// append of this term commits (applyWritten).
+	written []writtenCommit
 
 	// highGen is the largest generation CheckInvariants has seen per group
 	// in this leadership term: it remembers so as to check invariant 3.
@@ -136,6 +140,7 @@ func (c *Coordinator) reset() {
 	c.groups = make(map[string]*group)
 	c.offsets = make(map[string]map[kafka.TopicPartition]OffsetValue)
 	c.appends = make(map[uint64]*pendingAppend)
+	c.written = nil
 	c.highGen = make(map[string]int32)
 	c.nextMember = 0
 	c.nextJoin = 0
@@ -280,6 +285,9 @@ func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 		return
 	}
 	delete(c.appends, id)
+	if err == nil {
+		c.applyWritten(id)
+	}
 	if err != nil {
 		gen := a.generation
 		if g, ok := c.groups[a.group]; ok {
@@ -290,17 +298,12 @@ func (c *Coordinator) AppendDone(id uint64, err error, now int64) {
 	if a.commit {
 		if err != nil {
 			c.answer(a.request, commitAnswer(a.offsets, a.errs, writeError(err)))
+			if writtenError(err) {
+				c.written = append(c.written, writtenCommit{id: id, a: a})
+			}
 			return
 		}
-		for i, o := range a.offsets {
-			if a.errs[i] != nil {
-				continue
-			}
-			if c.offsets[a.group] == nil {
-				c.offsets[a.group] = make(map[kafka.TopicPartition]OffsetValue)
-			}
-			c.offsets[a.group][o.TopicPartition] = OffsetValue{Offset: o.Offset, Metadata: o.Metadata}
-		}
+		c.applyCommit(a)
 		c.answer(a.request, commitAnswer(a.offsets, a.errs, nil))
 		return
 	}
