@@ -284,7 +284,7 @@ func Check(list []Case, seeds []uint64, opts Options) (*Report, error) {
 			rep.Runs++
 			lossAllowed := list[e.c].LossAllowed
 			if e.r.Run != nil {
-				lossAllowed = list[e.c].LossAllowedIn(e.r.Run.Spec)
+				lossAllowed = list[e.c].LossAllowedIn(e.r.Run)
 			}
 			rep.Cases[slot[e.c]].Add(e.r, lossAllowed)
 			p.Done, p.Result = rep.Runs, e.r

@@ -58,18 +58,20 @@ type Case struct {
 	Require func(r *run.Result) error
 }
 
-// AllowedIn is what c tolerates in a run of spec: Allowed, what the
-// run's workload allows by design (AllowedFor), and the consequences of
-// lost records when the run's settings allow loss (run.Spec.LossByDesign).
-func (c *Case) AllowedIn(spec run.Spec) []string {
-	if c.AllowedFor == nil && !spec.LossByDesign() {
+// AllowedIn is what c tolerates in run r: Allowed, what the run's
+// workload allows by design (AllowedFor), and the consequences of lost
+// records when the run may lose them without a fault of the target's
+// (LossAllowedIn).
+func (c *Case) AllowedIn(r *run.Result) []string {
+	loss := r.Spec.LossByDesign() || len(r.LossByFault) > 0
+	if c.AllowedFor == nil && !loss {
 		return c.Allowed
 	}
 	out := slices.Clone(c.Allowed)
 	if c.AllowedFor != nil {
-		out = append(out, c.AllowedFor(spec)...)
+		out = append(out, c.AllowedFor(r.Spec)...)
 	}
-	if spec.LossByDesign() {
+	if loss {
 		for _, a := range UncleanAnomalies {
 			if !slices.Contains(out, a) {
 				out = append(out, a)
@@ -86,9 +88,13 @@ func (c *Case) AllowedIn(spec run.Spec) []string {
 // only without unclean elections, KIP-98).
 var UncleanAnomalies = append(slices.Clone(LossAnomalies), linearizability.AnomalyDuplicate, linearizability.AnomalyDedupFailure)
 
-// LossAllowedIn reports whether c tolerates lost committed records in a
-// run of spec: LossAllowed, or settings that allow loss by design.
-func (c *Case) LossAllowedIn(spec run.Spec) bool { return c.LossAllowed || spec.LossByDesign() }
+// LossAllowedIn reports whether c tolerates lost committed records in run
+// r: LossAllowed, settings that allow loss by design
+// (run.Spec.LossByDesign), or faults that may cost a correct broker
+// committed records (run.Result.LossByFault).
+func (c *Case) LossAllowedIn(r *run.Result) bool {
+	return c.LossAllowed || r.Spec.LossByDesign() || len(r.LossByFault) > 0
+}
 
 // BrokenPromise is a Require error for a promise the run tested and the
 // target broke: the verdict is VIOLATED, never UNKNOWN (spec/SEMANTICS.md,

@@ -100,18 +100,24 @@ func TestEpochUnknownToLeaderNeedsTheFollowerBack(t *testing.T) {
 	require.Equal(t, PromiseCaughtUp, broken.Name)
 }
 
-// A run whose settings allow an unclean election or recovery is judged as
-// a case that allows loss, whatever the case says; other runs are not.
+// A run whose settings allow an unclean election or recovery, or whose
+// faults may cost a correct broker committed records (LossByFault), is
+// judged as a case that allows loss, whatever the case says; other runs
+// are not.
 func TestLossByDesignAllowsTheConsequencesOfLoss(t *testing.T) {
 	c := Case{Name: "x", Allowed: []string{linearizability.AnomalyReprocessed}}
-	spec := run.DefaultSpec(1)
-	assert.False(t, c.LossAllowedIn(spec))
-	assert.Equal(t, []string{linearizability.AnomalyReprocessed}, c.AllowedIn(spec))
-	spec.Controller.UncleanRecovery = controller.RecoveryAggressive
-	assert.True(t, c.LossAllowedIn(spec))
-	for _, a := range UncleanAnomalies {
-		assert.Contains(t, c.AllowedIn(spec), a)
+	r := &run.Result{Spec: run.DefaultSpec(1)}
+	assert.False(t, c.LossAllowedIn(r))
+	assert.Equal(t, []string{linearizability.AnomalyReprocessed}, c.AllowedIn(r))
+	byFault := *r
+	byFault.LossByFault = []string{"damage-log on broker 1, t-0's only ISR member, ..."}
+	r.Spec.Controller.UncleanRecovery = controller.RecoveryAggressive
+	for _, r := range []*run.Result{r, &byFault} {
+		assert.True(t, c.LossAllowedIn(r))
+		for _, a := range UncleanAnomalies {
+			assert.Contains(t, c.AllowedIn(r), a)
+		}
+		assert.Contains(t, c.AllowedIn(r), linearizability.AnomalyReprocessed)
 	}
-	assert.Contains(t, c.AllowedIn(spec), linearizability.AnomalyReprocessed)
 	assert.Len(t, c.Allowed, 1, "AllowedIn does not change the case")
 }

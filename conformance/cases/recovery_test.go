@@ -37,3 +37,21 @@ func TestUncleanRecoveryElectsTheLongestOrBreaksItsPromise(t *testing.T) {
 		assert.False(t, errors.As(err, &broken), "%s: no choice made: not exercised, not broken", name)
 	}
 }
+
+// The damage cases strike where recovery can see the loss, so none of
+// their runs counts as one that may lose committed records by its faults
+// (run.Result.LossByFault): they keep their promise that nothing
+// committed is lost.
+// Reference: spec/SEMANTICS.md, Durability ("Lost data").
+func TestDamageCasesAreNotLossByFault(t *testing.T) {
+	for _, name := range []string{"damaged-log", "damaged-last-isr-member", "clean-stop-damage"} {
+		c := caseNamed(name)
+		for seed := uint64(1); seed <= 4; seed++ {
+			res, err := sim.Run(spec(c, seed))
+			require.NoError(t, err, name)
+			require.Positive(t, res.Stats.DamagedLogs, "%s seed %d", name, seed)
+			require.Empty(t, res.LossByFault, "%s seed %d", name, seed)
+			require.False(t, c.LossAllowedIn(res), "%s seed %d", name, seed)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 		r.Verdict = Worse(r.Verdict, v)
 		r.Reasons = append(r.Reasons, fmt.Sprintf(format, args...))
 	}
-	allowed := c.AllowedIn(res.Spec)
+	allowed := c.AllowedIn(res)
 	for _, a := range linearizability.CheckAnomalies(res.History) {
 		if slices.Contains(allowed, a.Name) {
 			r.Allowed = append(r.Allowed, a)
@@ -89,7 +89,7 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 	}
 	r.Invariants = res.Violations
 	for _, v := range r.Invariants {
-		if !c.LossAllowedIn(res.Spec) || slices.Contains(c.MustHold, v.Invariant) {
+		if !c.LossAllowedIn(res) || slices.Contains(c.MustHold, v.Invariant) {
 			fail(Violated, "invariant %s", v.Error())
 		}
 	}
@@ -97,7 +97,7 @@ func Judge(c *cases.Case, res *run.Result, checkTimeout time.Duration) *RunResul
 	switch r.Linearizability.Verdict {
 	case linearizability.VerdictIllegal:
 		switch {
-		case c.LossAllowedIn(res.Spec):
+		case c.LossAllowedIn(res):
 		case c.DuplicatesAllowed && hasAnomaly(r.Allowed, linearizability.AnomalyDuplicate):
 			// Explained by the duplicates at-least-once allows.
 		default:

@@ -241,7 +241,7 @@ func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
 	l.Close()
 	l.Stats.EndMs = l.Now
 	l.noteRefusedAfterAppend()
-	return &run.Result{Spec: cfg, History: l.History, Notes: l.Notes, Stats: l.Stats, Live: true, Reached: l.Situations}, err
+	return &run.Result{Spec: cfg, History: l.History, Notes: l.Notes, Stats: l.Stats, Live: true, Reached: l.Situations, LossByFault: l.LossByFault}, err
 }
 
 // awaitLeaders waits until every partition of the run has a leader.

@@ -119,6 +119,12 @@ func writeVerdict(f *os.File, r *judge.RunResult) error {
 			fmt.Fprintf(&b, "  %s\n", describeAnomaly(a))
 		}
 	}
+	if len(r.Run.LossByFault) > 0 {
+		fmt.Fprintf(&b, "\nloss of committed records is allowed: the faults may cost a correct broker some:\n")
+		for _, why := range r.Run.LossByFault {
+			fmt.Fprintf(&b, "  %s\n", why)
+		}
+	}
 	if len(r.Allowed) > 0 {
 		fmt.Fprintf(&b, "\nanomalies the case allows:\n")
 		for _, a := range r.Allowed {

@@ -18,11 +18,11 @@ func RunFileFor(r *judge.RunResult, c *cases.Case) *run.File {
 	f.Name = r.Case
 	f.Description = fmt.Sprintf("case %s, seed %d: %s (saved by watermark check)", r.Case, r.Seed, r.Verdict)
 	if c != nil {
-		f.Allowed = slices.Clone(c.AllowedIn(r.Run.Spec))
+		f.Allowed = slices.Clone(c.AllowedIn(r.Run))
 		if f.Allowed == nil {
 			f.Allowed = []string{}
 		}
-		f.LossAllowed = c.LossAllowedIn(r.Run.Spec)
+		f.LossAllowed = c.LossAllowedIn(r.Run)
 		f.DuplicatesAllowed = c.DuplicatesAllowed
 	}
 	found := FoundNames(r, f.LossAllowed)

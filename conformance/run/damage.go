@@ -1,6 +1,7 @@
 package run
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -103,4 +104,33 @@ func batchSpans(data []byte) [][2]int64 {
 		at += int64(n)
 	}
 	return spans
+}
+
+// TornLike reports whether damage at byte at of data, a log's newest
+// segment as it stands on disk, cannot be told from a torn write by the
+// recovery after a crash (spec/SEMANTICS.md, Durability, "Lost data"), and
+// the base offset of the batch it struck: it lies in the last whole batch,
+// so the cut leaves no intact batch after it, and that batch starts at or
+// above hw, the replica's checkpointed HW (found: a checkpoint exists;
+// with none, the cut counts as loss). Such damage on a partition's only
+// ISR member costs the committed records from base on, if any, and no
+// broker can know it lost them: that member learnt a lower HW than its
+// leader had, and Kafka 4.1 too truncates the batch and may lead with the
+// rest.
+func TornLike(data []byte, at, hw int64, found bool) (base int64, ok bool) {
+	if !found {
+		return 0, false
+	}
+	spans := batchSpans(data)
+	if len(spans) == 0 {
+		return 0, false
+	}
+	sp := spans[len(spans)-1]
+	if at < sp[0] || at >= sp[1] {
+		// An intact batch follows the damaged one, or the damage is in
+		// a partial batch at the end: never committed, nothing to lose.
+		return 0, false
+	}
+	base = int64(binary.BigEndian.Uint64(data[sp[0]:]))
+	return base, base >= hw
 }

@@ -38,6 +38,12 @@ type Result struct {
 	// Reached counts the protocol situations the run reached (the
 	// simulator's coverage; runs on real processes see fewer).
 	Reached map[Situation]int `json:",omitempty"`
+	// LossByFault says, per fault, why the run may have cost a correct
+	// broker committed records though its settings are safe: a damage-log
+	// fault that struck a partition's only ISR member where recovery
+	// cannot tell damage from a torn write (TornLike). A case then allows
+	// loss, as after an unclean election (cases.Case.LossAllowedIn).
+	LossByFault []string `json:",omitempty"`
 }
 
 // Stats counts what a run did.

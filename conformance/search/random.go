@@ -120,7 +120,7 @@ func Random(opts RandomOptions) (*judge.Report, error) {
 		for i, r := range results {
 			next++
 			rep.Runs++
-			cr.Add(r, r.Run != nil && c.LossAllowedIn(r.Run.Spec))
+			cr.Add(r, r.Run != nil && c.LossAllowedIn(r.Run))
 			if opts.Progress != nil {
 				opts.Progress(next, opts.Runs, r)
 			}

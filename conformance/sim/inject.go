@@ -225,11 +225,22 @@ func (s *Sim) damageFiles(n *node, f run.Fault, tps []kafka.TopicPartition) {
 		if !ok {
 			continue // nothing synced worth damaging
 		}
-		flipped := n.disk.Damage(name, at, f.DamagedBytes())
 		last := false
 		if p, ok := s.Partition(tp); ok && slices.Equal(p.ISR, []int32{int32(n.id)}) {
 			last = true
 		}
+		torn := ""
+		if last && !n.cleanStop && segments(tp, names) == 1 {
+			dir := path.Dir(broker.LogFile(tp))
+			hw, found, err := storage.ReadHWCheckpoint(n.disk, dir)
+			if base, ok := run.TornLike(data, at, hw, found); err == nil && ok && base < s.committedHW(tp) {
+				s.LossByFault = append(s.LossByFault, fmt.Sprintf(
+					"damage-log on broker %d, %s's only ISR member, struck its last batch (offset %d on, committed up to %d), at or above its checkpointed HW %d, after a crash: no recovery can tell that from a torn write, and the committed records there may be lost, as on Kafka 4.1",
+					n.id, tp, base, s.committedHW(tp), hw))
+				torn = fmt.Sprintf("; committed records in its last batch, at or above its checkpointed HW %d: like a torn write to recovery, so loss is allowed", hw)
+			}
+		}
+		flipped := n.disk.Damage(name, at, f.DamagedBytes())
 		s.Stats.DamagedLogs++
 		s.Reached(run.SitDamagedLog)
 		if last {
@@ -239,8 +250,29 @@ func (s *Sim) damageFiles(n *node, f run.Fault, tps []kafka.TopicPartition) {
 			s.Reached(run.SitCleanStopThenDamage)
 		}
 		s.fault(run.FaultDamageLog, n.id, "damage broker %d's log of %s: %d bytes flipped at byte %d of %d synced (%s)%s",
-			n.id, tp, flipped, at, stable, f.DamageAt.String(), map[bool]string{true: " (its only ISR member)"}[last])
+			n.id, tp, flipped, at, stable, f.DamageAt.String(), map[bool]string{true: " (its only ISR member" + torn + ")"}[last])
 	}
+}
+
+// committedHW is the highest HW a leader of tp reached in the run (the
+// invariants' record; 0 without them): every offset below it was
+// committed.
+func (s *Sim) committedHW(tp kafka.TopicPartition) int64 {
+	if s.inv == nil || s.inv.committed[tp] == nil {
+		return 0
+	}
+	return s.inv.committed[tp].hw
+}
+
+// segments counts tp's segment files among names.
+func segments(tp kafka.TopicPartition, names []string) int {
+	dir, k := path.Dir(broker.LogFile(tp)), 0
+	for _, n := range names {
+		if path.Dir(n) == dir && storage.IsSegmentFile(n) {
+			k++
+		}
+	}
+	return k
 }
 
 func (s *Sim) resume(n *node) {

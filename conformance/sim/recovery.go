@@ -14,7 +14,7 @@ import (
 // from and with what it may have cost. It also reads every live replica's
 // log, as the controller cannot, to see whether the one elected was the
 // longest of them (Stats.RecoveryNotLongest), which case unclean-recovery
-// requires.
+// requires: of those that answered, and of those that could have (calm).
 func (s *Sim) recovered(e controller.Event) {
 	s.Stats.Elections++
 	s.Stats.UncleanElections++
@@ -39,9 +39,10 @@ func (s *Sim) recovered(e controller.Event) {
 	if len(unheard) > 0 {
 		n.Text += fmt.Sprintf(", and what brokers %v, not heard from, held cannot be known", unheard)
 	}
+	since := s.Now - s.Spec.Controller.UncleanRecoveryTimeoutMs
 	for _, id := range st.Replicas {
 		other, live := s.logEnd(id, st.TopicPartition)
-		if ok && live && other.Compare(elected) > 0 {
+		if ok && live && other.Compare(elected) > 0 && (heard[id] || s.calm(id, since)) {
 			s.Stats.RecoveryNotLongest++
 			n.Text += fmt.Sprintf(" (broker %d, alive, held more: %s)", id, other)
 			break
@@ -81,4 +82,24 @@ func (s *Sim) logEnd(id int32, tp kafka.TopicPartition) (kafka.LogEnd, bool) {
 		}
 	}
 	return end, true
+}
+
+// calm reports whether broker id had no fault in force or ending since
+// since (the recovery's wait for answers: its timeout before the
+// decision), on a network that drops nothing: a replica the recovery
+// would have heard from. A replica slowed, paused, isolated or with its
+// messages dropped in that window may answer after the controller gave up
+// waiting, and the controller decides on the answers it has (SEMANTICS,
+// Unclean recovery).
+func (s *Sim) calm(id int32, since int64) bool {
+	n := s.nodes[id]
+	if n.faulted > 0 || n.slowMs > 0 || s.Spec.Network.DropRate > 0 {
+		return false
+	}
+	for i := len(s.Notes) - 1; i >= 0 && s.Notes[i].AtMs >= since; i-- {
+		if k := s.Notes[i].Kind; s.Notes[i].Node == int(id) && (k == run.NoteHeal || k == run.NoteFault) {
+			return false
+		}
+	}
+	return true
 }

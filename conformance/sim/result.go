@@ -27,13 +27,14 @@ func (s *Sim) result() *run.Result {
 		}
 	}
 	r := &run.Result{
-		Spec:       s.Spec,
-		Violations: s.inv.violations,
-		History:    s.History,
-		Notes:      s.Notes,
-		Stats:      s.Stats,
-		TraceHash:  s.trace.sum(),
-		Reached:    s.Situations,
+		Spec:        s.Spec,
+		Violations:  s.inv.violations,
+		History:     s.History,
+		Notes:       s.Notes,
+		Stats:       s.Stats,
+		TraceHash:   s.trace.sum(),
+		Reached:     s.Situations,
+		LossByFault: s.LossByFault,
 	}
 	if s.proto != nil {
 		r.Protocol = &s.proto.report

@@ -33,8 +33,11 @@ type World struct {
 	Stats   run.Stats
 	// Situations counts the protocol situations reached (Reached).
 	Situations map[run.Situation]int
-	Notes      []run.Note
-	Host       Host
+	// LossByFault says why the run's faults may cost a correct broker
+	// committed records (run.Result.LossByFault).
+	LossByFault []string
+	Notes       []run.Note
+	Host        Host
 
 	clients []*client
 	leaders map[kafka.TopicPartition][]int32 // every leader of each partition in turn (Elected)

@@ -134,7 +134,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	settle := fs.Duration("settle", 0, "with --target cluster or kafka: how long the cluster settles after the faults heal, for the final read (default: the case's own, 10 s for most)")
 	failFast := fs.Bool("fail-fast", false, "stop at the first run that does not hold (the runs in flight finish); exit 1 with what ran")
 	random := fs.Int("random", 0, "instead of the cases, run N random schedules of every fault kind and cluster shape on the safe settings, coverage-guided (--seed sets the first seed); with --target cluster, on a fresh local cluster each, of the faults real processes can take; a failed run leaves a run file that replays it")
-	shardFlag := fs.String("shard", "", "run only shard I of N (I/N, e.g. 2/4): every Nth (case, seed) pair, or the Ith share of --random's budget, for one CI runner each; the shard's result goes to <report-dir>/shard.json, and `watermark merge` joins the shards' folders")
+	shardFlag := fs.String("shard", "", "run only shard `I/N` (e.g. 2/4): every Nth (case, seed) pair, or the Ith share of --random's budget, for one CI runner each; the shard's result goes to <report-dir>/shard.json, and watermark merge joins the shards' folders")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, "check", err)
