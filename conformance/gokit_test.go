@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 	"github.com/watermarkhq/watermark/impl/node"
 )
 
@@ -26,7 +27,7 @@ func (crashOnly) Capabilities() conformance.Capabilities {
 }
 
 func (c crashOnly) CreateTopic(ctx context.Context, name string, partitions int32, rf int, configs map[string]string) error {
-	cl, err := kafkawire.NewClient(c.Bootstrap())
+	cl, err := kafkaclient.NewClient(c.Bootstrap())
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"maps"
 	"net"
 	"os/exec"
@@ -14,11 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/conformance/cluster"
 	"github.com/watermarkhq/watermark/conformance/live"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 )
 
 // KafkaTarget is any Kafka-compatible cluster that is already running,
@@ -174,7 +175,7 @@ var ErrNoBroker = errors.New("no Kafka broker answered")
 
 // ErrNegotiation is the target's broker failing ApiVersions: it listens,
 // and its answer is not one a Kafka client can use.
-var ErrNegotiation = kafkawire.ErrNegotiation
+var ErrNegotiation = kafkaclient.ErrNegotiation
 
 // Probe asks the cluster for its brokers, failing fast with a clear
 // message when there is none. shift is what the harness adds to the
@@ -199,7 +200,7 @@ func (t *KafkaTarget) Probe(ctx context.Context) (brokers int, shift int32, err 
 
 // brokers asks the cluster for its brokers with the harness's client.
 func (t *KafkaTarget) brokers(ctx context.Context) (int, int32, error) {
-	cl, err := kafkawire.NewClientWith(t.Bootstrap, kafkawire.ClientOptions{MaxVersions: t.MaxVersions})
+	cl, err := kafkaclient.NewClientWith(t.Bootstrap, kafkaclient.ClientOptions{MaxVersions: t.MaxVersions})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -226,7 +227,7 @@ func (t *KafkaTarget) whichDied(ctx context.Context) string {
 	for _, id := range slices.Sorted(maps.Keys(t.known)) {
 		addr := t.known[id]
 		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err := kafkawire.Handshake(hctx, addr, nil)
+		_, err := kafkaclient.Handshake(hctx, addr, nil)
 		cancel()
 		if err != nil {
 			gone = append(gone, fmt.Sprintf("broker %d at %s (%v)", id, addr, err))
@@ -251,7 +252,7 @@ func (t *KafkaTarget) whichDied(ctx context.Context) string {
 // (MaxVersions) and says so (Notes); otherwise the error is diagnosed.
 func (t *KafkaTarget) downgraded(ctx context.Context, err error) (int, int32, error) {
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	versions, herr := kafkawire.Handshake(hctx, t.Bootstrap[0], nil)
+	versions, herr := kafkaclient.Handshake(hctx, t.Bootstrap[0], nil)
 	cancel()
 	key := kmsg.ApiVersions.Int16()
 	if herr != nil || versions[key] >= kmsg.NewPtrApiVersionsRequest().MaxVersion() {
@@ -281,12 +282,12 @@ func (t *KafkaTarget) diagnose(ctx context.Context, err error) error {
 	var failed []string
 	for _, addr := range t.Bootstrap {
 		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, herr := kafkawire.Handshake(hctx, addr, nil)
+		_, herr := kafkaclient.Handshake(hctx, addr, nil)
 		cancel()
 		switch {
 		case herr == nil:
 			return fmt.Errorf("%w: %s takes ApiVersions, but asking for the cluster's brokers failed: %v (if its Metadata answer does not decode at the version asked, --max-version Metadata=N caps it; `watermark check --wire` shows which versions pass)", ErrNoBroker, addr, err)
-		case errors.Is(herr, kafkawire.ErrNegotiation):
+		case errors.Is(herr, kafkaclient.ErrNegotiation):
 			// herr says ErrNegotiation and the address already: say
 			// them once, with the exchange it holds.
 			return fmt.Errorf("the broker at %s connects, and then %w (asking for the cluster's brokers had failed with: %v)", addr, herr, err)
@@ -302,7 +303,7 @@ func (t *KafkaTarget) diagnose(ctx context.Context, err error) error {
 // newClient is a client of the cluster that numbers brokers as the
 // harness does and reaches each broker through its proxy (via, by the
 // broker's address).
-func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkawire.Client, error) {
+func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkaclient.Client, error) {
 	var d net.Dialer
 	dial := func(ctx context.Context, network, host string) (net.Conn, error) {
 		if p, ok := via[host]; ok {
@@ -310,7 +311,7 @@ func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkawire.
 		}
 		return d.DialContext(ctx, network, host)
 	}
-	cl, err := kafkawire.NewClientWith(t.Bootstrap, kafkawire.ClientOptions{Dial: dial, MaxVersions: t.MaxVersions})
+	cl, err := kafkaclient.NewClientWith(t.Bootstrap, kafkaclient.ClientOptions{Dial: dial, MaxVersions: t.MaxVersions})
 	if err == nil {
 		cl.ShiftBrokerIDs(shift)
 	}
@@ -321,7 +322,7 @@ func (t *KafkaTarget) newClient(shift int32, via map[string]string) (*kafkawire.
 // clients' links: by the harness's broker id, and the dial map from each
 // broker's address to its proxy.
 func (t *KafkaTarget) proxies(ctx context.Context, shift int32) (map[int]*cluster.Proxy, map[string]string, error) {
-	probe, err := kafkawire.NewClientWith(t.Bootstrap, kafkawire.ClientOptions{MaxVersions: t.MaxVersions})
+	probe, err := kafkaclient.NewClientWith(t.Bootstrap, kafkaclient.ClientOptions{MaxVersions: t.MaxVersions})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -428,7 +429,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 		return nil, err
 	}
 	defer cl.Close()
-	var own []*kafkawire.Client
+	var own []*kafkaclient.Client
 	defer func() {
 		for _, o := range own {
 			o.Close()
@@ -463,7 +464,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 // topicConfigs creates topics with the run's topic configs, through the
 // system's own TopicCreator when it has one.
 type topicConfigs struct {
-	*kafkawire.Client
+	*kafkaclient.Client
 	t       *KafkaTarget
 	configs map[string]string
 	create  TopicCreator
@@ -640,7 +641,7 @@ func (t *KafkaTarget) RestartBroker(ctx context.Context, addr string, nodeID int
 	deadline := time.Now().Add(time.Minute)
 	for {
 		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := kafkawire.Handshake(hctx, addr, nil)
+		_, err := kafkaclient.Handshake(hctx, addr, nil)
 		cancel()
 		if err == nil {
 			return nil

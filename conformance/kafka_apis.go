@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 )
 
 // ViolationError is a run that broke a promise before it could start: a
@@ -61,7 +62,7 @@ func (t *KafkaTarget) listedAPIs(ctx context.Context) (map[int16]int16, error) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := kafkawire.Handshake(hctx, t.Bootstrap[0], nil)
+	v, err := kafkaclient.Handshake(hctx, t.Bootstrap[0], nil)
 	if err != nil {
 		return nil, err
 	}

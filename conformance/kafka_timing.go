@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 )
 
 // timingSetting is a setting that times a promise the cases judge: how
@@ -57,7 +57,7 @@ func (t *KafkaTarget) clusterTiming(ctx context.Context, shift int32) map[string
 				names[i] = s.kafka
 			}
 			described = map[string]string{}
-			if cl, err := kafkawire.NewClientWith(t.Bootstrap, kafkawire.ClientOptions{MaxVersions: t.MaxVersions}); err == nil {
+			if cl, err := kafkaclient.NewClientWith(t.Bootstrap, kafkaclient.ClientOptions{MaxVersions: t.MaxVersions}); err == nil {
 				if got, err := cl.BrokerConfigs(dctx, asked, names...); err == nil {
 					described = got
 				}

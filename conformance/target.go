@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/watermarkhq/watermark/impl/kafka"
 	"os"
 	"slices"
 	"strings"
@@ -15,7 +14,8 @@ import (
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 )
 
 // Target is a system the cases run against: it carries out one run's
@@ -197,19 +197,19 @@ func (t *ClusterTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, err
 		return nil, fmt.Errorf("start a cluster in %s: %w", dir, err)
 	}
 	defer func() { _ = c.Stop() }()
-	cl, err := kafkawire.NewClient(c.Bootstrap())
+	cl, err := kafkaclient.NewClient(c.Bootstrap())
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	var own []*kafkawire.Client
+	var own []*kafkaclient.Client
 	defer func() {
 		for _, o := range own {
 			o.Close()
 		}
 	}()
 	netFor := func(broker.NodeID) (live.Exchanger, error) {
-		o, err := kafkawire.NewClient(c.Bootstrap())
+		o, err := kafkaclient.NewClient(c.Bootstrap())
 		if err == nil {
 			own = append(own, o)
 		}

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/watermarkhq/watermark/conformance/live"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 	"github.com/watermarkhq/watermark/impl/node"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -39,7 +40,7 @@ func startLocal(t *testing.T, cfg run.Spec) *node.LocalCluster {
 func TestRunLiveAgainstAnInProcessCluster(t *testing.T) {
 	cfg := liveConfig(7)
 	lc := startLocal(t, cfg)
-	cl, err := kafkawire.NewClient(lc.Bootstrap())
+	cl, err := kafkaclient.NewClient(lc.Bootstrap())
 	require.NoError(t, err)
 	defer cl.Close()
 

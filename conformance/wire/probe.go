@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // skip names the API keys the stage does not send, and why: a default
@@ -77,7 +79,7 @@ func (p *prober) after(ctx context.Context, cell Cell) bool {
 func (p *prober) alive(ctx context.Context) bool {
 	hctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
-	_, err := kafkawire.Handshake(hctx, p.addr, p.o.Dial)
+	_, err := kafkaclient.Handshake(hctx, p.addr, p.o.Dial)
 	if err == nil {
 		return true
 	}
@@ -113,7 +115,7 @@ func (p *prober) send(c *conn, frame []byte) ([]byte, Outcome, string) {
 	if _, err := c.nc.Write(frame); err != nil {
 		return nil, Closed, fmt.Sprintf("write: %v", err)
 	}
-	answer, err := kafkawire.ReadFrame(c.nc, kafkawire.DefaultMaxRequestBytes)
+	answer, err := wireformat.ReadFrame(c.nc, wireformat.DefaultMaxFrameBytes)
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
@@ -403,7 +405,7 @@ func (p *prober) badCells(ctx context.Context, versions map[int16]int16) []Cell 
 		c.nc.Close()
 		if cell.Outcome == OK {
 			hctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
-			if _, err := kafkawire.Handshake(hctx, p.addr, p.o.Dial); err != nil {
+			if _, err := kafkaclient.Handshake(hctx, p.addr, p.o.Dial); err != nil {
 				cell.Outcome, cell.Why = Gone, "the broker died of it: the next connection got no ApiVersions answer: "+err.Error()
 				p.last = cell.Name()
 				p.died(cell.Why)

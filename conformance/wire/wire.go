@@ -25,7 +25,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
+
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 )
 
 // Outcome is what one request got.
@@ -230,7 +231,7 @@ func WellFormed(ctx context.Context, addr string, o Options) (*Result, error) {
 	res := &Result{Addr: addr, Versions: map[int16][2]int16{}, NodeID: -1}
 	p := &prober{addr: addr, o: o, res: res}
 	hctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	versions, err := kafkawire.Handshake(hctx, addr, o.Dial)
+	versions, err := kafkaclient.Handshake(hctx, addr, o.Dial)
 	cancel()
 	if err != nil {
 		return nil, err

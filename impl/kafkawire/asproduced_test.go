@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // A batch is stored and served as its producer sent it: a fetch returns
@@ -27,8 +29,8 @@ func TestBatchesAreServedAsProduced(t *testing.T) {
 		codec    int
 		compress func([]byte) []byte
 	}{
-		"zstd": {codecZstd, kgoCompress(t, kgo.ZstdCompression())},
-		"lz4":  {codecLz4, kgoCompress(t, kgo.Lz4Compression())},
+		"zstd": {wireformat.CodecZstd, kgoCompress(t, kgo.ZstdCompression())},
+		"lz4":  {wireformat.CodecLz4, kgoCompress(t, kgo.Lz4Compression())},
 	} {
 		t.Run(name, func(t *testing.T) {
 			produced := recompress(t, appendBatch(nil, &b), tc.codec, tc.compress)
@@ -49,7 +51,7 @@ func TestBatchesAreServedAsProduced(t *testing.T) {
 			var kb kmsg.RecordBatch
 			require.NoError(t, kb.ReadFrom(got))
 			require.Equal(t, int16(tc.codec), kb.Attributes&7)
-			recs, err := DecodeFetched(got)
+			recs, err := wireformat.DecodeFetched(got)
 			require.NoError(t, err)
 			require.Equal(t, b.Records, recs[0].Records)
 		})

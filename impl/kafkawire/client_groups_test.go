@@ -11,14 +11,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
+
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 )
 
 // findCoordinator asks through cl until the offsets topic exists and the
 // group's coordinator is named.
-func findCoordinator(t *testing.T, cl *Client, g string) broker.NodeID {
+func findCoordinator(t *testing.T, cl *kafkaclient.Client, g string) broker.NodeID {
 	t.Helper()
 	var coord broker.NodeID
 	require.Eventually(t, func() bool {
@@ -39,7 +41,7 @@ func findCoordinator(t *testing.T, cl *Client, g string) broker.NodeID {
 }
 
 // TestClientGroupExchanges drives one group through its whole life with
-// the Client's conversions against the real broker behind the server, at
+// the kafkaclient.Client's conversions against the real broker behind the server, at
 // the newest versions both sides serve and at the oldest: each step is a
 // group request and the group response the coordinator must give.
 func TestClientGroupExchanges(t *testing.T) {
@@ -59,7 +61,7 @@ func TestClientGroupExchanges(t *testing.T) {
 		{"oldest", []kgo.Opt{kgo.MaxVersions(oldest)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cl, err := NewClient([]string{c.addr}, tc.opts...)
+			cl, err := kafkaclient.NewClient([]string{c.addr}, tc.opts...)
 			require.NoError(t, err)
 			defer cl.Close()
 			g := "group-" + tc.name
@@ -77,7 +79,7 @@ func TestClientGroupExchanges(t *testing.T) {
 // the versions are new enough for KIP-394 (JoinGroup v4+) and a nil topic
 // list (OffsetFetch v2+). Topics "t" (two partitions) and "u" may need to
 // exist at the broker.
-func exchangeGroupLifecycle(t *testing.T, cl *Client, coord broker.NodeID, g string, modern bool) {
+func exchangeGroupLifecycle(t *testing.T, cl *kafkaclient.Client, coord broker.NodeID, g string, modern bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -151,12 +153,12 @@ func exchangeGroupLifecycle(t *testing.T, cl *Client, coord broker.NodeID, g str
 	}
 }
 
-// TestClientGroupElsewhere: the Client turns NOT_COORDINATOR into the
+// TestClientGroupElsewhere: the kafkaclient.Client turns NOT_COORDINATOR into the
 // error the harness branches on, and COORDINATOR_NOT_AVAILABLE into
 // kafka.ErrCoordinatorNotAvailable.
 func TestClientGroupElsewhere(t *testing.T) {
 	srv := startFakeServer(t)
-	cl, err := NewClient([]string{srv})
+	cl, err := kafkaclient.NewClient([]string{srv})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -216,7 +218,7 @@ func TestHeldJoinOutlastsTheServersOwnWait(t *testing.T) {
 		t.Skip("waits out a 12 s rebalance timeout")
 	}
 	c := startTestCluster(t)
-	cl, err := NewClient([]string{c.addr})
+	cl, err := kafkaclient.NewClient([]string{c.addr})
 	require.NoError(t, err)
 	defer cl.Close()
 	const g = "held"
@@ -256,14 +258,14 @@ func TestHeldJoinOutlastsTheServersOwnWait(t *testing.T) {
 }
 
 // TestClientGroupExchangesAgainstKfake runs the same group life through
-// the Client against franz-go's in-memory Kafka (kfake), another
+// the kafkaclient.Client against franz-go's in-memory Kafka (kfake), another
 // implementation of the protocol: the conversions must hold for any
 // Kafka-compatible broker, not only for the server in this package.
 func TestClientGroupExchangesAgainstKfake(t *testing.T) {
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t", "u"))
 	require.NoError(t, err)
 	defer kc.Close()
-	cl, err := NewClient(kc.ListenAddrs())
+	cl, err := kafkaclient.NewClient(kc.ListenAddrs())
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/watermarkhq/watermark/impl/kafkaclient"
 	"github.com/watermarkhq/watermark/impl/kafkawire/fakebroker"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -30,7 +32,7 @@ func TestConnKeepsIssueOrder(t *testing.T) {
 	defer admin.Close()
 	createTopic(t, admin, "ordered", 1)
 
-	cn := NewConn("test broker", fixedAddr(c.addr), nil, "test", 0)
+	cn := kafkaclient.NewConn("test broker", fixedAddr(c.addr), nil, "test", 0)
 	defer cn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -39,7 +41,7 @@ func TestConnKeepsIssueOrder(t *testing.T) {
 	pid := raw.(*kmsg.InitProducerIDResponse)
 	require.Zero(t, pid.ErrorCode)
 
-	var waits []*Pending
+	var waits []*kafkaclient.Pending
 	for seq := range 5 {
 		b := record.Batch{ProducerID: pid.ProducerID, ProducerEpoch: pid.ProducerEpoch, BaseSequence: int32(seq),
 			Records: []record.Record{{Value: []byte{byte('a' + seq)}, Timestamp: 1}}}
@@ -70,7 +72,7 @@ func TestConnKeepsIssueOrder(t *testing.T) {
 // away fails what waits, and the next request dials again.
 func TestConnNegotiatesDownAndRedials(t *testing.T) {
 	addr := fakebroker.Start(t, oldBroker())
-	cn := NewConn("old broker", fixedAddr(addr), nil, "test", 0)
+	cn := kafkaclient.NewConn("old broker", fixedAddr(addr), nil, "test", 0)
 	defer cn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -150,12 +152,12 @@ func jockoLike(closeAgain bool) fakebroker.Script {
 func TestHandshakeTellsTheExchange(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	versions, err := Handshake(ctx, fakebroker.Start(t, jockoLike(false)), nil)
+	versions, err := kafkaclient.Handshake(ctx, fakebroker.Start(t, jockoLike(false)), nil)
 	require.NoError(t, err)
 	require.Equal(t, int16(1), versions[3])
 
-	_, err = Handshake(ctx, fakebroker.Start(t, jockoLike(true)), nil)
-	require.ErrorIs(t, err, ErrNegotiation)
+	_, err = kafkaclient.Handshake(ctx, fakebroker.Start(t, jockoLike(true)), nil)
+	require.ErrorIs(t, err, kafkaclient.ErrNegotiation)
 	msg := err.Error()
 	require.Regexp(t, `asked ApiVersions v\d+: answered UNSUPPORTED_VERSION, naming v1 as its highest`, msg)
 	require.Contains(t, msg, "the broker had closed it")

@@ -9,11 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // fakeBackend answers every message at once with canned answers: topic "t"
@@ -201,7 +203,7 @@ func (c *wireClient) write(b []byte) {
 // recv reads one response to req (sent with corr) and decodes it.
 func (c *wireClient) recv(req kmsg.Request, corr int32) kmsg.Response {
 	c.t.Helper()
-	frame, err := ReadFrame(c.r, 0)
+	frame, err := wireformat.ReadFrame(c.r, 0)
 	require.NoError(c.t, err)
 	require.GreaterOrEqual(c.t, len(frame), 4)
 	require.Equal(c.t, corr, int32(uint32(frame[0])<<24|uint32(frame[1])<<16|uint32(frame[2])<<8|uint32(frame[3])))
@@ -225,7 +227,7 @@ func (c *wireClient) roundTrip(req kmsg.Request) kmsg.Response {
 // closed asserts that the server ended the connection.
 func (c *wireClient) closed() {
 	c.t.Helper()
-	_, err := ReadFrame(c.r, 0)
+	_, err := wireformat.ReadFrame(c.r, 0)
 	require.Error(c.t, err)
 	require.Error(c.t, <-c.done)
 	c.done <- nil // for the cleanup

@@ -4,22 +4,22 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // DefaultMaxRequestBytes bounds a request frame when Server.MaxRequestBytes
 // is 0 (Kafka's socket.request.max.bytes is 100 MiB too).
-const DefaultMaxRequestBytes int32 = 100 << 20
+const DefaultMaxRequestBytes = wireformat.DefaultMaxFrameBytes
 
 // ErrMalformed marks a frame that cannot be parsed; the connection is closed.
 var ErrMalformed = errors.New("malformed request")
 
 // ErrFrameTooLarge marks a frame whose size prefix is negative or over the
 // limit; the connection is closed without reading the body.
-var ErrFrameTooLarge = errors.New("request frame size out of range")
+var ErrFrameTooLarge = wireformat.ErrFrameTooLarge
 
 // UnsupportedError is a request whose header parsed but whose api key or
 // version this server does not serve. The header is still known, so the
@@ -41,68 +41,6 @@ type Request struct {
 	ClientID      *string
 	// Body has its version set; nil when ParseRequest returned an error.
 	Body kmsg.Request
-}
-
-// ReadFrame reads one size-prefixed frame from r and returns what follows the
-// 4-byte size, in a fresh buffer (records produced to the broker alias it).
-// maxBytes <= 0 means DefaultMaxRequestBytes.
-func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
-	n, err := readFrameSize(r, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	return readFrameBody(r, n)
-}
-
-// readFrameSize reads a frame's size prefix and checks it against
-// maxBytes (<= 0: DefaultMaxRequestBytes).
-func readFrameSize(r io.Reader, maxBytes int32) (int, error) {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxRequestBytes
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return 0, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 || n > maxBytes {
-		return 0, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, maxBytes)
-	}
-	return int(n), nil
-}
-
-// readFrameBody reads the n bytes of a frame whose size was read.
-func readFrameBody(r io.Reader, n int) ([]byte, error) {
-	frame, err := ReadBounded(r, n)
-	if err != nil {
-		return nil, fmt.Errorf("read %d-byte frame: %w", n, err)
-	}
-	return frame, nil
-}
-
-// firstChunk is what ReadBounded allocates before any of the bytes came:
-// enough that most requests take one allocation, small enough that a
-// thousand declared and unsent frames cost a quarter of a GiB.
-const firstChunk = 256 << 10
-
-// ReadBounded reads exactly n bytes from r into a fresh buffer that grows
-// with the bytes that arrive, at most doubling: a length a peer declared
-// but never sent costs what it sent, not what it declared.
-func ReadBounded(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, 0, min(n, firstChunk))
-	for len(buf) < n {
-		chunk := min(n-len(buf), max(len(buf), firstChunk))
-		buf = slices.Grow(buf, chunk)
-		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
-		buf = buf[:len(buf)+got]
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
-	return buf, nil
 }
 
 // ParseRequest decodes a frame (the bytes after the size prefix): the request

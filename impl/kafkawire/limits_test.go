@@ -2,7 +2,6 @@ package kafkawire
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -17,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // A valid record of 65 MiB that zstd squeezes into a few KB passes
@@ -109,15 +110,15 @@ func TestDeclaredFrameIsNotAllocatedUpFront(t *testing.T) {
 		var b bytes.Buffer
 		_ = binary.Write(&b, binary.BigEndian, int32(100<<20))
 		b.WriteString("0123456789")
-		_, err := ReadFrame(&b, 0)
+		_, err := wireformat.ReadFrame(&b, 0)
 		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	}
 	runtime.ReadMemStats(&after)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20), "allocated for bytes that never came")
 
 	// What does come is read whole, across many reads.
-	want := bytes.Repeat([]byte("x"), 3*firstChunk+17)
-	got, err := ReadBounded(iotest.OneByteReader(bytes.NewReader(want)), len(want))
+	want := bytes.Repeat([]byte("x"), 3*wireformat.FirstChunk+17)
+	got, err := wireformat.ReadBounded(iotest.OneByteReader(bytes.NewReader(want)), len(want))
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
@@ -157,40 +158,6 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cl.Ping(ctx))
-}
-
-// One broker decompresses at most DecompressSlots batches at once: with
-// every slot taken, the next waits until one is given back.
-func TestDecompressionIsBoundedPerBroker(t *testing.T) {
-	d := &decompressor{}
-	var releases []func()
-	for range DecompressSlots {
-		releases = append(releases, d.acquire())
-	}
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	_, _ = zw.Write([]byte("a batch's records"))
-	require.NoError(t, zw.Close())
-	done := make(chan error, 1)
-	go func() {
-		_, err := d.decompress(codecGzip, b.Bytes())
-		done <- err
-	}()
-	select {
-	case <-done:
-		t.Fatal("decompressed with every slot taken")
-	case <-time.After(100 * time.Millisecond):
-	}
-	releases[0]()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("still waiting after a slot was given back")
-	}
-	for _, r := range releases[1:] {
-		r()
-	}
 }
 
 // A topic's min.insync.replicas is capped at its replication factor, as

@@ -1,12 +1,12 @@
 package kafkawire
 
 import (
-	"errors"
 	"fmt"
 	"hash/crc32"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -33,8 +33,8 @@ const (
 // Kafka's broker does, and are not kept. Bad framing or CRC wraps
 // kafka.ErrCorruptMessage; a well-formed batch the broker cannot take
 // wraps kafka.ErrInvalidRecord.
-func decodeProduce(raw []byte, d *decompressor) (record.Batch, error) {
-	pb, err := parseBatch(raw, d)
+func decodeProduce(raw []byte, d *wireformat.Decompressor) (record.Batch, error) {
+	pb, err := wireformat.Parse(raw, d)
 	if err != nil {
 		return pb, err
 	}
@@ -46,27 +46,6 @@ func decodeProduce(raw []byte, d *decompressor) (record.Batch, error) {
 	}
 	pb.Records = nil
 	return pb, nil
-}
-
-// parseBatch parses the v2 batch at the start of raw and decodes its
-// records, mapping record's errors onto Kafka's.
-func parseBatch(raw []byte, d *decompressor) (record.Batch, error) {
-	if len(raw) < batchHeaderLen {
-		return record.Batch{}, fmt.Errorf("%w: %d bytes, want at least %d", kafka.ErrCorruptMessage, len(raw), batchHeaderLen)
-	}
-	pb, err := record.Parse(raw)
-	if err == nil {
-		err = pb.Decode(d.decompress)
-	}
-	switch {
-	case err == nil:
-		return pb, nil
-	case errors.Is(err, record.ErrInvalid):
-		return pb, fmt.Errorf("%w: %v", kafka.ErrInvalidRecord, err)
-	case errors.Is(err, record.ErrCorrupt), errors.Is(err, record.ErrTruncated):
-		return pb, fmt.Errorf("%w: %v", kafka.ErrCorruptMessage, err)
-	}
-	return pb, err // the decompressor's, already a Kafka error
 }
 
 // appendBatch appends b as a v2 record batch: its bytes as stored, or,

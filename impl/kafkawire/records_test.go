@@ -11,8 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 func testBatch() record.Batch {
@@ -55,7 +57,7 @@ func kgoCompress(t *testing.T, codec kgo.CompressionCodec) func([]byte) []byte {
 
 // xerial frames src the way snappy-java (the Java client) does.
 func xerial(src []byte) []byte {
-	out := append([]byte(nil), xerialMagic...)
+	out := append([]byte(nil), wireformat.XerialMagic...)
 	out = binary.BigEndian.AppendUint32(out, 1)
 	out = binary.BigEndian.AppendUint32(out, 1)
 	for len(src) > 0 {
@@ -84,17 +86,17 @@ func TestBatchRoundTripEveryCodec(t *testing.T) {
 	require.Equal(t, int32(len(b.Records)), kb.NumRecords)
 	require.Equal(t, b.LeaderEpoch, kb.PartitionLeaderEpoch)
 
-	d := &decompressor{limit: 1 << 20}
+	d := &wireformat.Decompressor{Limit: 1 << 20}
 	for name, tc := range map[string]struct {
 		codec    int
 		compress func([]byte) []byte
 	}{
-		"none":          {codecNone, func(b []byte) []byte { return b }},
-		"gzip":          {codecGzip, kgoCompress(t, kgo.GzipCompression())},
-		"snappy":        {codecSnappy, kgoCompress(t, kgo.SnappyCompression())},
-		"snappy-xerial": {codecSnappy, xerial},
-		"lz4":           {codecLz4, kgoCompress(t, kgo.Lz4Compression())},
-		"zstd":          {codecZstd, kgoCompress(t, kgo.ZstdCompression())},
+		"none":          {wireformat.CodecNone, func(b []byte) []byte { return b }},
+		"gzip":          {wireformat.CodecGzip, kgoCompress(t, kgo.GzipCompression())},
+		"snappy":        {wireformat.CodecSnappy, kgoCompress(t, kgo.SnappyCompression())},
+		"snappy-xerial": {wireformat.CodecSnappy, xerial},
+		"lz4":           {wireformat.CodecLz4, kgoCompress(t, kgo.Lz4Compression())},
+		"zstd":          {wireformat.CodecZstd, kgoCompress(t, kgo.ZstdCompression())},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := recompress(t, raw, tc.codec, tc.compress)
@@ -106,12 +108,12 @@ func TestBatchRoundTripEveryCodec(t *testing.T) {
 			require.Nil(t, pb.Records, "checked, not kept")
 			require.Equal(t, in, pb.Wire, "the bytes as produced")
 			require.Equal(t, in, appendBatch(nil, &pb), "served as produced")
-			recs, err := pb.DecodeRecords(d.decompress)
+			recs, err := pb.DecodeRecords(d.Decompress)
 			require.NoError(t, err)
 			require.Equal(t, b.Records, recs)
 
-			// The zero decompressor (Client's) has the default bound.
-			got, err := DecodeFetched(in)
+			// The zero decompressor (kafkaclient.Client's) has the default bound.
+			got, err := wireformat.DecodeFetched(in)
 			require.NoError(t, err)
 			require.Len(t, got, 1)
 			require.Equal(t, b.Records, got[0].Records)
@@ -125,7 +127,7 @@ func TestBatchRoundTripEveryCodec(t *testing.T) {
 func TestDecodeProduceRejects(t *testing.T) {
 	b := testBatch()
 	raw := appendBatch(nil, &b)
-	d := &decompressor{limit: 1 << 20}
+	d := &wireformat.Decompressor{Limit: 1 << 20}
 	code := func(in []byte) int16 {
 		_, err := decodeProduce(in, d)
 		require.Error(t, err)
@@ -146,20 +148,20 @@ func TestDecodeProduceRejects(t *testing.T) {
 	require.Equal(t, int16(87), code(txn), "transactional batch")
 	bad := recompress(t, raw, 7, func(b []byte) []byte { return b })
 	require.Equal(t, int16(76), code(bad), "codec 7")
-	garbage := recompress(t, raw, codecGzip, func(b []byte) []byte { return b })
+	garbage := recompress(t, raw, wireformat.CodecGzip, func(b []byte) []byte { return b })
 	require.Equal(t, int16(2), code(garbage), "gzip codec over plain bytes")
-	small := &decompressor{limit: 100}
+	small := &wireformat.Decompressor{Limit: 100}
 	// Past the decompression bound: MESSAGE_TOO_LARGE, with every codec.
 	for _, c := range []struct {
 		name  string
 		codec int
 		f     func([]byte) []byte
 	}{
-		{"zstd", codecZstd, kgoCompress(t, kgo.ZstdCompression())},
-		{"gzip", codecGzip, kgoCompress(t, kgo.GzipCompression())},
-		{"lz4", codecLz4, kgoCompress(t, kgo.Lz4Compression())},
-		{"snappy", codecSnappy, kgoCompress(t, kgo.SnappyCompression())},
-		{"xerial snappy", codecSnappy, xerial},
+		{"zstd", wireformat.CodecZstd, kgoCompress(t, kgo.ZstdCompression())},
+		{"gzip", wireformat.CodecGzip, kgoCompress(t, kgo.GzipCompression())},
+		{"lz4", wireformat.CodecLz4, kgoCompress(t, kgo.Lz4Compression())},
+		{"snappy", wireformat.CodecSnappy, kgoCompress(t, kgo.SnappyCompression())},
+		{"xerial snappy", wireformat.CodecSnappy, xerial},
 	} {
 		_, err := decodeProduce(recompress(t, raw, c.codec, c.f), small)
 		require.Equal(t, kerr.MessageTooLarge.Code, kafka.CodeOf(err), "%s over the decompression limit: %v", c.name, err)

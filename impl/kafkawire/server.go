@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // DefaultMaxBatchBytes bounds the uncompressed size of one produced record
 // batch when Server.MaxBatchBytes is 0.
-const DefaultMaxBatchBytes = 128 << 20
+const DefaultMaxBatchBytes = wireformat.DefaultLimit
 
 // DefaultIdleTimeout is Kafka's connections.max.idle.ms, 10 minutes.
 const DefaultIdleTimeout = 10 * time.Minute
@@ -48,7 +50,7 @@ type Server struct {
 	Logf func(string, ...any)
 
 	once   sync.Once
-	decomp *decompressor
+	decomp *wireformat.Decompressor
 }
 
 func (s *Server) logf(format string, args ...any) {
@@ -70,7 +72,7 @@ func (s *Server) init() {
 		if limit <= 0 {
 			limit = DefaultMaxBatchBytes
 		}
-		s.decomp = &decompressor{limit: limit}
+		s.decomp = &wireformat.Decompressor{Limit: limit}
 	})
 }
 
@@ -102,11 +104,11 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn, r io.Reader) (err
 	idle, started := orDefault(s.IdleTimeout, DefaultIdleTimeout), orDefault(s.RequestReadTimeout, DefaultRequestReadTimeout)
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(idle))
-		n, err := readFrameSize(r, s.MaxRequestBytes)
+		n, err := wireformat.ReadFrameSize(r, s.MaxRequestBytes)
 		var frame []byte
 		if err == nil {
 			_ = conn.SetReadDeadline(time.Now().Add(started))
-			frame, err = readFrameBody(r, n)
+			frame, err = wireformat.ReadFrameBody(r, n)
 		}
 		if err != nil {
 			var ne net.Error

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 func TestReadFrame(t *testing.T) {
@@ -16,21 +18,21 @@ func TestReadFrame(t *testing.T) {
 		b := binary.BigEndian.AppendUint32(nil, uint32(size))
 		return bytes.NewReader(append(b, body...))
 	}
-	got, err := ReadFrame(frame(3, []byte("abc")), 10)
+	got, err := wireformat.ReadFrame(frame(3, []byte("abc")), 10)
 	require.NoError(t, err)
 	require.Equal(t, []byte("abc"), got)
 
-	_, err = ReadFrame(frame(11, make([]byte, 11)), 10)
+	_, err = wireformat.ReadFrame(frame(11, make([]byte, 11)), 10)
 	require.ErrorIs(t, err, ErrFrameTooLarge)
-	_, err = ReadFrame(frame(-1, nil), 10)
+	_, err = wireformat.ReadFrame(frame(-1, nil), 10)
 	require.ErrorIs(t, err, ErrFrameTooLarge)
-	_, err = ReadFrame(frame(DefaultMaxRequestBytes+1, nil), 0)
+	_, err = wireformat.ReadFrame(frame(DefaultMaxRequestBytes+1, nil), 0)
 	require.ErrorIs(t, err, ErrFrameTooLarge, "0 means the default limit")
-	_, err = ReadFrame(frame(5, []byte("ab")), 10)
+	_, err = wireformat.ReadFrame(frame(5, []byte("ab")), 10)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "truncated body")
-	_, err = ReadFrame(bytes.NewReader([]byte{0, 0}), 10)
+	_, err = wireformat.ReadFrame(bytes.NewReader([]byte{0, 0}), 10)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "truncated size")
-	_, err = ReadFrame(bytes.NewReader(nil), 10)
+	_, err = wireformat.ReadFrame(bytes.NewReader(nil), 10)
 	require.ErrorIs(t, err, io.EOF, "clean end between frames")
 }
 

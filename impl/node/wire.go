@@ -9,9 +9,9 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
-	"github.com/watermarkhq/watermark/impl/kafkawire"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/storage"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // Magic opens an internal (node-to-node) connection. A Kafka connection
@@ -109,7 +109,7 @@ func (d *decoder) decode(v any) error {
 	if n > maxGobBytes {
 		return fmt.Errorf("internal message of %d bytes declared: the limit is %d", n, maxGobBytes)
 	}
-	msg, err := kafkawire.ReadBounded(d.r, int(n))
+	msg, err := wireformat.ReadBounded(d.r, int(n))
 	if err != nil {
 		return fmt.Errorf("internal message: %w", err)
 	}
@@ -149,7 +149,7 @@ func readFrame(dec *decoder) (frame, error) {
 	}
 	if f.BatchesLen > 0 {
 		var err error
-		if f.batches, err = kafkawire.ReadBounded(r, f.BatchesLen); err != nil {
+		if f.batches, err = wireformat.ReadBounded(r, f.BatchesLen); err != nil {
 			return f, fmt.Errorf("frame from %d: batches: %w", f.From, err)
 		}
 	}

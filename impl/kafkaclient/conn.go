@@ -1,4 +1,4 @@
-package kafkawire
+package kafkaclient
 
 import (
 	"bufio"
@@ -12,8 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // Conn is one Kafka connection whose requests reach the wire in the order
@@ -80,7 +83,7 @@ func NewConn(name string, resolve func(ctx context.Context) (string, error), dia
 		dial = d.DialContext
 	}
 	if maxBytes <= 0 {
-		maxBytes = DefaultMaxRequestBytes
+		maxBytes = wireformat.DefaultMaxFrameBytes
 	}
 	c := &Conn{addr: name, resolve: resolve, dial: dial, clientID: clientID, maxBytes: maxBytes, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.writing.Add(1)
@@ -287,7 +290,7 @@ func Handshake(ctx context.Context, addr string, dial func(ctx context.Context, 
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	nc, _, versions, err := dialNegotiate(ctx, func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", addr) }, "watermark-probe", DefaultMaxRequestBytes)
+	nc, _, versions, err := dialNegotiate(ctx, func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", addr) }, "watermark-probe", wireformat.DefaultMaxFrameBytes)
 	var neg errNegotiate
 	switch {
 	case errors.As(err, &neg):
@@ -319,7 +322,7 @@ func negotiate(nc net.Conn, br *bufio.Reader, clientID string, maxBytes int32, f
 		if _, err := nc.Write(f.AppendRequest(nil, req, 0)); err != nil {
 			return nil, fail("ApiVersions v%d: write: %v", v, err)
 		}
-		frame, err := ReadFrame(br, maxBytes)
+		frame, err := wireformat.ReadFrame(br, maxBytes)
 		if err != nil {
 			if closed(err) && len(said) > 0 && tries > 0 {
 				return nil, &closedAfterDowngrade{next: v, said: append(said, fmt.Sprintf("asked ApiVersions v%d on the same connection: the broker had closed it (KIP-511 keeps it open after an UNSUPPORTED_VERSION answer, for the retry)", v))}
@@ -433,7 +436,7 @@ func head(b []byte) []byte { return b[:min(len(b), 32)] }
 // the oldest request written.
 func (c *Conn) readLoop(s *session, br *bufio.Reader) {
 	for {
-		frame, err := ReadFrame(br, c.maxBytes)
+		frame, err := wireformat.ReadFrame(br, c.maxBytes)
 		if err != nil {
 			s.fail(fmt.Errorf("%s: read: %w", c.addr, err))
 			return
@@ -471,11 +474,12 @@ func decodeAnswer(frame []byte, corr int32, req kmsg.Request) (kmsg.Response, er
 	resp.SetVersion(req.GetVersion())
 	if resp.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
 		// The response header's tagged fields (none for ApiVersions, KIP-511).
-		rest, err := skipTags(body)
-		if err != nil {
-			return nil, fmt.Errorf("%s v%d answer header: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return nil, fmt.Errorf("%s v%d answer header: tagged fields cut short", kmsg.NameForKey(req.Key()), req.GetVersion())
 		}
-		body = rest
+		body = r.Src
 	}
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%s v%d answer: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)

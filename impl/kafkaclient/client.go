@@ -1,8 +1,7 @@
-package kafkawire
+package kafkaclient
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,9 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
 // Client is the wire server's mirror image: it takes the reference
@@ -266,7 +267,7 @@ func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequ
 			if out.Err = wireError(rp.ErrorCode, nil); out.Err != nil {
 				return out, nil
 			}
-			out.Batches, err = DecodeFetched(rp.RecordBatches)
+			out.Batches, err = wireformat.DecodeFetched(rp.RecordBatches)
 			if err != nil {
 				return nil, fmt.Errorf("fetch from %s: %w", m.TopicPartition, err)
 			}
@@ -276,37 +277,8 @@ func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequ
 	return nil, fmt.Errorf("fetch from %s: the answer does not name the partition", m.TopicPartition)
 }
 
-// DecodeFetched decodes the record batches of a fetch response: v2 batches
-// of any codec, with their offsets and leader epochs. Control batches are
-// skipped, and a partial batch at the end (a broker may cut a response at
-// its byte limit) is dropped, as consumers do.
-func DecodeFetched(raw []byte) ([]record.Batch, error) {
-	var out []record.Batch
-	d := &decompressor{}
-	for len(raw) >= 12 {
-		length := int64(int32(binary.BigEndian.Uint32(raw[8:])))
-		if length < batchHeaderLen-12 {
-			return out, fmt.Errorf("%w: batch length %d", kafka.ErrCorruptMessage, length)
-		}
-		if 12+length > int64(len(raw)) {
-			break // partial
-		}
-		one := raw[:12+length]
-		raw = raw[12+length:]
-		if attrs := int16(binary.BigEndian.Uint16(one[21:])); attrs&attrControl != 0 {
-			continue
-		}
-		pb, err := parseBatch(one, d)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, pb)
-	}
-	return out, nil
-}
-
 // EncodeBatch encodes b as an uncompressed v2 record batch.
-func EncodeBatch(dst []byte, b *record.Batch) []byte { return appendBatch(dst, b) }
+func EncodeBatch(dst []byte, b *record.Batch) []byte { return record.Encode(dst, b) }
 
 func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.ListOffsetsRequest) (any, error) {
 	req := kmsg.NewPtrListOffsetsRequest()

@@ -1,4 +1,4 @@
-package kafkawire
+package kafkaclient
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/record"
 )
 
 // Issue sends msg to broker to and returns how to wait for its answer.
@@ -42,7 +44,7 @@ func kafkaProduce(m broker.ProduceRequest) *kmsg.ProduceRequest {
 	b.LeaderEpoch = -1
 	p := kmsg.NewProduceRequestTopicPartition()
 	p.Partition = m.Partition
-	p.Records = appendBatch(nil, &b)
+	p.Records = record.Encode(nil, &b)
 	t := kmsg.NewProduceRequestTopic()
 	t.Topic = m.Topic
 	t.Partitions = append(t.Partitions, p)

@@ -1,4 +1,10 @@
-package kafkawire
+// Package wireformat is what the broker's wire server (impl/kafkawire)
+// and the harness's Kafka client (impl/kafkaclient) share of Kafka's wire
+// format, so that neither compiles the other: size-prefixed frames read
+// within a bound, and v2 record batches decompressed within a bound (no
+// batch expands into an unbounded allocation) and parsed with Kafka's
+// error codes for what is wrong with them.
+package wireformat
 
 import (
 	"bytes"
@@ -12,25 +18,26 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // Compression codecs: the low three bits of a record batch's attributes.
 const (
-	codecNone   = 0
-	codecGzip   = 1
-	codecSnappy = 2
-	codecLz4    = 3
-	codecZstd   = 4
+	CodecNone   = 0
+	CodecGzip   = 1
+	CodecSnappy = 2
+	CodecLz4    = 3
+	CodecZstd   = 4
 )
 
-// decompressor undoes a produced batch's compression, never producing more
-// than limit bytes, so that a small batch cannot expand into an unbounded
+// Decompressor undoes a batch's compression, never producing more
+// than Limit bytes, so that a small batch cannot expand into an unbounded
 // allocation (a "zip bomb"). One serves a whole broker, and at most
 // DecompressSlots batches are decompressed at once, the others waiting:
 // the memory all connections together can make it take is bounded too.
-type decompressor struct {
-	limit    int // 0 means DefaultMaxBatchBytes
+type Decompressor struct {
+	Limit    int // 0 means DefaultLimit
 	zstdOnce sync.Once
 	zstd     *zstd.Decoder // safe for concurrent DecodeAll
 	zstdErr  error
@@ -38,11 +45,15 @@ type decompressor struct {
 	slots    chan struct{}
 }
 
+// DefaultLimit is a Decompressor's bound when it sets none: 128 MiB, the
+// broker's default (kafkawire.DefaultMaxBatchBytes).
+const DefaultLimit = 128 << 20
+
 // DecompressSlots bounds the batches one broker decompresses at once: with
-// DefaultMaxBatchBytes each, 512 MiB at most, whatever the connections.
+// DefaultLimit each, 512 MiB at most, whatever the connections.
 const DecompressSlots = 4
 
-func (d *decompressor) acquire() func() {
+func (d *Decompressor) acquire() func() {
 	d.slotOnce.Do(func() { d.slots = make(chan struct{}, DecompressSlots) })
 	d.slots <- struct{}{}
 	return func() { <-d.slots }
@@ -52,33 +63,35 @@ func (d *decompressor) acquire() func() {
 var errTooBig = errors.New("decompressed batch over the bound")
 
 // bound is the most a batch may decompress to.
-func (d *decompressor) bound() int {
-	if d.limit <= 0 {
-		return DefaultMaxBatchBytes
+func (d *Decompressor) bound() int {
+	if d.Limit <= 0 {
+		return DefaultLimit
 	}
-	return d.limit
+	return d.Limit
 }
 
-func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
+// Decompress undoes codec's compression of src (a batch's records),
+// within d's bound and its slots.
+func (d *Decompressor) Decompress(codec int, src []byte) ([]byte, error) {
 	var (
 		out []byte
 		err error
 	)
-	if codec == codecNone {
+	if codec == CodecNone {
 		return src, nil
 	}
 	defer d.acquire()()
 	switch codec {
-	case codecGzip:
+	case CodecGzip:
 		var zr *gzip.Reader
 		if zr, err = gzip.NewReader(bytes.NewReader(src)); err == nil {
 			out, err = d.readAll(zr)
 		}
-	case codecSnappy:
+	case CodecSnappy:
 		out, err = d.snappy(src)
-	case codecLz4:
+	case CodecLz4:
 		out, err = d.readAll(lz4.NewReader(bytes.NewReader(src)))
-	case codecZstd:
+	case CodecZstd:
 		d.zstdOnce.Do(func() {
 			d.zstd, d.zstdErr = zstd.NewReader(nil,
 				zstd.WithDecoderConcurrency(1),
@@ -101,7 +114,7 @@ func (d *decompressor) decompress(codec int, src []byte) ([]byte, error) {
 }
 
 // readAll reads r to its end, failing past the limit.
-func (d *decompressor) readAll(r io.Reader) ([]byte, error) {
+func (d *Decompressor) readAll(r io.Reader) ([]byte, error) {
 	limit := d.bound()
 	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
@@ -113,13 +126,13 @@ func (d *decompressor) readAll(r io.Reader) ([]byte, error) {
 	return out, nil
 }
 
-// xerialMagic opens snappy data in the xerial (snappy-java) framing that
+// XerialMagic opens snappy data in the xerial (snappy-java) framing that
 // the Java client writes: the magic, two int32 versions, then blocks each
 // prefixed with an int32 length. Other clients write one raw snappy block.
-var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+var XerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-func (d *decompressor) snappy(src []byte) ([]byte, error) {
-	if !bytes.HasPrefix(src, xerialMagic) {
+func (d *Decompressor) snappy(src []byte) ([]byte, error) {
+	if !bytes.HasPrefix(src, XerialMagic) {
 		return d.snappyBlock(nil, src)
 	}
 	if len(src) < 16 {
@@ -146,7 +159,7 @@ func (d *decompressor) snappy(src []byte) ([]byte, error) {
 }
 
 // snappyBlock appends one raw snappy block's contents to out.
-func (d *decompressor) snappyBlock(out, block []byte) ([]byte, error) {
+func (d *Decompressor) snappyBlock(out, block []byte) ([]byte, error) {
 	n, err := snappy.DecodedLen(block)
 	if err != nil {
 		return nil, err
