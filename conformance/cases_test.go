@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/judge"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/conformance/targets"
 	"github.com/watermarkhq/watermark/conformance/variant"
 	"github.com/watermarkhq/watermark/failpoints"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -36,7 +37,7 @@ func TestEveryCaseHoldsOnTheReference(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			needsFailpoints(t, c)
 			for seed := uint64(1); seed <= 3; seed++ {
-				r, err := conformance.RunOne(c, seed, conformance.Options{CheckTimeout: time.Minute})
+				r, err := conformance.RunOne(c, seed, conformance.Options{Target: targets.Simulator, CheckTimeout: time.Minute})
 				require.NoError(t, err)
 				if r.Verdict != conformance.Holds {
 					t.Fatalf("seed %d: %s\n%s\nreplay: %s", seed, r.Verdict, strings.Join(r.Reasons, "\n"), r.Replay)
@@ -58,7 +59,7 @@ func TestKIP101CasesFindTheBugWithHWTruncation(t *testing.T) {
 			c := &list[0]
 			needsFailpoints(t, c)
 			for seed := uint64(1); seed <= 3; seed++ {
-				r, err := conformance.RunOne(c, seed, conformance.Options{Variant: variantNamed(t, "hw"), CheckTimeout: time.Minute})
+				r, err := conformance.RunOne(c, seed, conformance.Options{Target: targets.Simulator, Variant: variantNamed(t, "hw"), CheckTimeout: time.Minute})
 				require.NoError(t, err)
 				require.Equal(t, conformance.Violated, r.Verdict, "seed %d", seed)
 				names := map[string]bool{}
@@ -78,7 +79,7 @@ func TestKIP101CasesFindTheBugWithHWTruncation(t *testing.T) {
 func TestUncleanElectionReportsAllowedLoss(t *testing.T) {
 	list, err := cases.Lookup([]string{"unclean-election/on"})
 	require.NoError(t, err)
-	r, err := conformance.RunOne(&list[0], 1, conformance.Options{CheckTimeout: time.Minute})
+	r, err := conformance.RunOne(&list[0], 1, conformance.Options{Target: targets.Simulator, CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, conformance.Holds, r.Verdict, strings.Join(r.Reasons, "\n"))
 	require.NotEmpty(t, r.Allowed, "the unclean election lost nothing")
@@ -94,7 +95,7 @@ func TestAllowedAnomaliesAreNeededByAcks1(t *testing.T) {
 	strict.Allowed = nil
 	sawLoss := false
 	for seed := uint64(1); seed <= 10 && !sawLoss; seed++ {
-		r, err := conformance.RunOne(&strict, seed, conformance.Options{CheckTimeout: time.Minute})
+		r, err := conformance.RunOne(&strict, seed, conformance.Options{Target: targets.Simulator, CheckTimeout: time.Minute})
 		require.NoError(t, err)
 		for _, a := range r.Found {
 			require.Contains(t, list[0].Allowed, a.Name, "seed %d: acks=1 showed %s, which the case does not allow", seed, a)
@@ -125,7 +126,7 @@ func TestDedupAcrossFailoverCatchesLeaderOnlyProducerState(t *testing.T) {
 	require.NoError(t, err)
 	found := false
 	for seed := uint64(1); seed <= 5 && !found; seed++ {
-		r, err := conformance.RunOne(&list[0], seed, conformance.Options{Variant: variantNamed(t, "producer-state-leader-only"), CheckTimeout: time.Minute})
+		r, err := conformance.RunOne(&list[0], seed, conformance.Options{Target: targets.Simulator, Variant: variantNamed(t, "producer-state-leader-only"), CheckTimeout: time.Minute})
 		require.NoError(t, err)
 		found = hasAnomaly(r.Found, linearizability.AnomalyDuplicate) && hasAnomaly(r.Found, linearizability.AnomalyDedupFailure)
 	}
@@ -141,7 +142,7 @@ func TestAtLeastOnceCountsDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	dups := 0
 	for seed := uint64(1); seed <= 3; seed++ {
-		r, err := conformance.RunOne(&list[0], seed, conformance.Options{CheckTimeout: time.Minute})
+		r, err := conformance.RunOne(&list[0], seed, conformance.Options{Target: targets.Simulator, CheckTimeout: time.Minute})
 		require.NoError(t, err)
 		require.Equal(t, conformance.Holds, r.Verdict, strings.Join(r.Reasons, "\n"))
 		for _, a := range r.Allowed {
@@ -196,7 +197,7 @@ func caseNamed(t *testing.T, name string) *cases.Case {
 
 // spec is c's run for seed, as the kit runs it.
 func spec(c *cases.Case, seed uint64) run.Spec {
-	s, err := conformance.Options{}.Spec(c, seed)
+	s, err := conformance.Options{Target: targets.Simulator}.Spec(c, seed)
 	if err != nil {
 		panic(err)
 	}

@@ -23,7 +23,8 @@ type Options struct {
 	// Set overrides fields of every case's run after the variant, as
 	// KEY=VALUE with run-file keys (broker.min_insync_replicas=1).
 	Set []string
-	// Target is what the cases run against; nil is the simulator.
+	// Target is what the cases run against: required
+	// (conformance/targets.Simulator is the reference's simulator).
 	Target Target
 	// Context cancels a check: the runs not started are abandoned, and
 	// runs on targets that take real time are stopped.
@@ -69,15 +70,18 @@ const (
 )
 
 // ErrValidateNeedsSimulator is returned for trace validation on a target
-// other than the simulator: only it exposes every replication step.
+// without Capabilities.Trace: only the simulator exposes every
+// replication step.
 var ErrValidateNeedsSimulator = errors.New("trace validation needs the simulator (--target sim)")
 
-func (o Options) target() Target {
-	if o.Target == nil {
-		return Simulator
-	}
-	return o.Target
-}
+// ErrNoTarget is returned when Options names no target.
+var ErrNoTarget = errors.New("no target: set Options.Target (conformance/targets.Simulator is the reference's)")
+
+// DefaultTargetName is the target `watermark check` runs without --target:
+// a replay command on it needs no --target flag.
+const DefaultTargetName = "sim"
+
+func (o Options) target() Target { return o.Target }
 
 // Spec is the run of case c for seed under o.
 func (o Options) Spec(c *cases.Case, seed uint64) (run.Spec, error) {
@@ -119,7 +123,10 @@ func RunOne(c *cases.Case, seed uint64, opts Options) (*RunResult, error) {
 func runOne(c *cases.Case, seed uint64, opts Options, phase func(Phase)) (*RunResult, error) {
 	start := time.Now()
 	target := opts.target()
-	if opts.ValidateProtocol && target.Name() != Simulator.Name() {
+	if target == nil {
+		return nil, ErrNoTarget
+	}
+	if opts.ValidateProtocol && !target.Capabilities().Trace {
 		return nil, fmt.Errorf("case %s on %s: %w", c.Name, target.Name(), ErrValidateNeedsSimulator)
 	}
 	ctx := opts.Context
@@ -184,7 +191,7 @@ func (o Options) replay(c *cases.Case, seed uint64, target Target) string {
 	if o.ValidateProtocol {
 		args = append(args, "--validate-protocol")
 	}
-	if target.Name() != Simulator.Name() {
+	if target.Name() != DefaultTargetName {
 		args = append(args, "--target", target.Name())
 		if r, ok := target.(interface{ ReplayArgs() []string }); ok {
 			for _, a := range r.ReplayArgs() {
@@ -199,6 +206,9 @@ func (o Options) replay(c *cases.Case, seed uint64, target Target) string {
 // them up. When opts.Context ends, the runs not yet started are abandoned
 // and the report holds what was done (Report.Interrupted).
 func Check(list []Case, seeds []uint64, opts Options) (*Report, error) {
+	if opts.Target == nil {
+		return nil, ErrNoTarget
+	}
 	start := time.Now()
 	ctx := opts.Context
 	if ctx == nil {

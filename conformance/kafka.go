@@ -95,7 +95,7 @@ func (t *KafkaTarget) Name() string { return "kafka" }
 // cluster, the fault commands and the times.
 func (t *KafkaTarget) ReplayArgs() []string {
 	if t.File != "" {
-		return append([]string{"--target-file=" + t.File}, durationArgs(t.DurationMs, t.SettleMs)...)
+		return append([]string{"--target-file=" + t.File}, DurationArgs(t.DurationMs, t.SettleMs)...)
 	}
 	args := []string{"--bootstrap=" + strings.Join(t.Bootstrap, ",")}
 	for _, c := range []struct{ flag, cmd string }{
@@ -110,7 +110,7 @@ func (t *KafkaTarget) ReplayArgs() []string {
 	for _, k := range slices.Sorted(maps.Keys(t.MaxVersions)) {
 		args = append(args, fmt.Sprintf("--max-version=%s=%d", kmsg.NameForKey(k), t.MaxVersions[k]))
 	}
-	return append(args, durationArgs(t.DurationMs, t.SettleMs)...)
+	return append(args, DurationArgs(t.DurationMs, t.SettleMs)...)
 }
 
 // Parallel implements Target: runs share the cluster, and faults on it.

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"

@@ -7,9 +7,12 @@
 //     seed;
 //   - Check runs a whole check for a command, with progress, and returns a
 //     Report;
-//   - Target is what the cases run against: Simulator (the deterministic
-//     simulated reference), ClusterTarget (real `watermark serve`
-//     processes) or KafkaTarget (any running Kafka-compatible cluster);
+//   - Target is what the cases run against: KafkaTarget (any running
+//     Kafka-compatible cluster), a third party's own, or the reference's,
+//     in conformance/targets (Simulator, the deterministic simulated
+//     reference; ClusterTarget, real `watermark serve` processes), which
+//     this package does not import, so a third party's build does not
+//     compile them. Options.Target is required;
 //     Capabilities and the Crasher, Pauser, Isolator and TopicCreator
 //     interfaces say which faults a target can carry out;
 //   - Report, CaseResult, RunResult and Verdict are what a check found.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/search"
+	"github.com/watermarkhq/watermark/conformance/targets"
 )
 
 // The standing random check runs on real processes too (`watermark check
@@ -20,7 +21,7 @@ func TestRandomSchedulesOnRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes for about a minute; run without -short")
 	}
-	target := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir()}
+	target := &targets.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir()}
 	rep, err := search.Random(search.RandomOptions{Runs: 2, FirstSeed: 1, Target: target})
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Runs)

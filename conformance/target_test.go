@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,11 +13,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/cluster"
 	"github.com/watermarkhq/watermark/conformance/report"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/conformance/targets"
 	"github.com/watermarkhq/watermark/failpoints"
 )
 
@@ -45,7 +48,7 @@ func TestClusterTargetRunsCasesOnRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes for about a minute; run without -short")
 	}
-	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 6000, Logf: t.Logf} // long enough that a crash leaves the failover bound (2 sessions) inside the run
+	ct := &targets.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 6000, Logf: t.Logf} // long enough that a crash leaves the failover bound (2 sessions) inside the run
 	list, err := cases.Lookup([]string{"acks-all-leader-crash", "leader-isolated", "power-loss-minority"})
 	require.NoError(t, err)
 	rep, err := conformance.Check(list, []uint64{1}, conformance.Options{Target: ct, Context: context.Background(), CheckTimeout: time.Minute, Workers: 2})
@@ -71,7 +74,7 @@ func TestClusterTargetRunResult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; run without -short")
 	}
-	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 4000, SettleMs: 5000}
+	ct := &targets.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 4000, SettleMs: 5000}
 	c := caseNamed(t, "acks-all-leader-crash")
 	r, err := conformance.RunOne(c, 3, conformance.Options{Target: ct, CheckTimeout: time.Minute})
 	require.NoError(t, err)
@@ -93,7 +96,7 @@ func TestClusterTargetRunResult(t *testing.T) {
 func TestRunKitOnTheSimulator(t *testing.T) {
 	list, err := cases.Lookup([]string{"acks-all-leader-crash", "lost-answers", "coordinator-failover"})
 	require.NoError(t, err)
-	conformance.Run(t, conformance.Simulator, conformance.RunOptions{Cases: list, Seeds: []uint64{1, 2}})
+	conformance.Run(t, targets.Simulator, conformance.RunOptions{Cases: list, Seeds: []uint64{1, 2}})
 }
 
 func TestRunKitOnTheClusterTarget(t *testing.T) {
@@ -102,7 +105,7 @@ func TestRunKitOnTheClusterTarget(t *testing.T) {
 	}
 	list, err := cases.Lookup([]string{"lost-answers", "follower-restart", "power-loss-minority"})
 	require.NoError(t, err)
-	conformance.Run(t, &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000},
+	conformance.Run(t, &targets.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 6000, SettleMs: 6000},
 		conformance.RunOptions{Cases: list, ReportDir: t.TempDir()})
 }
 
@@ -113,7 +116,7 @@ func TestClusterTargetRunsAGroupCase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; run without -short")
 	}
-	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 8000, Logf: t.Logf}
+	ct := &targets.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 10000, SettleMs: 8000, Logf: t.Logf}
 	r, err := conformance.RunOne(caseNamed(t, "coordinator-failover"), 1, conformance.Options{Target: ct, CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, conformance.Holds, r.Verdict, "%v", r.Reasons)
@@ -128,7 +131,7 @@ func TestClusterTargetReplacesADisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; run without -short")
 	}
-	ct := &conformance.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 8000, SettleMs: 6000, Logf: t.Logf}
+	ct := &targets.ClusterTarget{Binary: clusterBinary, Dir: t.TempDir(), DurationMs: 8000, SettleMs: 6000, Logf: t.Logf}
 	r, err := conformance.RunOne(caseNamed(t, "replaced-disk"), 1, conformance.Options{Target: ct, CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, conformance.Holds, r.Verdict, "%v", r.Reasons)
@@ -151,7 +154,7 @@ func TestFailpointCasesSkipWithoutTheCapability(t *testing.T) {
 	c := caseNamed(t, "kip101-data-loss")
 	require.NotEmpty(t, c.Spec(1).Failpoints, "the case must switch failpoints for this test to mean anything")
 	for name, target := range map[string]conformance.Target{
-		"cluster":            &conformance.ClusterTarget{Binary: "/nonexistent/watermark"},
+		"cluster":            &targets.ClusterTarget{Binary: "/nonexistent/watermark"},
 		"kafka":              &conformance.KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}},
 		"kafka-claiming-all": &conformance.KafkaTarget{Bootstrap: []string{"127.0.0.1:1"}, Faults: allFaults{}},
 	} {
@@ -168,7 +171,7 @@ func TestFailpointCasesSkipWithoutTheCapability(t *testing.T) {
 	// A case without failpoints is not held back by the missing capability:
 	// the target is asked to run it (and fails without its binary: an
 	// error verdict naming the binary).
-	r, err := conformance.RunOne(caseNamed(t, "acks-all-leader-crash"), 1, conformance.Options{Target: &conformance.ClusterTarget{Binary: "/nonexistent/watermark"}})
+	r, err := conformance.RunOne(caseNamed(t, "acks-all-leader-crash"), 1, conformance.Options{Target: &targets.ClusterTarget{Binary: "/nonexistent/watermark"}})
 	require.NoError(t, err)
 	require.Equal(t, conformance.Error, r.Verdict)
 	require.Contains(t, r.Reasons[0], "/nonexistent/watermark")
@@ -196,7 +199,7 @@ func TestSetupErrorIsACaseVerdictAndTheCheckGoesOn(t *testing.T) {
 	require.Empty(t, list[0].Spec(1).Nemesis.Kinds)
 	require.NotEmpty(t, list[1].Spec(1).Nemesis.Kinds)
 	rep, err := conformance.Check(list, []uint64{1, 2}, conformance.Options{
-		Target: failingTarget{Target: conformance.Simulator}, CheckTimeout: time.Minute})
+		Target: failingTarget{Target: targets.Simulator}, CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.Runs, "every run is counted")
 	require.Equal(t, conformance.Error, rep.Cases[0].Verdict)
@@ -220,10 +223,35 @@ func TestSetupErrorIsACaseVerdictAndTheCheckGoesOn(t *testing.T) {
 // The simulator offers failpoints, so the same case runs there and holds.
 func TestSimulatorRunsFailpointCases(t *testing.T) {
 	c := caseNamed(t, "kip101-data-loss")
-	require.True(t, conformance.Simulator.Capabilities().Failpoints)
+	require.True(t, targets.Simulator.Capabilities().Failpoints)
 	failpoints.Require(t)
-	r, err := conformance.RunOne(c, 1, conformance.Options{Target: conformance.Simulator, CheckTimeout: time.Minute})
+	r, err := conformance.RunOne(c, 1, conformance.Options{Target: targets.Simulator, CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, conformance.Holds, r.Verdict, "%v", r.Reasons)
 	require.Positive(t, r.Run.Stats.FailpointsFired)
+}
+
+// The kit names no default target: a check without one is refused with
+// what to set, not run on a simulator a third party's build would have
+// to compile.
+func TestATargetIsRequired(t *testing.T) {
+	list := cases.Cases
+	_, err := conformance.RunOne(&list[0], 1, conformance.Options{})
+	require.ErrorIs(t, err, conformance.ErrNoTarget)
+	_, err = conformance.Check(list[:1], []uint64{1}, conformance.Options{})
+	require.ErrorIs(t, err, conformance.ErrNoTarget)
+}
+
+// A third party's build of the kit (package conformance, which
+// conformance.Run is in) compiles neither the simulator nor the
+// reference's wire server: those are in conformance/targets and
+// impl/kafkawire.
+func TestTheKitDoesNotCompileTheSimulator(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/watermarkhq/watermark/conformance").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "github.com/watermarkhq/watermark/impl/kafkaclient")
+	for _, p := range []string{"conformance/sim", "conformance/targets", "conformance/search", "impl/kafkawire", "impl/node"} {
+		assert.NotContains(t, deps, "github.com/watermarkhq/watermark/"+p)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/report"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
+	"github.com/watermarkhq/watermark/conformance/targets"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
@@ -31,7 +32,7 @@ func TestValidateProtocolOptionConfiguresTheRun(t *testing.T) {
 		assert.False(t, plain.ValidateProtocol, c.Name)
 		assert.Equal(t, c.Spec(1).Broker.ReplicaFetchWaitMaxMs, plain.Broker.ReplicaFetchWaitMaxMs, c.Name)
 
-		cfg, err := conformance.Options{ValidateProtocol: true}.Spec(c, 1)
+		cfg, err := conformance.Options{Target: targets.Simulator, ValidateProtocol: true}.Spec(c, 1)
 		require.NoError(t, err)
 		assert.True(t, cfg.ValidateProtocol, c.Name)
 		assert.Zero(t, cfg.Broker.ReplicaFetchWaitMaxMs, c.Name)
@@ -84,7 +85,7 @@ func TestTraceValidationFailureViolatesTheRun(t *testing.T) {
 
 // A replay command asks for trace validation again when the run had it.
 func TestReplayCommandKeepsValidation(t *testing.T) {
-	r, err := conformance.RunOne(caseNamed(t, "lost-answers"), 1, conformance.Options{ValidateProtocol: true})
+	r, err := conformance.RunOne(caseNamed(t, "lost-answers"), 1, conformance.Options{Target: targets.Simulator, ValidateProtocol: true})
 	require.NoError(t, err)
 	assert.Contains(t, r.Replay, " --validate-protocol")
 	assert.Contains(t, r.Replay, "--case lost-answers --seed 1")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/watermarkhq/watermark/conformance/judge"
 	"github.com/watermarkhq/watermark/conformance/report"
 	"github.com/watermarkhq/watermark/conformance/run"

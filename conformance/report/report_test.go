@@ -18,6 +18,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/judge"
 	"github.com/watermarkhq/watermark/conformance/report"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/conformance/targets"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -28,7 +29,7 @@ func leaderCrashRun(t *testing.T) *judge.RunResult {
 	list, err := cases.Lookup([]string{"acks-all-leader-crash"})
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	r, err := conformance.RunOne(&list[0], 1, conformance.Options{CheckTimeout: 30 * time.Second})
+	r, err := conformance.RunOne(&list[0], 1, conformance.Options{Target: targets.Simulator, CheckTimeout: 30 * time.Second})
 	require.NoError(t, err)
 	return r
 }
@@ -167,7 +168,7 @@ func TestWriteRunSavesRunFile(t *testing.T) {
 	list, err := cases.Lookup([]string{"acks-1-leader-crash"})
 	require.NoError(t, err)
 	c := &list[0]
-	r, err := conformance.RunOne(c, 1, conformance.Options{})
+	r, err := conformance.RunOne(c, 1, conformance.Options{Target: targets.Simulator})
 	require.NoError(t, err)
 	dir, err := report.WriteRun(t.TempDir(), r, c)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/report"
+	"github.com/watermarkhq/watermark/conformance/targets"
 	"github.com/watermarkhq/watermark/conformance/variant"
 	"github.com/watermarkhq/watermark/conformance/wire"
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -211,6 +212,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var wired *wire.Result // the wire stage of --target kafka, its bad requests still to send
 	switch *target {
 	case "sim":
+		opts.Target = targets.Simulator
 	case "cluster", "kafka":
 		if *duration < 0 || *settle < 0 {
 			return usageError(stderr, "check", fmt.Errorf("--duration %s --settle %s: want both >= 0 (0: the case's own)", *duration, *settle))
@@ -458,7 +460,7 @@ func writeJUnitFile(path string, rep *conformance.Report, target string) error {
 // clusterTarget is --target cluster as fs's flags shape it: the binary the
 // nodes run, where their clusters keep data and logs, and the run's
 // duration and settle time when given.
-func clusterTarget(fs *pflag.FlagSet, reportDir string, show *progress) (*conformance.ClusterTarget, error) {
+func clusterTarget(fs *pflag.FlagSet, reportDir string, show *progress) (*targets.ClusterTarget, error) {
 	exe, _ := fs.GetString("binary")
 	if exe == "" {
 		var err error
@@ -478,6 +480,6 @@ func clusterTarget(fs *pflag.FlagSet, reportDir string, show *progress) (*confor
 	if duration < 0 || settle < 0 {
 		return nil, fmt.Errorf("--duration %s --settle %s: want both >= 0 (0: the case's own)", duration, settle)
 	}
-	return &conformance.ClusterTarget{Binary: exe, Dir: dir, DurationMs: duration.Milliseconds(),
+	return &targets.ClusterTarget{Binary: exe, Dir: dir, DurationMs: duration.Milliseconds(),
 		SettleMs: settle.Milliseconds(), Progress: show.runTime}, nil
 }
