@@ -57,23 +57,13 @@ type groupWaiter struct {
 	corr uint64
 }
 
-// groupOf names the group a request is for.
+// groupOf names the group a request is for (group.Request).
 func groupOf(req any) (string, bool) {
-	switch r := req.(type) {
-	case group.JoinRequest:
-		return r.Group, true
-	case group.SyncRequest:
-		return r.Group, true
-	case group.HeartbeatRequest:
-		return r.Group, true
-	case group.LeaveRequest:
-		return r.Group, true
-	case group.CommitRequest:
-		return r.Group, true
-	case group.FetchOffsetsRequest:
-		return r.Group, true
+	r, ok := req.(group.Request)
+	if !ok {
+		return "", false
 	}
-	return "", false
+	return r.GroupName(), true
 }
 
 // refuse is req's response with every error field set to e.

@@ -248,7 +248,7 @@ const (
 // gets the assignment the leader gave itself ("a" when none); a fetch of
 // all offsets finds "t" partition 0 at 5.
 func fakeGroupAnswer(req any) any {
-	if g, _ := groupName(req); g == fakeElsewhere {
+	if r, ok := req.(group.Request); ok && r.GroupName() == fakeElsewhere {
 		return refusal(req, kafka.ErrNotCoordinator)
 	}
 	switch r := req.(type) {
@@ -289,23 +289,4 @@ func fakeGroupAnswer(req any) any {
 		return a
 	}
 	return nil
-}
-
-// groupName names the group of an impl/group request.
-func groupName(req any) (string, bool) {
-	switch r := req.(type) {
-	case group.JoinRequest:
-		return r.Group, true
-	case group.SyncRequest:
-		return r.Group, true
-	case group.HeartbeatRequest:
-		return r.Group, true
-	case group.LeaveRequest:
-		return r.Group, true
-	case group.CommitRequest:
-		return r.Group, true
-	case group.FetchOffsetsRequest:
-		return r.Group, true
-	}
-	return "", false
 }
