@@ -3,6 +3,7 @@ package linearizability
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -14,7 +15,9 @@ import (
 // This file checks a history for linearizability against spec's partition
 // log, one topic-partition at a time, with porcupine: is there one order of
 // the operations, each placed between its call and its return, in which the
-// committed log of spec/ allows every observation?
+// committed log of spec/ allows every observation? The groups' committed
+// offsets are checked alongside, with a model of their own
+// (porcupine_groups.go).
 
 // Verdict is the outcome of a linearizability check.
 type Verdict string
@@ -50,22 +53,25 @@ type LinearizabilityResult struct {
 	Verdict Verdict
 	// Partitions holds one verdict per topic-partition, sorted by topic then
 	// partition, then one per (group, topic-partition) whose committed
-	// offsets were checked, sorted by group, topic and partition; it is the
-	// order of porcupine's partitions in Info.
+	// offsets were checked, sorted by group, topic and partition. The first
+	// are the order of porcupine's partitions in LogInfo, the others in
+	// GroupInfo.
 	Partitions []PartitionVerdict
 	Elapsed    time.Duration
-	// Info is porcupine's record of the search: the (partial)
-	// linearizations found, per partition.
-	Info porcupine.LinearizationInfo
+	// LogInfo and GroupInfo are porcupine's records of its two searches, of
+	// the partition logs (logModel) and of the groups' committed offsets
+	// (groupModel): the (partial) linearizations found, per partition.
+	LogInfo, GroupInfo porcupine.LinearizationInfo
 
-	model porcupine.Model
+	logModel, groupModel porcupine.Model
 }
 
 // CheckLinearizability checks each topic-partition of h against the spec's
 // partition log, and each (group, topic-partition) against the spec's
-// committed offsets (spec.CommitOffset; see toGroupOperations). A timeout of 0 means no limit; when the timeout runs out
-// before every partition is decided the verdict is VerdictUnknown (or
-// VerdictIllegal if a violation was already found), never VerdictOK.
+// committed offsets (spec.CommitOffset; see toGroupOperations). A timeout
+// of 0 means no limit; when the timeout runs out before every partition is
+// decided the verdict is VerdictUnknown (or VerdictIllegal if a violation
+// was already found), never VerdictOK.
 //
 // h should satisfy Validate: above all, produced values must be unique.
 // What is checked: produces (a definite failure as a no-op, so that it shows
@@ -73,33 +79,40 @@ type LinearizabilityResult struct {
 // definite failure as a no-op), and joins, assignments and offset-fetches
 // that succeeded. Assigns, and reads that failed or timed out, observed
 // nothing and are left out.
+//
+// The logs and the groups share no state, so each has a porcupine model of
+// its own, and porcupine runs once per model, on that model's operations;
+// the two searches run at the same time, each with the whole timeout. The
+// verdict is VerdictIllegal if either search found a violation, else
+// VerdictUnknown if either ran out of time, else VerdictOK.
 func CheckLinearizability(h []Op, timeout time.Duration) LinearizabilityResult {
 	ops, parts, unread := toOperations(h)
-	gops, gparts := toGroupOperations(h, len(parts))
-	ops, parts = append(ops, gops...), append(parts, gparts...)
-	model := historyModel(len(parts), unread)
+	gops, gparts := toGroupOperations(h, 0)
+	lm, gm := logModel(len(parts), unread), groupModel(len(gparts))
 	start := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	elapsed := time.Since(start)
-
-	out := LinearizabilityResult{Elapsed: elapsed, Info: info, model: model}
-	switch res {
-	case porcupine.Ok:
-		out.Verdict = VerdictOK
-	case porcupine.Illegal:
-		out.Verdict = VerdictIllegal
-	default:
-		out.Verdict = VerdictUnknown
+	var groupRes porcupine.CheckResult
+	var groupInfo porcupine.LinearizationInfo
+	var wg sync.WaitGroup
+	wg.Go(func() { groupRes, groupInfo = porcupine.CheckOperationsVerbose(gm, gops, timeout) })
+	logRes, logInfo := porcupine.CheckOperationsVerbose(lm, ops, timeout)
+	wg.Wait()
+	out := LinearizabilityResult{
+		Verdict:    mergeVerdicts(logRes, groupRes),
+		Elapsed:    time.Since(start),
+		LogInfo:    logInfo,
+		GroupInfo:  groupInfo,
+		logModel:   lm,
+		groupModel: gm,
 	}
-	// porcupine gives one verdict for the whole history; a partition is
-	// decided ok when its longest linearization holds all its operations.
-	// If the search may have been cut short, an undecided partition is
-	// unknown, unless it is the only one left to blame for an illegal
-	// verdict.
-	timedOut := timeout > 0 && elapsed >= timeout
-	partials := info.PartialLinearizations()
+
+	// porcupine gives one verdict per search; a partition is decided ok
+	// when its longest linearization holds all its operations. If the
+	// search may have been cut short, an undecided partition is unknown,
+	// unless it is the only one left to blame for an illegal verdict.
+	timedOut := timeout > 0 && out.Elapsed >= timeout
+	partials := slices.Concat(out.LogInfo.PartialLinearizations(), out.GroupInfo.PartialLinearizations())
 	var undecided []int
-	for i, p := range parts {
+	for i, p := range slices.Concat(parts, gparts) {
 		pv := PartitionVerdict{Group: p.group, TP: p.tp, Ops: p.ops, Verdict: VerdictOK}
 		if out.Verdict != VerdictOK && !completeLinearization(partials, i, p.ops) {
 			pv.Verdict = VerdictUnknown
@@ -114,6 +127,23 @@ func CheckLinearizability(h []Op, timeout time.Duration) LinearizabilityResult {
 		out.Partitions[undecided[0]].Verdict = VerdictIllegal
 	}
 	return out
+}
+
+// mergeVerdicts is the verdict on a history from porcupine's results of
+// its searches: illegal if any is, else unknown if any search ran out of
+// time, else ok.
+func mergeVerdicts(results ...porcupine.CheckResult) Verdict {
+	v := VerdictOK
+	for _, r := range results {
+		switch r {
+		case porcupine.Ok:
+		case porcupine.Illegal:
+			return VerdictIllegal
+		default:
+			v = VerdictUnknown
+		}
+	}
+	return v
 }
 
 func completeLinearization(partials [][][]int, part, ops int) bool {
@@ -153,8 +183,8 @@ type logReturn struct {
 	logStart int64 // fetch: the log start offset the answer reported
 }
 
-// logMeta ties a porcupine operation back to the history.
-type logMeta struct {
+// opMeta ties a porcupine operation back to the history.
+type opMeta struct {
 	id, client int
 	tp         kafka.TopicPartition
 	group      string // "" for a log operation
@@ -327,7 +357,7 @@ func toOperations(h []Op) (ops []porcupine.Operation, parts []partInfo, unread s
 			Call:     op.Call,
 			Output:   ret,
 			Return:   returned,
-			Metadata: logMeta{id: op.ID, client: op.Client, tp: tp},
+			Metadata: opMeta{id: op.ID, client: op.Client, tp: tp},
 		})
 	}
 

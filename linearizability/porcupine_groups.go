@@ -15,9 +15,30 @@ import (
 	"github.com/watermarkhq/watermark/spec"
 )
 
+// groupModel is the porcupine model of consumer groups' committed offsets:
+// spec.GroupOffset of each of nparts (group, topic-partition) pairs,
+// numbered as toGroupOperations numbers them from 0. A partition's state is
+// the set of candidate states it may be in (groupStates), from no
+// generation and no committed offset on.
+func groupModel(nparts int) porcupine.Model {
+	return porcupine.Model{
+		Partition: byPartition(nparts, func(c *groupCall) int { return c.part }),
+		Init:      func() any { return newGroupStates(spec.NewGroupOffset()) },
+		Step: func(state, input, output any) (bool, any) {
+			next, legal := state.(*groupStates).step(input.(*groupCall), output.(*groupReturn))
+			return legal, next
+		},
+		Equal:                     func(a, b any) bool { return a.(*groupStates).equal(b.(*groupStates)) },
+		Hash:                      func(s any) uint64 { return s.(*groupStates).hash },
+		DescribeOperation:         func(in, out any) string { return describeGroupOperation(in.(*groupCall), out.(*groupReturn)) },
+		DescribeState:             func(s any) string { return s.(*groupStates).describe() },
+		DescribeOperationMetadata: describeMetadata,
+	}
+}
+
 // groupCall is a group operation's input, as porcupine's Operation.Input.
 type groupCall struct {
-	part  int    // index into all partitions, log partitions first
+	part  int    // index into the group model's partitions (toGroupOperations)
 	label string // "group g t-0: " in descriptions
 	kind  Kind
 	// generation and member: what a join or assignment learnt.
@@ -35,8 +56,6 @@ type groupCall struct {
 	// (toGroupOperations, 6).
 	stale []int64
 }
-
-func (c *groupCall) partition() int { return c.part }
 
 // groupReturn is a group operation's output, as porcupine's Operation.Output.
 type groupReturn struct {
@@ -191,7 +210,7 @@ func groupOperations(h []Op, first int, reduce bool) (ops []porcupine.Operation,
 				Call:     op.Call,
 				Output:   &groupReturn{outcome: outcome, offset: op.Offset},
 				Return:   returned,
-				Metadata: logMeta{id: op.ID, client: op.Client, tp: k.tp, group: k.group},
+				Metadata: opMeta{id: op.ID, client: op.Client, tp: k.tp, group: k.group},
 			})
 		}
 		var pendingCalls []int64

@@ -415,7 +415,7 @@ func TestGroupModelMatchesBruteForce(t *testing.T) {
 
 func checkGroupOps(h []Op, reduce bool) bool {
 	ops, parts := groupOperations(h, 0, reduce)
-	return porcupine.CheckOperations(historyModel(len(parts), unreadValue), ops)
+	return porcupine.CheckOperations(groupModel(len(parts)), ops)
 }
 
 // A long group history with unknown commits is decided quickly, legal or

@@ -1,7 +1,8 @@
 package linearizability
 
-// The porcupine model: the spec's partition log as a set of candidate
-// states, stepped by spec/'s rules.
+// The porcupine model of the partition log: the spec's partition log as a
+// set of candidate states, stepped by spec/'s rules. The groups' committed
+// offsets have a model of their own (groupModel).
 
 import (
 	"context"
@@ -12,105 +13,56 @@ import (
 	"github.com/watermarkhq/watermark/spec"
 )
 
-// historyModel is the porcupine model of a whole history: the spec's
-// partition log over the first nlog partitions, numbered as toOperations
-// numbers them, and the spec's group offsets over the nparts-nlog after them
-// (toGroupOperations). A log partition's state is a set of candidate states
-// (candidates), a group partition's a set of candidate offsets
-// (groupStates); porcupine starts every partition from one initial state,
-// fresh, which the first step of a partition replaces by that partition's
-// own.
-func historyModel(nparts int, unread string) porcupine.Model {
+// logModel is the porcupine model of the partition log: the spec's
+// partition log of each of nparts topic-partitions, numbered as
+// toOperations numbers them. A partition's state is the set of candidate
+// states it may be in (candidates), from the empty log on; unread is the
+// value toOperations gave the writes no read returned.
+func logModel(nparts int, unread string) porcupine.Model {
 	return porcupine.Model{
-		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
-			out := make([][]porcupine.Operation, nparts)
-			for _, o := range ops {
-				p := o.Input.(modelCall).partition()
-				out[p] = append(out[p], o)
-			}
-			return out
-		},
-		Init: func() any { return fresh{} },
+		Partition: byPartition(nparts, func(c *logCall) int { return c.part }),
+		Init:      func() any { return newCandidates(logState{}) },
 		StepContext: func(ctx context.Context, state, input, output any) (bool, any) {
-			switch call := input.(type) {
-			case *logCall:
-				c, ok := state.(*candidates)
-				if !ok {
-					c = newCandidates(logState{})
-				}
-				next, legal := c.step(ctx, func(s logState, add func(logState)) {
-					stepLog(s, call, output.(*logReturn), unread, add)
-				})
-				return legal, next
-			case *groupCall:
-				g, ok := state.(*groupStates)
-				if !ok {
-					g = newGroupStates(spec.NewGroupOffset())
-				}
-				next, legal := g.step(call, output.(*groupReturn))
-				return legal, next
-			}
-			return false, state
+			call, ret := input.(*logCall), output.(*logReturn)
+			next, legal := state.(*candidates).step(ctx, func(s logState, add func(logState)) {
+				stepLog(s, call, ret, unread, add)
+			})
+			return legal, next
 		},
-		Equal: func(a, b any) bool {
-			switch x := a.(type) {
-			case *candidates:
-				y, ok := b.(*candidates)
-				return ok && x.equal(y)
-			case *groupStates:
-				y, ok := b.(*groupStates)
-				return ok && x.equal(y)
-			}
-			_, ok := b.(fresh)
-			return ok
-		},
-		Hash: func(s any) uint64 {
-			switch x := s.(type) {
-			case *candidates:
-				return x.hash
-			case *groupStates:
-				return x.hash
-			}
-			return 0
-		},
-		DescribeOperation: func(in, out any) string {
-			if call, ok := in.(*groupCall); ok {
-				return describeGroupOperation(call, out.(*groupReturn))
-			}
-			return describeOperation(in.(*logCall), out.(*logReturn))
-		},
-		DescribeState: func(s any) string {
-			switch x := s.(type) {
-			case *candidates:
-				return x.describe()
-			case *groupStates:
-				return x.describe()
-			}
-			return "empty"
-		},
-		DescribeOperationMetadata: func(m any) string {
-			meta, ok := m.(logMeta)
-			if !ok {
-				return ""
-			}
-			if meta.group != "" {
-				return fmt.Sprintf("op %d, client %d, group %s, %s", meta.id, meta.client, meta.group, meta.tp)
-			}
-			return fmt.Sprintf("op %d, client %d, %s", meta.id, meta.client, meta.tp)
-		},
+		Equal:                     func(a, b any) bool { return a.(*candidates).equal(b.(*candidates)) },
+		Hash:                      func(s any) uint64 { return s.(*candidates).hash },
+		DescribeOperation:         func(in, out any) string { return describeOperation(in.(*logCall), out.(*logReturn)) },
+		DescribeState:             func(s any) string { return s.(*candidates).describe() },
+		DescribeOperationMetadata: describeMetadata,
 	}
 }
 
-// fresh is the state porcupine starts every partition from, before its
-// first operation says which model the partition follows.
-type fresh struct{}
-
-// modelCall is an operation's input, of either model.
-type modelCall interface {
-	partition() int
+// byPartition is a model's Partition function: it sorts operations into
+// nparts partitions by the number part reads off their input, which is of
+// the model's type C.
+func byPartition[C any](nparts int, part func(C) int) func([]porcupine.Operation) [][]porcupine.Operation {
+	return func(ops []porcupine.Operation) [][]porcupine.Operation {
+		out := make([][]porcupine.Operation, nparts)
+		for _, o := range ops {
+			p := part(o.Input.(C))
+			out[p] = append(out[p], o)
+		}
+		return out
+	}
 }
 
-func (c *logCall) partition() int { return c.part }
+// describeMetadata renders an operation's opMeta for the picture, e.g.
+// "op 3, client 1, t-0" or "op 7, client 2, group g, t-0".
+func describeMetadata(m any) string {
+	meta, ok := m.(opMeta)
+	if !ok {
+		return ""
+	}
+	if meta.group != "" {
+		return fmt.Sprintf("op %d, client %d, group %s, %s", meta.id, meta.client, meta.group, meta.tp)
+	}
+	return fmt.Sprintf("op %d, client %d, %s", meta.id, meta.client, meta.tp)
+}
 
 // logState is one candidate state of a partition: the committed log, how
 // many pending writes may still take effect (toOperations, 4), and how many

@@ -69,17 +69,46 @@ var ErrNoResult = errors.New("no linearizability result to draw")
 // WriteVisualization writes porcupine's HTML picture of a checked history
 // to w: every partition's operations on their clients' rows, the
 // linearization found (or the longest partial ones and where they fail),
-// and the annotations on rows of their own below the clients.
+// and the annotations on rows of their own below the clients. A history
+// with both log and group operations was checked by two searches
+// (CheckLinearizability); its picture holds the partitions of both, the
+// logs' first, on one timeline (mergePictures).
 func WriteVisualization(w io.Writer, res LinearizabilityResult, notes []Annotation) error {
-	if res.model.StepContext == nil {
+	if res.logModel.Init == nil {
 		return ErrNoResult
 	}
-	info := res.Info // a copy: the result stays as it was
-	info.AddAnnotations(porcupineAnnotations(notes))
-	if err := porcupine.Visualize(res.model, info, w); err != nil {
+	var pictures []picture
+	for _, p := range []picture{{res.logModel, res.LogInfo}, {res.groupModel, res.GroupInfo}} {
+		if len(p.info.PartialLinearizations()) > 0 {
+			pictures = append(pictures, p)
+		}
+	}
+	var err error
+	switch len(pictures) {
+	case 0: // no operations: the annotations alone
+		err = drawPicture(w, picture{res.logModel, res.LogInfo}, notes)
+	case 1:
+		err = drawPicture(w, pictures[0], notes)
+	default:
+		err = mergePictures(w, pictures, porcupineAnnotations(notes))
+	}
+	if err != nil {
 		return fmt.Errorf("write linearizability picture: %w", err)
 	}
 	return nil
+}
+
+// picture is one porcupine search to draw: its model, and its record.
+type picture struct {
+	model porcupine.Model
+	info  porcupine.LinearizationInfo
+}
+
+// drawPicture writes porcupine's own picture of p, with notes.
+func drawPicture(w io.Writer, p picture, notes []Annotation) error {
+	info := p.info // a copy: the result stays as it was
+	info.AddAnnotations(porcupineAnnotations(notes))
+	return porcupine.Visualize(p.model, info, w)
 }
 
 // WriteVisualizationFile writes the picture WriteVisualization draws to a
