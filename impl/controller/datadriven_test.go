@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,15 +23,31 @@ import (
 //
 // Commands:
 //
-//	cluster brokers=(1,2,3) [min-isr=N] [no-elr]   a new controller, each broker registered (incarnation 1)
+//	cluster brokers=(1,2,3) [min-isr=N] [no-elr] [unclean]
+//	                           a new controller, each broker registered (incarnation 1);
+//	                           unclean: unclean.leader.election.enable
 //	create-topic name=T partitions=N rf=N
 //	kill brokers=(B,..)        their sessions expire: time passes, the others heartbeat, one Tick
 //	restart broker=B [clean] [synced] [lost=(T/P,..)]
 //	                           a new process registers (the old one's session expired first);
 //	                           clean: it names the previous incarnation's shutdown marker
 //	revive broker=B            a paused broker heartbeats again, same incarnation
-//	alter tp=T/P isr=(B,..)    the leader proposes an ISR on the current epochs
-//	shutdown broker=B          a controlled shutdown: asked, then, if it leads nothing, done
+//	alter tp=T/P isr=(B,..) [leader=B] [leader-incarnation=N] [leader-epoch=N]
+//	      [partition-epoch=N] [incarnations=(N,..)]
+//	                           the leader proposes an ISR on the current epochs; each
+//	                           optional field replaces what the request carries: the
+//	                           sender, its incarnation (default its registered one), the
+//	                           epochs the proposal was made from, and the incarnation
+//	                           the leader saw each new ISR member fetch from
+//	                           (NewISRIncarnations, one per isr member; default none,
+//	                           no check). Prints the answer and its Kafka error name.
+//	heartbeat broker=B [incarnation=N]
+//	                           broker B's process of incarnation N (default the
+//	                           registered one) heartbeats; time does not move
+//	shutdown broker=B [pending]
+//	                           a controlled shutdown: asked, then, if it leads nothing, done;
+//	                           pending: only asked, the broker stays alive in a controlled
+//	                           shutdown (as while the new leaders catch up)
 //	tick                       every live broker heartbeats, time moves 1 ms, one Tick
 //	describe                   the controller's state
 func TestScenarios(t *testing.T) {
@@ -43,7 +60,7 @@ func TestScenarios(t *testing.T) {
 			}
 			out, err := runControllerCommand(t, &h, d)
 			if err != nil {
-				return "error: " + err.Error() + "\n"
+				return "error: " + err.Error() + " (" + errName(err) + ")\n"
 			}
 			return out
 		})
@@ -60,7 +77,7 @@ func runControllerCommand(t *testing.T, hp **harness, d *datadriven.TestData) (s
 	case "cluster":
 		var brokers []int
 		d.ScanArgs(t, "brokers", &brokers)
-		cfg := Config{SessionTimeoutMs: timeout, NoEligibleLeaders: d.HasArg("no-elr")}
+		cfg := Config{SessionTimeoutMs: timeout, NoEligibleLeaders: d.HasArg("no-elr"), UncleanLeaderElection: d.HasArg("unclean")}
 		d.MaybeScanArgs(t, "min-isr", &cfg.EligibleMinISR)
 		ids := make([]int32, len(brokers))
 		for i, b := range brokers {
@@ -113,14 +130,53 @@ func runControllerCommand(t *testing.T, hp **harness, d *datadriven.TestData) (s
 		for i, b := range isr {
 			members[i] = int32(b)
 		}
-		ans := h.c.AlterPartition(h.request(h.state(parseTP(t, tp)), members...), h.now)
-		note = fmt.Sprintf("answer %s err=%v\n", ans.State, ans.Err)
+		req := h.request(h.state(parseTP(t, tp)), members...)
+		if d.HasArg("leader") {
+			var leader int
+			d.ScanArgs(t, "leader", &leader)
+			req.LeaderID = int32(leader)
+			req.LeaderIncarnation = h.inc[req.LeaderID]
+		}
+		var n int
+		if d.HasArg("leader-incarnation") {
+			d.ScanArgs(t, "leader-incarnation", &n)
+			req.LeaderIncarnation = int64(n)
+		}
+		if d.HasArg("leader-epoch") {
+			d.ScanArgs(t, "leader-epoch", &n)
+			req.LeaderEpoch = int32(n)
+		}
+		if d.HasArg("partition-epoch") {
+			d.ScanArgs(t, "partition-epoch", &n)
+			req.PartitionEpoch = int32(n)
+		}
+		if d.HasArg("incarnations") {
+			var incs []int
+			d.ScanArgs(t, "incarnations", &incs)
+			for _, i := range incs {
+				req.NewISRIncarnations = append(req.NewISRIncarnations, int64(i))
+			}
+		}
+		ans := h.c.AlterPartition(req, h.now)
+		note = fmt.Sprintf("answer %s err=%s\n", ans.State, errName(ans.Err))
+	case "heartbeat":
+		inc := h.inc[id]
+		if d.HasArg("incarnation") {
+			var n int
+			d.ScanArgs(t, "incarnation", &n)
+			inc = int64(n)
+		}
+		if err := h.c.Heartbeat(id, inc, h.now); err != nil {
+			return "", err
+		}
 	case "shutdown":
 		done, err := h.c.ControlledShutdown(id, h.inc[id], h.now)
 		if err != nil {
 			return "", err
 		}
-		if done {
+		if d.HasArg("pending") {
+			note = fmt.Sprintf("asked: leads nothing=%t\n", done)
+		} else if done {
 			if err := h.c.ShutDown(id, h.inc[id], h.now); err != nil {
 				return "", err
 			}
@@ -141,6 +197,19 @@ func runControllerCommand(t *testing.T, hp **harness, d *datadriven.TestData) (s
 		return "nothing\n", nil
 	}
 	return out, nil
+}
+
+// errName renders an error as Kafka names its code (STALE_BROKER_EPOCH),
+// "<nil>" for none, and the error's text if it has no Kafka code.
+func errName(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	var ke *kafka.Error
+	if !errors.As(err, &ke) {
+		return err.Error()
+	}
+	return ke.Name()
 }
 
 // parseTP reads "t/0".
