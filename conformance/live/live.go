@@ -67,7 +67,7 @@ type Stopper interface {
 // broker's own response type, with Kafka error codes turned back into the
 // reference's errors. It returns nil, nil for an acks=0 produce.
 type Exchanger interface {
-	Exchange(ctx context.Context, to broker.NodeID, msg any) (any, error)
+	Exchange(ctx context.Context, to broker.NodeID, msg kafka.Message) (kafka.Message, error)
 	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int) error
 }
 
@@ -77,7 +77,7 @@ type Exchanger interface {
 // through it, so that an idempotent producer's batches reach the broker
 // in sequence order.
 type Issuer interface {
-	Issue(to broker.NodeID, msg any) func(ctx context.Context) (any, error)
+	Issue(to broker.NodeID, msg kafka.Message) func(ctx context.Context) (kafka.Message, error)
 }
 
 // Options are what the live runner needs besides the run's Spec.
@@ -453,12 +453,15 @@ func (l *live) Send(env broker.Envelope) {
 		l.Stats.Dropped++
 	}
 	ex := l.netFor(env.From)
-	exchange := func(ctx context.Context) (any, error) { return ex.Exchange(ctx, env.To, env.Msg) }
+	exchange := func(ctx context.Context) (kafka.Message, error) { return ex.Exchange(ctx, env.To, env.Msg) }
 	if is, ok := ex.(Issuer); ok && isProduce {
 		exchange = is.Issue(env.To, env.Msg) // on the wire now, in order
 	}
 	timeout := l.requestTimeout(env.Msg)
-	known, _ := l.leaders[partitionOf(env.Msg)]
+	var known kafka.PartitionState
+	if p, ok := env.Msg.(kafka.Partitioned); ok {
+		known = l.leaders[p.Subject()]
+	}
 	sentAt := l.Now
 	l.wg.Add(1)
 	go func() {
@@ -471,26 +474,18 @@ func (l *live) Send(env broker.Envelope) {
 		}
 		if err != nil || resp == nil {
 			broke := err != nil && ctx.Err() == nil
-			switch m := env.Msg.(type) {
-			case broker.MetadataRequest:
-				// The watcher is freed either way; a client whose
-				// connection broke asks another broker at once.
-				resp = broker.MetadataResponse{Correlation: m.Correlation}
-				if env.From != metadataWatcher && !broke {
-					return
-				}
-				if broke {
-					resp = broker.MetadataResponse{Correlation: m.Correlation, Err: fmt.Errorf("%w: %v", kafka.ErrNetwork, err)}
-				}
-			case broker.ProduceRequest:
-				// The connection broke (a broker stopping closes its
-				// own): a real client learns it at once and retries,
-				// the outcome unknown, rather than wait out its timeout.
-				if !broke {
-					return
-				}
-				resp = broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1,
-					Err: fmt.Errorf("%w: %v", kafka.ErrNetwork, err)}
+			// A metadata request is answered either way, so that the
+			// watcher is freed. When the connection broke (a broker
+			// stopping closes its own), a real client learns it at once
+			// and asks another broker, or retries a produce whose
+			// outcome is now unknown, rather than wait out its timeout.
+			req, _ := env.Msg.(broker.Request)
+			_, isMeta := env.Msg.(broker.MetadataRequest)
+			switch {
+			case broke && (isMeta || isProduce):
+				resp = req.Refuse(fmt.Errorf("%w: %v", kafka.ErrNetwork, err))
+			case isMeta && env.From == metadataWatcher:
+				resp = req.Refuse(nil)
 			default:
 				return
 			}
@@ -524,7 +519,7 @@ func (l *live) netFor(id broker.NodeID) Exchanger {
 // it takes it as lost, by kind, as a real client's timeouts go: a fetch
 // may be held its max wait, a JoinGroup or SyncGroup a whole rebalance;
 // anything else gets the request timeout; each plus a second of margin.
-func (l *live) requestTimeout(msg any) time.Duration {
+func (l *live) requestTimeout(msg kafka.Message) time.Duration {
 	ms := l.Spec.Workload.RequestTimeoutMs
 	switch m := msg.(type) {
 	case broker.FetchRequest:

@@ -10,7 +10,7 @@ import (
 // its partition's leadership when the request was sent.
 type answer struct {
 	env   broker.Envelope
-	req   any // the request it answers
+	req   kafka.Message // the request it answers
 	known kafka.PartitionState
 	// sentAt is when the request went out (ms into the run).
 	sentAt int64
@@ -21,18 +21,6 @@ type answer struct {
 // any answer that was merely in flight as the election happened.
 const zombieMarginMs = 1000
 
-// partitionOf is the partition a client request is about ("" topic for
-// others).
-func partitionOf(msg any) kafka.TopicPartition {
-	switch m := msg.(type) {
-	case broker.ProduceRequest:
-		return m.TopicPartition
-	case broker.FetchRequest:
-		return m.TopicPartition
-	}
-	return kafka.TopicPartition{}
-}
-
 // noteZombie marks the situation a zombie leader answered, as seen from
 // outside: a produce or fetch answered with success by the broker that
 // led when it was sent, more than zombieMarginMs after the runner saw
@@ -40,17 +28,14 @@ func partitionOf(msg any) kafka.TopicPartition {
 // replacement, answering what it held as it wakes). The simulator sees
 // it from inside (sim coverage); this is the live runner's view of it.
 func (l *live) noteZombie(a answer) {
-	var tp kafka.TopicPartition
-	var ok bool
-	switch m := a.env.Msg.(type) {
-	case broker.ProduceResponse:
-		tp, ok = m.TopicPartition, m.Err == nil
-	case broker.FetchResponse:
-		tp, ok = m.TopicPartition, m.Err == nil
-	}
-	if !ok || a.known.Leader != int32(a.env.From) {
+	_, produced := a.env.Msg.(broker.ProduceResponse)
+	_, fetched := a.env.Msg.(broker.FetchResponse)
+	ans, isAnswer := a.env.Msg.(kafka.Answer)
+	p, isPartitioned := a.env.Msg.(kafka.Partitioned)
+	if !(produced || fetched) || !isAnswer || !isPartitioned || ans.Failure() != nil || a.known.Leader != int32(a.env.From) {
 		return
 	}
+	tp := p.Subject()
 	now, seen := l.leaders[tp]
 	at, elected := l.electedAt[tp]
 	if seen && elected && now.LeaderEpoch > a.known.LeaderEpoch && now.Leader != int32(a.env.From) && l.Now-at > zombieMarginMs {

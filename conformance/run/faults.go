@@ -121,7 +121,8 @@ var MessageKinds = []string{
 	"produce", "produce-response", "fetch", "fetch-response", "init-producer-id", "init-producer-id-response",
 	"list-offsets", "list-offsets-response", "offset-for-leader-epoch", "offset-for-leader-epoch-response",
 	"metadata", "metadata-response", "group", "group-response",
-	"offset-commit", // a group request that commits offsets; "group" selects these too
+	"offset-commit",                                 // a group request that commits offsets; "group" selects these too
+	"find-coordinator", "find-coordinator-response", // "group" and "group-response" select these too
 }
 
 // Clone returns a copy that shares nothing with m (nil for nil).

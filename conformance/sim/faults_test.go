@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,18 +122,17 @@ func TestRepeatedRestarts(t *testing.T) {
 	assert.Equal(t, 2, res.Reached[run.SitRestartInARow])
 }
 
+// run.MessageKinds names every registered message kind a messages fault
+// may select: all but the bootstrap's topic creation and the controlled
+// shutdown's answer.
 func TestMessageKindsNameEveryMessage(t *testing.T) {
-	msgs := []any{broker.RegisterBroker{}, broker.Heartbeat{}, broker.StateUpdate{}, kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
-		kafka.ReplicaLogInfoRequest{}, kafka.ReplicaLogInfo{},
-		partition.FetchRequest{}, partition.FetchResponse{}, partition.EpochEndRequest{}, partition.EpochEndResponse{},
-		broker.ProduceRequest{}, broker.ProduceResponse{}, broker.FetchRequest{}, broker.FetchResponse{},
-		broker.InitProducerIDRequest{}, broker.InitProducerIDResponse{}, broker.ListOffsetsRequest{}, broker.ListOffsetsResponse{},
-		broker.EpochEndRequest{}, broker.EpochEndResponse{},
-		broker.MetadataRequest{}, broker.MetadataResponse{}, broker.GroupRequest{}, broker.GroupResponse{},
-		broker.GroupRequest{Req: group.CommitRequest{}}}
+	unselectable := []kafka.Kind{"create-topic", "create-topic-response", "shutdown-answer"}
 	var names []string
-	for _, m := range msgs {
-		names = append(names, messageKind(m))
+	for _, r := range kafka.Rows() {
+		require.Equal(t, r.Kind, r.Proto.Kind(), "%T", r.Proto)
+		if !slices.Contains(unselectable, r.Kind) {
+			names = append(names, string(r.Kind))
+		}
 	}
 	assert.ElementsMatch(t, run.MessageKinds, names)
 
@@ -142,6 +142,11 @@ func TestMessageKindsNameEveryMessage(t *testing.T) {
 	assert.True(t, selects(&run.MessageFault{Kinds: []string{"group"}}, 1, commit))
 	assert.True(t, selects(&run.MessageFault{Kinds: []string{"offset-commit"}}, 1, commit))
 	assert.False(t, selects(&run.MessageFault{Kinds: []string{"offset-commit"}}, 1, join))
+	// "group" selects FindCoordinator, which has its own kind besides.
+	find := broker.Envelope{From: broker.ClientIDBase, To: 1, Msg: broker.FindCoordinatorRequest{}}
+	assert.True(t, selects(&run.MessageFault{Kinds: []string{"group"}}, 1, find))
+	assert.True(t, selects(&run.MessageFault{Kinds: []string{"find-coordinator"}}, 1, find))
+	assert.False(t, selects(&run.MessageFault{Kinds: []string{"find-coordinator"}}, 1, join))
 }
 
 func TestMessageFaultSelects(t *testing.T) {

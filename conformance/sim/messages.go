@@ -6,73 +6,8 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
-	"github.com/watermarkhq/watermark/impl/partition"
 )
-
-// messageKind names a message as run.MessageKinds does; "" for one a
-// messages fault cannot select (the bootstrap's topic creation).
-func messageKind(msg any) string {
-	switch m := msg.(type) {
-	case broker.RegisterBroker:
-		return "register"
-	case broker.Heartbeat:
-		return "heartbeat"
-	case broker.StateUpdate:
-		return "state-update"
-	case kafka.AlterPartition:
-		return "alter-partition"
-	case kafka.AlterPartitionAnswer:
-		return "alter-partition-response"
-	case kafka.ReplicaLogInfoRequest:
-		return "replica-log-info"
-	case kafka.ReplicaLogInfo:
-		return "replica-log-info-response"
-	case partition.FetchRequest:
-		return "replica-fetch"
-	case partition.FetchResponse:
-		return "replica-fetch-response"
-	case partition.EpochEndRequest:
-		return "epoch-end"
-	case partition.EpochEndResponse:
-		return "epoch-end-response"
-	case broker.ProduceRequest:
-		return "produce"
-	case broker.ProduceResponse:
-		return "produce-response"
-	case broker.FetchRequest:
-		return "fetch"
-	case broker.FetchResponse:
-		return "fetch-response"
-	case broker.InitProducerIDRequest:
-		return "init-producer-id"
-	case broker.InitProducerIDResponse:
-		return "init-producer-id-response"
-	case broker.ListOffsetsRequest:
-		return "list-offsets"
-	case broker.ListOffsetsResponse:
-		return "list-offsets-response"
-	case broker.EpochEndRequest:
-		return "offset-for-leader-epoch"
-	case broker.EpochEndResponse:
-		return "offset-for-leader-epoch-response"
-	case broker.MetadataRequest:
-		return "metadata"
-	case broker.MetadataResponse:
-		return "metadata-response"
-	case broker.GroupRequest:
-		if _, ok := m.Req.(group.CommitRequest); ok {
-			return "offset-commit"
-		}
-		return "group"
-	case broker.FindCoordinatorRequest:
-		return "group"
-	case broker.GroupResponse, broker.FindCoordinatorResponse:
-		return "group-response"
-	}
-	return ""
-}
 
 // msgFault is a messages fault in force on one broker's links.
 type msgFault struct {
@@ -110,9 +45,14 @@ func selects(m *run.MessageFault, self broker.NodeID, env broker.Envelope) bool 
 			return false
 		}
 	}
-	kind := messageKind(env.Msg)
-	// "group" names every group request, commits too.
-	return len(m.Kinds) == 0 || slices.Contains(m.Kinds, kind) || (kind == "offset-commit" && slices.Contains(m.Kinds, "group"))
+	if len(m.Kinds) == 0 {
+		return true
+	}
+	// A kind's family selects it too: "group" every group request,
+	// commits included (kafka.Row.Family).
+	kind := env.Msg.Kind()
+	row, _ := kafka.RowOf(kind)
+	return slices.Contains(m.Kinds, string(kind)) || (row.Family != "" && slices.Contains(m.Kinds, string(row.Family)))
 }
 
 // fate is what the network does to one message.

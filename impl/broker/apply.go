@@ -204,23 +204,16 @@ func (b *Broker) apply(h *hosted) error {
 		}
 	}
 	for _, m := range rd.Messages {
-		switch m := m.(type) {
-		case partition.FetchRequest:
-			if !b.fetchesWhileStopping(h.tp) {
-				continue
-			}
-			b.send(NodeID(m.To), m)
-		case partition.EpochEndRequest:
-			if !b.fetchesWhileStopping(h.tp) {
-				continue
-			}
-			b.send(NodeID(m.To), m)
-		case kafka.AlterPartition:
+		to := NodeID(m.Destination())
+		if to == ControllerID {
+			// An ISR proposal: the failpoint at the ISR change's boundary.
 			if err := b.failpoint(FPISRChange); err != nil {
 				return err
 			}
-			b.send(ControllerID, m)
+		} else if !b.fetchesWhileStopping(h.tp) {
+			continue // a fetch or epoch question to the leader
 		}
+		b.send(to, m)
 	}
 	for _, c := range rd.Completions {
 		if err := b.completeProduce(c); err != nil {

@@ -212,7 +212,7 @@ func (b *Broker) TakeEvents() []Event {
 	return ev
 }
 
-func (b *Broker) send(to NodeID, msg any) {
+func (b *Broker) send(to NodeID, msg kafka.Message) {
 	b.out = append(b.out, Envelope{From: b.cfg.ID, To: to, Msg: msg})
 }
 
@@ -243,46 +243,6 @@ func (b *Broker) afterStep() error {
 		return err
 	}
 	return b.flushGroups()
-}
-
-func (b *Broker) dispatch(env Envelope) error {
-	switch m := env.Msg.(type) {
-	case StateUpdate:
-		return b.handleStateUpdate(m)
-	case ShutdownAnswer:
-		b.handleShutdownAnswer(m)
-	case kafka.ReplicaLogInfoRequest:
-		b.answerLogInfo(m)
-	case kafka.AlterPartitionAnswer:
-		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleAlterPartitionAnswer(m, b.now) })
-	case partition.FetchRequest:
-		return b.handleReplicaFetch(env.From, m)
-	case partition.FetchResponse:
-		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleFetchResponse(m, b.now) })
-	case partition.EpochEndRequest:
-		return b.handleEpochEnd(env.From, m)
-	case partition.EpochEndResponse:
-		return b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleEpochEndResponse(m, b.now) })
-	case ProduceRequest:
-		return b.handleProduce(env.From, m)
-	case FetchRequest:
-		return b.handleFetch(env.From, m)
-	case ListOffsetsRequest:
-		b.handleListOffsets(env.From, m)
-	case EpochEndRequest:
-		b.handleClientEpochEnd(env.From, m)
-	case MetadataRequest:
-		b.send(env.From, b.metadataResponse(m.Correlation))
-	case InitProducerIDRequest:
-		b.send(env.From, b.initProducerID(m))
-	case FindCoordinatorRequest:
-		b.handleFindCoordinator(env.From, m)
-	case GroupRequest:
-		b.handleGroupRequest(env.From, m)
-	case CreateTopicResponse:
-		// The answer to createOffsetsTopic: a refusal means it exists.
-	}
-	return nil
 }
 
 // withReplica runs fn on tp's replica and applies what it produced.

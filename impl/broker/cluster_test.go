@@ -328,7 +328,7 @@ func (c *cluster) createTopic(name string, partitions int32, rf int) {
 }
 
 // send puts a client request on the network and settles it.
-func (c *cluster) send(to broker.NodeID, msg any) {
+func (c *cluster) send(to broker.NodeID, msg kafka.Message) {
 	c.t.Helper()
 	c.queue = append(c.queue, broker.Envelope{From: clientID, To: to, Msg: msg})
 	c.settle()
@@ -392,7 +392,7 @@ func (c *cluster) listOffset(to broker.NodeID, tp kafka.TopicPartition, latest b
 
 // handleDirect hands one client message to a broker outside the pump, so
 // the test sees the error and the outbox exactly as the caller would.
-func handleDirect(c *cluster, id broker.NodeID, msg any) ([]broker.Envelope, error) {
+func handleDirect(c *cluster, id broker.NodeID, msg kafka.Message) ([]broker.Envelope, error) {
 	b := c.broker(id)
 	err := b.Handle(broker.Envelope{From: clientID, To: id, Msg: msg}, c.now)
 	return b.TakeOutbox(), err

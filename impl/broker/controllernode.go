@@ -3,6 +3,7 @@ package broker
 import (
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -117,69 +118,100 @@ func (n *ControllerNode) replicaOf(id int32) []kafka.TopicPartition {
 	return tps
 }
 
-func (n *ControllerNode) send(to NodeID, msg any) {
+func (n *ControllerNode) send(to NodeID, msg kafka.Message) {
 	n.out = append(n.out, Envelope{From: ControllerID, To: to, Msg: msg})
 }
 
-// Handle processes one message.
+// Handle processes one message (controllerHandlers), then sends what it
+// changed.
 func (n *ControllerNode) Handle(env Envelope, now int64) {
-	switch m := env.Msg.(type) {
-	case RegisterBroker:
-		lost := m.LostData
-		if m.EmptyDisk {
-			lost = n.replicaOf(int32(env.From))
-		}
-		reg := controller.Registration{Lost: lost, PreviousIncarnation: m.PreviousIncarnation, Synced: m.Synced}
-		if err := n.c.Register(int32(env.From), m.Incarnation, now, reg); err != nil {
-			return // a delayed registration of an earlier process
-		}
-		if m.Address != "" && n.addresses[int32(env.From)] != m.Address {
-			n.addresses[int32(env.From)] = m.Address
-			n.addrGen++
-		}
-		delete(n.resync, int32(env.From))
-		delete(n.stopping, int32(env.From))
-		n.flush()
-		n.heard[int32(env.From)] = n.version
-		n.reported[int32(env.From)] = n.version
-		n.sendFull(env.From, m.Incarnation)
-		return
-	case Heartbeat:
-		id := int32(env.From)
-		if m.WantShutDown {
-			n.controlledShutdown(id, m, now)
-			return
-		}
-		if n.c.Heartbeat(id, m.Incarnation, now) != nil {
-			break // refused: the broker re-registers
-		}
-		n.reported[id] = max(n.reported[id], m.MetadataVersion)
-		behind := m.MetadataVersion < n.heard[id]
-		n.heard[id] = n.version
-		if n.resync[id] || behind {
-			delete(n.resync, id)
-			n.flush()
-			n.sendFull(env.From, m.Incarnation)
-			return
-		}
-	case kafka.AlterPartition:
-		m.LeaderID = int32(env.From) // the sender is who the network says
-		answer := n.c.AlterPartition(m, now)
-		n.flush()
-		n.send(env.From, answer)
-		return
-	case kafka.ReplicaLogInfo:
-		m.BrokerID = int32(env.From)   // the sender is who the network says
-		_ = n.c.ReplicaLogInfo(m, now) // refused: an answer to a recovery that moved on
-	case CreateTopic:
-		err := n.c.CreateTopicWithConfig(m.Name, m.Partitions, m.ReplicationFactor, m.Config, now)
-		n.flush()
-		n.send(env.From, CreateTopicResponse{Correlation: m.Correlation, Err: err})
-		return
-	case MetadataRequest:
-		n.send(env.From, MetadataResponse{Correlation: m.Correlation, Partitions: n.c.Metadata(), LiveBrokers: n.c.LiveBrokers(), Addresses: n.addressBook()})
-	}
+	_, _ = controllerHandlers().Handle(fromBroker{n: n, from: env.From, now: now}, env.Msg)
 	n.flush()
+}
+
+// fromBroker is what the controller's handler gets besides its message:
+// the node, the sender, and the time.
+type fromBroker struct {
+	n    *ControllerNode
+	from NodeID
+	now  int64
+}
+
+// controllerHandlers is the controller's table of what it does with each
+// kind of message it receives, all from brokers. A handler that sends an
+// answer first sends the changes it made (flush), so that a broker never
+// learns of an outcome before the state it produced.
+var controllerHandlers = sync.OnceValue(func() *kafka.Handlers[fromBroker] {
+	h := &kafka.Handlers[fromBroker]{}
+	kafka.On(h, func(in fromBroker, m RegisterBroker) error { in.n.register(in.from, m, in.now); return nil })
+	kafka.On(h, func(in fromBroker, m Heartbeat) error { in.n.heartbeat(in.from, m, in.now); return nil })
+	kafka.On(h, func(in fromBroker, m kafka.AlterPartition) error {
+		m.LeaderID = int32(in.from) // the sender is who the network says
+		answer := in.n.c.AlterPartition(m, in.now)
+		in.n.flush()
+		in.n.send(in.from, answer)
+		return nil
+	})
+	kafka.On(h, func(in fromBroker, m kafka.ReplicaLogInfo) error {
+		m.BrokerID = int32(in.from)          // the sender is who the network says
+		_ = in.n.c.ReplicaLogInfo(m, in.now) // refused: an answer to a recovery that moved on
+		return nil
+	})
+	kafka.On(h, func(in fromBroker, m CreateTopic) error {
+		err := in.n.c.CreateTopicWithConfig(m.Name, m.Partitions, m.ReplicationFactor, m.Config, in.now)
+		in.n.flush()
+		in.n.send(in.from, CreateTopicResponse{Correlation: m.Correlation, Err: err})
+		return nil
+	})
+	kafka.On(h, func(in fromBroker, m MetadataRequest) error {
+		c := in.n.c
+		in.n.send(in.from, MetadataResponse{Correlation: m.Correlation, Partitions: c.Metadata(), LiveBrokers: c.LiveBrokers(), Addresses: in.n.addressBook()})
+		return nil
+	})
+	return h
+})
+
+// register admits a new broker process and sends it the whole state.
+func (n *ControllerNode) register(from NodeID, m RegisterBroker, now int64) {
+	lost := m.LostData
+	if m.EmptyDisk {
+		lost = n.replicaOf(int32(from))
+	}
+	reg := controller.Registration{Lost: lost, PreviousIncarnation: m.PreviousIncarnation, Synced: m.Synced}
+	if err := n.c.Register(int32(from), m.Incarnation, now, reg); err != nil {
+		return // a delayed registration of an earlier process
+	}
+	if m.Address != "" && n.addresses[int32(from)] != m.Address {
+		n.addresses[int32(from)] = m.Address
+		n.addrGen++
+	}
+	delete(n.resync, int32(from))
+	delete(n.stopping, int32(from))
+	n.flush()
+	n.heard[int32(from)] = n.version
+	n.reported[int32(from)] = n.version
+	n.sendFull(from, m.Incarnation)
+}
+
+// heartbeat keeps a broker's session, or begins its controlled shutdown;
+// a broker that fell behind the updates gets the whole state again.
+func (n *ControllerNode) heartbeat(from NodeID, m Heartbeat, now int64) {
+	id := int32(from)
+	if m.WantShutDown {
+		n.controlledShutdown(id, m, now)
+		return
+	}
+	if n.c.Heartbeat(id, m.Incarnation, now) != nil {
+		return // refused: the broker re-registers
+	}
+	n.reported[id] = max(n.reported[id], m.MetadataVersion)
+	behind := m.MetadataVersion < n.heard[id]
+	n.heard[id] = n.version
+	if n.resync[id] || behind {
+		delete(n.resync, id)
+		n.flush()
+		n.sendFull(from, m.Incarnation)
+	}
 }
 
 // controlledShutdown answers a heartbeat that asks to shut down

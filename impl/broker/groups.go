@@ -40,7 +40,7 @@ type FindCoordinatorResponse struct {
 // CommitRequest or FetchOffsetsRequest.
 type GroupRequest struct {
 	Correlation uint64
-	Req         any
+	Req         group.Request
 }
 
 // GroupResponse answers a GroupRequest with the matching group response
@@ -48,45 +48,13 @@ type GroupRequest struct {
 // answers with the response's Err set to kafka.ErrNotCoordinator.
 type GroupResponse struct {
 	Correlation uint64
-	Resp        any
+	Resp        group.Response
 }
 
 // groupWaiter is who a coordinator's answer goes to.
 type groupWaiter struct {
 	from NodeID
 	corr uint64
-}
-
-// groupOf names the group a request is for (group.Request).
-func groupOf(req any) (string, bool) {
-	r, ok := req.(group.Request)
-	if !ok {
-		return "", false
-	}
-	return r.GroupName(), true
-}
-
-// refuse is req's response with every error field set to e.
-func refuse(req any, e error) any {
-	switch r := req.(type) {
-	case group.JoinRequest:
-		return group.JoinResponse{Err: e, MemberID: r.MemberID, Generation: -1}
-	case group.SyncRequest:
-		return group.SyncResponse{Err: e}
-	case group.HeartbeatRequest:
-		return group.HeartbeatResponse{Err: e}
-	case group.LeaveRequest:
-		return group.LeaveResponse{Err: e}
-	case group.CommitRequest:
-		resp := group.CommitResponse{}
-		for _, o := range r.Offsets {
-			resp.Partitions = append(resp.Partitions, group.PartitionError{TopicPartition: o.TopicPartition, Err: e})
-		}
-		return resp
-	case group.FetchOffsetsRequest:
-		return group.FetchOffsetsResponse{Err: e}
-	}
-	return nil
 }
 
 // offsetsPartition is the offsets-topic partition that serves g.
@@ -124,33 +92,19 @@ func (b *Broker) createOffsetsTopic() {
 }
 
 func (b *Broker) handleGroupRequest(from NodeID, m GroupRequest) {
-	name, ok := groupOf(m.Req)
-	if !ok {
+	if m.Req == nil {
 		return // not a group request: nothing to answer it with
 	}
-	tp := b.offsetsPartition(name)
+	tp := b.offsetsPartition(m.Req.GroupName())
 	c, ok := b.coords[tp]
 	if !ok {
-		b.send(from, GroupResponse{Correlation: m.Correlation, Resp: refuse(m.Req, kafka.ErrNotCoordinator)})
+		b.send(from, m.Refuse(kafka.ErrNotCoordinator))
 		return
 	}
 	b.nextGroupReq++
 	id := b.nextGroupReq
 	b.groupWaiters[id] = groupWaiter{from: from, corr: m.Correlation}
-	switch r := m.Req.(type) {
-	case group.JoinRequest:
-		c.JoinGroup(id, r, b.now)
-	case group.SyncRequest:
-		c.SyncGroup(id, r, b.now)
-	case group.HeartbeatRequest:
-		c.Heartbeat(id, r, b.now)
-	case group.LeaveRequest:
-		c.LeaveGroup(id, r, b.now)
-	case group.CommitRequest:
-		c.OffsetCommit(id, r, b.now)
-	case group.FetchOffsetsRequest:
-		c.OffsetFetch(id, r, b.now)
-	}
+	c.Handle(id, m.Req, b.now)
 }
 
 // syncCoordinators makes the hosted coordinators follow leadership of the

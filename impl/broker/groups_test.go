@@ -11,7 +11,7 @@ import (
 )
 
 // groupCall sends one group request to broker `to` and returns the answer.
-func groupCall[T any](c *cluster, to broker.NodeID, req any) T {
+func groupCall[T any](c *cluster, to broker.NodeID, req group.Request) T {
 	c.t.Helper()
 	corr := c.nextCorr()
 	c.send(to, broker.GroupRequest{Correlation: corr, Req: req})

@@ -19,7 +19,7 @@ const (
 // Envelope is one message on the network.
 type Envelope struct {
 	From, To NodeID
-	Msg      any
+	Msg      kafka.Message
 }
 
 // Control plane: broker <-> controller.

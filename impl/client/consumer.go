@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -253,39 +254,57 @@ func (c *Consumer) Position(tp kafka.TopicPartition) (int64, bool) {
 // ListOffsetsResponse. Answers to requests the consumer no longer waits
 // for (timed out, superseded, for a revoked partition, from another node
 // than the one asked) are dropped.
-func (c *Consumer) Handle(from broker.NodeID, msg any, now int64) {
+func (c *Consumer) Handle(from broker.NodeID, msg kafka.Message, now int64) {
 	c.advance(now)
 	if c.closed {
 		return
 	}
-	switch m := msg.(type) {
-	case broker.MetadataResponse:
-		if !c.meta.busy() || m.Correlation != c.meta.corr || from != c.meta.to {
-			return
-		}
-		c.meta = ctl{}
-		c.metaNotBefore = c.now + c.cfg.RetryBackoffMs
-		if m.Err != nil {
-			break // the connection broke: ask again after the backoff
-		}
-		c.metaRefreshAt = c.now + c.cfg.MetadataMaxAgeMs
-		c.metaAnswers++
-		c.applyMetadata(m.Partitions, m.LiveBrokers)
-		for _, ps := range c.order {
-			if ps.stale && ps.staleAfter < c.metaNumber {
-				ps.stale = false
-			}
-		}
-	case broker.FindCoordinatorResponse:
-		c.handleFindCoordinator(from, m)
-	case broker.GroupResponse:
-		c.handleGroupResponse(from, m)
-	case broker.FetchResponse:
-		c.handleFetch(from, m)
-	case broker.ListOffsetsResponse:
-		c.handleListOffsets(from, m)
-	}
+	_, _ = consumerHandlers().Handle(toConsumer{c, from}, msg)
 	c.step()
+}
+
+// toConsumer is what a consumer's handler gets besides its message.
+type toConsumer struct {
+	c    *Consumer
+	from broker.NodeID
+}
+
+// consumerHandlers is the consumer's table of what it does with each
+// answer it receives.
+var consumerHandlers = sync.OnceValue(func() *kafka.Handlers[toConsumer] {
+	h := &kafka.Handlers[toConsumer]{}
+	kafka.On(h, func(in toConsumer, m broker.MetadataResponse) error { in.c.handleMetadata(in.from, m); return nil })
+	kafka.On(h, func(in toConsumer, m broker.FindCoordinatorResponse) error {
+		in.c.handleFindCoordinator(in.from, m)
+		return nil
+	})
+	kafka.On(h, func(in toConsumer, m broker.GroupResponse) error { in.c.handleGroupResponse(in.from, m); return nil })
+	kafka.On(h, func(in toConsumer, m broker.FetchResponse) error { in.c.handleFetch(in.from, m); return nil })
+	kafka.On(h, func(in toConsumer, m broker.ListOffsetsResponse) error {
+		in.c.handleListOffsets(in.from, m)
+		return nil
+	})
+	return h
+})
+
+// handleMetadata applies the metadata a broker answered with.
+func (c *Consumer) handleMetadata(from broker.NodeID, m broker.MetadataResponse) {
+	if !c.meta.busy() || m.Correlation != c.meta.corr || from != c.meta.to {
+		return
+	}
+	c.meta = ctl{}
+	c.metaNotBefore = c.now + c.cfg.RetryBackoffMs
+	if m.Err != nil {
+		return // the connection broke: ask again after the backoff
+	}
+	c.metaRefreshAt = c.now + c.cfg.MetadataMaxAgeMs
+	c.metaAnswers++
+	c.applyMetadata(m.Partitions, m.LiveBrokers)
+	for _, ps := range c.order {
+		if ps.stale && ps.staleAfter < c.metaNumber {
+			ps.stale = false
+		}
+	}
 }
 
 // Tick advances logical time: requests without an answer time out,
@@ -356,7 +375,7 @@ func (c *Consumer) nextCorr() uint64 {
 	return c.corr
 }
 
-func (c *Consumer) send(to broker.NodeID, msg any) {
+func (c *Consumer) send(to broker.NodeID, msg kafka.Message) {
 	c.out = append(c.out, broker.Envelope{From: c.id, To: to, Msg: msg})
 }
 

@@ -198,7 +198,7 @@ func (c *Consumer) stepGroup() {
 	}
 }
 
-func (c *Consumer) sendGroup(r *ctl, to broker.NodeID, req any, timeout int64) {
+func (c *Consumer) sendGroup(r *ctl, to broker.NodeID, req group.Request, timeout int64) {
 	*r = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + timeout}
 	c.send(to, broker.GroupRequest{Correlation: r.corr, Req: req})
 }
@@ -311,30 +311,39 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 		*r = ctl{}
 		return call, true
 	}
-	switch resp := m.Resp.(type) {
-	case group.JoinResponse:
-		if call, ok := match(&g.join); ok && g.state == gsJoining {
+	// The correlation says which request m answers; the answer's type is
+	// that request's (a broker refuses with the request's own answer).
+	if call, ok := match(&g.join); ok {
+		if resp, ok := m.Resp.(group.JoinResponse); ok && g.state == gsJoining {
 			c.handleJoin(call, from, resp)
 		}
-	case group.SyncResponse:
-		if call, ok := match(&g.sync); ok && g.state == gsSyncing {
+		return
+	}
+	if call, ok := match(&g.sync); ok {
+		if resp, ok := m.Resp.(group.SyncResponse); ok && g.state == gsSyncing {
 			c.handleSync(call, from, resp)
 		}
-	case group.HeartbeatResponse:
-		if call, ok := match(&g.hb); ok && g.state == gsStable {
+		return
+	}
+	if call, ok := match(&g.hb); ok {
+		if resp, ok := m.Resp.(group.HeartbeatResponse); ok && g.state == gsStable {
 			c.handleHeartbeat(call, resp)
 		}
-	case group.FetchOffsetsResponse:
-		if call, ok := match(&g.ofetch); ok {
+		return
+	}
+	if call, ok := match(&g.ofetch); ok {
+		if resp, ok := m.Resp.(group.FetchOffsetsResponse); ok {
 			c.handleFetchOffsets(call, from, resp)
 		}
-	case group.CommitResponse:
-		for i, pc := range g.commits {
-			if _, ok := match(&pc.req); ok {
-				g.commits = slices.Delete(g.commits, i, i+1)
+		return
+	}
+	for i, pc := range g.commits {
+		if _, ok := match(&pc.req); ok {
+			g.commits = slices.Delete(g.commits, i, i+1)
+			if resp, ok := m.Resp.(group.CommitResponse); ok {
 				c.handleCommit(pc, resp)
-				return
 			}
+			return
 		}
 	}
 }

@@ -168,7 +168,7 @@ func (fc *fakeCluster) states() []kafka.PartitionState {
 
 // handle processes one request at broker `to` and returns its answer, if
 // any.
-func (fc *fakeCluster) handle(to broker.NodeID, msg any) (any, bool) {
+func (fc *fakeCluster) handle(to broker.NodeID, msg kafka.Message) (kafka.Message, bool) {
 	switch m := msg.(type) {
 	case broker.MetadataRequest:
 		return broker.MetadataResponse{Correlation: m.Correlation, Partitions: fc.states(), LiveBrokers: slices.Clone(fc.brokers)}, true
@@ -236,9 +236,9 @@ type world struct {
 	held []broker.Envelope
 	// dropRequest and dropResponse lose messages.
 	dropRequest  func(env broker.Envelope) bool
-	dropResponse func(req, resp any) bool
+	dropResponse func(req, resp kafka.Message) bool
 	// mangle, when set, replaces each response the producer gets.
-	mangle func(to broker.NodeID, req, resp any) any
+	mangle func(to broker.NodeID, req, resp kafka.Message) kafka.Message
 
 	sent    []broker.Envelope // every message the producer sent
 	results map[uint64]Result

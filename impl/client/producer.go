@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -148,54 +149,78 @@ func (p *Producer) UpdateMetadata(parts []kafka.PartitionState, live []int32) {
 // MetadataResponse or InitProducerIDResponse. Answers to requests the
 // producer no longer waits for (timed out, or from another node than the
 // one asked) are dropped, as Kafka drops them with the connection.
-func (p *Producer) Handle(from broker.NodeID, msg any, now int64) {
+func (p *Producer) Handle(from broker.NodeID, msg kafka.Message, now int64) {
 	p.advance(now)
-	switch m := msg.(type) {
-	case broker.ProduceResponse:
-		b, ok := p.byCorr[m.Correlation]
-		if !ok || b.to != from || b.tp != m.TopicPartition {
-			return
-		}
-		ps := p.parts[b.tp]
-		p.endAttempt(ps, b)
-		p.afterAttempt(ps, b, m.Err, m.BaseOffset)
-		p.settle(ps)
-		p.maybeRequestControl()
-	case broker.MetadataResponse:
-		if p.meta.corr == 0 || m.Correlation != p.meta.corr || from != p.meta.to {
-			return
-		}
-		if m.Err != nil {
-			// As a timeout, but now: ask another broker.
-			p.silent = p.meta.to
-			p.meta = control{}
-			p.metaWanted = true
-			p.maybeRequestControl()
-			return
-		}
-		number := p.meta.number
-		p.meta = control{}
-		p.metaNotBefore = p.now + p.cfg.RetryBackoffMs
-		p.applyMetadata(m.Partitions, m.LiveBrokers)
-		for _, ps := range p.order {
-			if ps.stale && ps.staleAfter < number {
-				ps.stale = false
-			}
-		}
-		p.settleAll()
-	case broker.InitProducerIDResponse:
-		if p.pid.corr == 0 || m.Correlation != p.pid.corr || from != p.pid.to {
-			return
-		}
-		p.pid = control{}
-		if m.Err != nil {
-			p.pidNotBefore = p.now + p.cfg.RetryBackoffMs
-			p.maybeRequestControl()
-			return
-		}
-		p.sess = session{pid: m.ProducerID, epoch: m.ProducerEpoch}
-		p.settleAll()
+	_, _ = producerHandlers().Handle(toProducer{p, from}, msg)
+}
+
+// toProducer is what a producer's handler gets besides its message.
+type toProducer struct {
+	p    *Producer
+	from broker.NodeID
+}
+
+// producerHandlers is the producer's table of what it does with each
+// answer it receives.
+var producerHandlers = sync.OnceValue(func() *kafka.Handlers[toProducer] {
+	h := &kafka.Handlers[toProducer]{}
+	kafka.On(h, func(in toProducer, m broker.ProduceResponse) error { in.p.handleProduce(in.from, m); return nil })
+	kafka.On(h, func(in toProducer, m broker.MetadataResponse) error { in.p.handleMetadata(in.from, m); return nil })
+	kafka.On(h, func(in toProducer, m broker.InitProducerIDResponse) error {
+		in.p.handleInitProducerID(in.from, m)
+		return nil
+	})
+	return h
+})
+
+func (p *Producer) handleProduce(from broker.NodeID, m broker.ProduceResponse) {
+	b, ok := p.byCorr[m.Correlation]
+	if !ok || b.to != from || b.tp != m.TopicPartition {
+		return
 	}
+	ps := p.parts[b.tp]
+	p.endAttempt(ps, b)
+	p.afterAttempt(ps, b, m.Err, m.BaseOffset)
+	p.settle(ps)
+	p.maybeRequestControl()
+}
+
+func (p *Producer) handleMetadata(from broker.NodeID, m broker.MetadataResponse) {
+	if p.meta.corr == 0 || m.Correlation != p.meta.corr || from != p.meta.to {
+		return
+	}
+	if m.Err != nil {
+		// As a timeout, but now: ask another broker.
+		p.silent = p.meta.to
+		p.meta = control{}
+		p.metaWanted = true
+		p.maybeRequestControl()
+		return
+	}
+	number := p.meta.number
+	p.meta = control{}
+	p.metaNotBefore = p.now + p.cfg.RetryBackoffMs
+	p.applyMetadata(m.Partitions, m.LiveBrokers)
+	for _, ps := range p.order {
+		if ps.stale && ps.staleAfter < number {
+			ps.stale = false
+		}
+	}
+	p.settleAll()
+}
+
+func (p *Producer) handleInitProducerID(from broker.NodeID, m broker.InitProducerIDResponse) {
+	if p.pid.corr == 0 || m.Correlation != p.pid.corr || from != p.pid.to {
+		return
+	}
+	p.pid = control{}
+	if m.Err != nil {
+		p.pidNotBefore = p.now + p.cfg.RetryBackoffMs
+		p.maybeRequestControl()
+		return
+	}
+	p.sess = session{pid: m.ProducerID, epoch: m.ProducerEpoch}
+	p.settleAll()
 }
 
 // Tick advances logical time: requests without an answer time out, sends
@@ -246,7 +271,7 @@ func (p *Producer) advance(now int64) {
 	}
 }
 
-func (p *Producer) send(to broker.NodeID, msg any) {
+func (p *Producer) send(to broker.NodeID, msg kafka.Message) {
 	p.out = append(p.out, broker.Envelope{From: p.id, To: to, Msg: msg})
 }
 

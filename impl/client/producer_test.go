@@ -122,7 +122,7 @@ func TestLostResponseRetryIsDeduplicated(t *testing.T) {
 	fc := newCluster()
 	w := newWorld(t, DefaultConfig(), fc, 1)
 	lost := false
-	w.dropResponse = func(_, resp any) bool {
+	w.dropResponse = func(_, resp kafka.Message) bool {
 		if _, ok := resp.(broker.ProduceResponse); ok && !lost {
 			lost = true
 			return true
@@ -206,7 +206,7 @@ func TestBrokenMetadataConnectionAsksAnotherBroker(t *testing.T) {
 	fc := newCluster()
 	w := newWorld(t, DefaultConfig(), fc, 1)
 	var broken broker.NodeID
-	w.mangle = func(to broker.NodeID, _, resp any) any {
+	w.mangle = func(to broker.NodeID, _, resp kafka.Message) kafka.Message {
 		m, ok := resp.(broker.MetadataResponse)
 		if !ok || broken != 0 {
 			return resp
@@ -246,7 +246,7 @@ func TestLostRequestOutOfOrderSuccessorsAreRetried(t *testing.T) {
 		}
 		return false
 	}
-	w.dropResponse = func(_, resp any) bool {
+	w.dropResponse = func(_, resp kafka.Message) bool {
 		if r, ok := resp.(broker.ProduceResponse); ok && r.Err != nil {
 			refused = append(refused, r.Err)
 		}
@@ -332,7 +332,7 @@ func TestLostProducerStateWithAmbiguousAttemptIsUnknown(t *testing.T) {
 			name: "answer lost after the append",
 			firstTry: func(_ *fakeCluster, w *world) {
 				dropped := false
-				w.dropResponse = func(req, _ any) bool {
+				w.dropResponse = func(req, _ kafka.Message) bool {
 					r, ok := req.(broker.ProduceRequest)
 					if ok && string(r.Batch.Records[0].Value) == "b" && !dropped {
 						dropped = true
@@ -454,7 +454,7 @@ func TestNonIdempotentRetryDuplicates(t *testing.T) {
 	fc := newCluster()
 	w := newWorld(t, nonIdempotent(), fc, 1)
 	lost := false
-	w.dropResponse = func(_, resp any) bool {
+	w.dropResponse = func(_, resp kafka.Message) bool {
 		if _, ok := resp.(broker.ProduceResponse); ok && !lost {
 			lost = true
 			return true
@@ -525,7 +525,7 @@ func TestRetriesOff(t *testing.T) {
 			fc.afterAppend = func(broker.ProduceRequest) error { return kafka.ErrNotEnoughReplicasAfterAppend }
 		}, OutcomeUnknown, kafka.ErrNotEnoughReplicasAfterAppend},
 		{"no answer", func(_ *fakeCluster, w *world) {
-			w.dropResponse = func(_, resp any) bool { _, ok := resp.(broker.ProduceResponse); return ok }
+			w.dropResponse = func(_, resp kafka.Message) bool { _, ok := resp.(broker.ProduceResponse); return ok }
 		}, OutcomeUnknown, ErrResponseTimeout},
 		{"connection broke", func(fc *fakeCluster, _ *world) {
 			fc.afterAppend = func(broker.ProduceRequest) error { return kafka.ErrNetwork }
@@ -604,7 +604,7 @@ func TestSessionResetKeepsMaybeWrittenSuccessorsUnknown(t *testing.T) {
 
 	// b and c are appended but their answers are lost.
 	dropping := true
-	w.dropResponse = func(_, resp any) bool {
+	w.dropResponse = func(_, resp kafka.Message) bool {
 		_, ok := resp.(broker.ProduceResponse)
 		return ok && dropping
 	}

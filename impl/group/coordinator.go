@@ -259,7 +259,7 @@ func (c *Coordinator) Ready() Ready {
 	return rd
 }
 
-func (c *Coordinator) answer(id uint64, msg any) {
+func (c *Coordinator) answer(id uint64, msg Response) {
 	c.ready.Answers = append(c.ready.Answers, Answer{ID: id, Msg: msg})
 }
 

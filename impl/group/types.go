@@ -209,12 +209,10 @@ type FetchOffsetsResponse struct {
 	Partitions []FetchedOffset
 }
 
-// Answer completes the request whose caller-chosen id is ID. Msg is one of
-// JoinResponse, SyncResponse, HeartbeatResponse, LeaveResponse,
-// CommitResponse, FetchOffsetsResponse.
+// Answer completes the request whose caller-chosen id is ID.
 type Answer struct {
 	ID  uint64
-	Msg any
+	Msg Response
 }
 
 // Record is one record of the offsets topic: a key and a value, nil for a

@@ -10,4 +10,15 @@
 // brokers, a response on the Kafka wire) uses these types, and is converted
 // only at the wire. The Kafka wire server sends CodeOf(err); the Kafka
 // client and the internal transport turn a code back into the same error.
+//
+// Every message between the reference's nodes is a Message (message.go):
+// its Kind, and, by the interfaces it implements, its partition
+// (Partitioned) and, for an answer, the correlation it answers and its
+// error (Answer). Each kind has one registry row (Register), written by the
+// package that defines the type: what answers it, whether it crosses
+// between processes (impl/node registers those with gob), and the family a
+// run file's messages fault selects it by. A node routes what it receives
+// through a Handlers table (handlers.go) filled by Go type, so a handler
+// gets its own type and a message no table knows is ignored in one place,
+// not forgotten by one of many type switches.
 package kafka

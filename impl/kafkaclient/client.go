@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -192,29 +193,62 @@ func (c *Client) Brokers(ctx context.Context) (n int, lowest int32, err error) {
 
 // Exchange sends msg to broker `to` and returns its answer; nil, nil for an
 // acks=0 produce, which has none.
-func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg any) (any, error) {
-	switch m := msg.(type) {
-	case broker.ProduceRequest:
-		return c.Issue(to, m)(ctx)
-	case broker.FetchRequest:
-		return c.fetch(ctx, to, m)
-	case broker.ListOffsetsRequest:
-		return c.listOffsets(ctx, to, m)
-	case broker.MetadataRequest:
-		return c.metadata(ctx, to, m)
-	case broker.InitProducerIDRequest:
-		return c.initProducerID(ctx, to, m)
-	case broker.FindCoordinatorRequest:
-		return c.findCoordinator(ctx, to, m)
-	case broker.GroupRequest:
-		resp, err := c.groupRequest(ctx, to, m.Req)
-		if err != nil {
-			return nil, err
-		}
-		return broker.GroupResponse{Correlation: m.Correlation, Resp: resp}, nil
+func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg kafka.Message) (kafka.Message, error) {
+	x := &call{c: c, ctx: ctx, to: to}
+	handled, err := senders().Handle(x, msg)
+	if !handled {
+		return nil, fmt.Errorf("kafkawire client: cannot send %T", msg)
 	}
-	return nil, fmt.Errorf("kafkawire client: cannot send %T", msg)
+	return x.answer, err
 }
+
+// call is one Exchange: what a sender needs besides its request, and the
+// answer it gives.
+type call struct {
+	c      *Client
+	ctx    context.Context
+	to     broker.NodeID
+	answer kafka.Message
+}
+
+// senders is the client's table of the requests it can send, each turned
+// into its Kafka request and its answer back into the reference's.
+var senders = sync.OnceValue(func() *kafka.Handlers[*call] {
+	h := &kafka.Handlers[*call]{}
+	kafka.On(h, func(x *call, m broker.ProduceRequest) (err error) {
+		x.answer, err = x.c.issueProduce(x.to, m)(x.ctx)
+		return err
+	})
+	kafka.On(h, func(x *call, m broker.FetchRequest) (err error) {
+		x.answer, err = x.c.fetch(x.ctx, x.to, m)
+		return err
+	})
+	kafka.On(h, func(x *call, m broker.ListOffsetsRequest) (err error) {
+		x.answer, err = x.c.listOffsets(x.ctx, x.to, m)
+		return err
+	})
+	kafka.On(h, func(x *call, m broker.MetadataRequest) (err error) {
+		x.answer, err = x.c.metadata(x.ctx, x.to, m)
+		return err
+	})
+	kafka.On(h, func(x *call, m broker.InitProducerIDRequest) (err error) {
+		x.answer, err = x.c.initProducerID(x.ctx, x.to, m)
+		return err
+	})
+	kafka.On(h, func(x *call, m broker.FindCoordinatorRequest) (err error) {
+		x.answer, err = x.c.findCoordinator(x.ctx, x.to, m)
+		return err
+	})
+	kafka.On(h, func(x *call, m broker.GroupRequest) error {
+		resp, err := x.c.groupRequest(x.ctx, x.to, m.Req)
+		if err != nil {
+			return err
+		}
+		x.answer = broker.GroupResponse{Correlation: m.Correlation, Resp: resp}
+		return nil
+	})
+	return h
+})
 
 func (c *Client) request(ctx context.Context, to broker.NodeID, req kmsg.Request) (kmsg.Response, error) {
 	return c.cl.Broker(int(int32(to)-c.shift)).Request(ctx, req)
@@ -231,7 +265,7 @@ func wireError(code int16, msg *string) error {
 	return err
 }
 
-func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequest) (any, error) {
+func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = int32(m.MaxWaitMs)
@@ -280,7 +314,7 @@ func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequ
 // EncodeBatch encodes b as an uncompressed v2 record batch.
 func EncodeBatch(dst []byte, b *record.Batch) []byte { return record.Encode(dst, b) }
 
-func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.ListOffsetsRequest) (any, error) {
+func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.ListOffsetsRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	p := kmsg.NewListOffsetsRequestTopicPartition()
@@ -312,7 +346,7 @@ func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.Lis
 	return nil, fmt.Errorf("list offsets of %s: the answer does not name the partition", m.TopicPartition)
 }
 
-func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.MetadataRequest) (any, error) {
+func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.MetadataRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrMetadataRequest() // nil topics: all of them
 	raw, err := c.request(ctx, to, req)
 	if err != nil {
@@ -343,7 +377,7 @@ func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.Metada
 	return out, nil
 }
 
-func (c *Client) initProducerID(ctx context.Context, to broker.NodeID, m broker.InitProducerIDRequest) (any, error) {
+func (c *Client) initProducerID(ctx context.Context, to broker.NodeID, m broker.InitProducerIDRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionTimeoutMillis = -1
 	req.ProducerID = -1

@@ -16,7 +16,7 @@ import (
 
 // findCoordinator asks broker `to` for the group's coordinator, in either
 // shape of FindCoordinator (one key before v4, a batch of one from v4).
-func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker.FindCoordinatorRequest) (any, error) {
+func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker.FindCoordinatorRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey = m.Group
 	req.CoordinatorKeys = []string{m.Group}
@@ -49,7 +49,7 @@ func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker
 // groupRequest sends one impl/group request as its Kafka request and
 // turns the answer into the matching impl/group response; Kafka error
 // codes are error values as they are.
-func (c *Client) groupRequest(ctx context.Context, to broker.NodeID, r any) (any, error) {
+func (c *Client) groupRequest(ctx context.Context, to broker.NodeID, r group.Request) (group.Response, error) {
 	switch r := r.(type) {
 	case group.JoinRequest:
 		return c.joinGroup(ctx, to, r)
@@ -73,7 +73,7 @@ func (c *Client) groupRequest(ctx context.Context, to broker.NodeID, r any) (any
 	return nil, fmt.Errorf("kafkawire client: cannot send group request %T", r)
 }
 
-func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRequest) (any, error) {
+func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRequest) (group.Response, error) {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.ProtocolType = r.Group, r.MemberID, r.ProtocolType
 	req.SessionTimeoutMillis = int32(r.SessionTimeoutMs)
@@ -107,7 +107,7 @@ func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRe
 	return out, nil
 }
 
-func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRequest) (any, error) {
+func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRequest) (group.Response, error) {
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
 	if r.ProtocolType != "" {
@@ -138,7 +138,7 @@ func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRe
 
 // leaveGroup sends a LeaveGroup; a broker answering below v3 takes one
 // member only, so a request for several members is then refused.
-func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.LeaveRequest) (any, error) {
+func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.LeaveRequest) (group.Response, error) {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Group = r.Group
 	if len(r.Members) > 0 {
@@ -170,7 +170,7 @@ func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.Leave
 	return out, nil
 }
 
-func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.CommitRequest) (any, error) {
+func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.CommitRequest) (group.Response, error) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
 	index := map[string]int{}
@@ -213,7 +213,7 @@ func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.Com
 // offsetFetch asks for one group's offsets. A group-level error of v0-v1
 // (carried by every partition) comes back as the response's Err; all of a
 // group's offsets come back sorted by topic and partition.
-func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.FetchOffsetsRequest) (any, error) {
+func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.FetchOffsetsRequest) (group.Response, error) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = r.Group
 	g := kmsg.NewOffsetFetchRequestGroup()

@@ -19,13 +19,19 @@ import (
 // producer's pipelined requests do; its answer is awaited with the
 // returned function (nil, nil for acks=0). Any other message is sent when
 // the function is called (Exchange).
-func (c *Client) Issue(to broker.NodeID, msg any) func(ctx context.Context) (any, error) {
+func (c *Client) Issue(to broker.NodeID, msg kafka.Message) func(ctx context.Context) (kafka.Message, error) {
 	m, ok := msg.(broker.ProduceRequest)
 	if !ok {
-		return func(ctx context.Context) (any, error) { return c.Exchange(ctx, to, msg) }
+		return func(ctx context.Context) (kafka.Message, error) { return c.Exchange(ctx, to, msg) }
 	}
+	return c.issueProduce(to, m)
+}
+
+// issueProduce sends m on the produce connection to broker to and returns
+// how to wait for its answer.
+func (c *Client) issueProduce(to broker.NodeID, m broker.ProduceRequest) func(ctx context.Context) (kafka.Message, error) {
 	p := c.conns.get(int32(to) - c.shift).Issue(kafkaProduce(m))
-	return func(ctx context.Context) (any, error) {
+	return func(ctx context.Context) (kafka.Message, error) {
 		raw, err := p.Wait(ctx)
 		if err != nil || m.Acks == 0 {
 			return nil, err
@@ -52,7 +58,7 @@ func kafkaProduce(m broker.ProduceRequest) *kmsg.ProduceRequest {
 	return req
 }
 
-func produceAnswer(m broker.ProduceRequest, resp *kmsg.ProduceResponse) (any, error) {
+func produceAnswer(m broker.ProduceRequest, resp *kmsg.ProduceResponse) (kafka.Message, error) {
 	out := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {

@@ -2,6 +2,7 @@ package kafkawire
 
 import (
 	"context"
+	"github.com/watermarkhq/watermark/impl/kafka"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 )
@@ -29,7 +30,7 @@ type Session interface {
 	// broker.CreateTopic, which the backend forwards to the controller.
 	// It never blocks for long and never fails: a message that cannot be
 	// delivered is lost, as on a network, and the caller's wait times out.
-	Send(to broker.NodeID, msg any)
+	Send(to broker.NodeID, msg kafka.Message)
 	// Recv returns the next envelope addressed to this session, in the
 	// order the broker sent them, or ctx's error.
 	Recv(ctx context.Context) (broker.Envelope, error)

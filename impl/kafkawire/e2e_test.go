@@ -347,7 +347,7 @@ type watchedSession struct {
 	w *fetchWatch
 }
 
-func (s watchedSession) Send(to broker.NodeID, msg any) {
+func (s watchedSession) Send(to broker.NodeID, msg kafka.Message) {
 	s.Session.Send(to, msg)
 	if f, ok := msg.(broker.FetchRequest); ok && f.MaxWaitMs > 0 {
 		select {

@@ -31,14 +31,14 @@ func (h *handler) offsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForL
 			rp.Partition, rp.LeaderEpoch, rp.EndOffset = p.Partition, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) kafka.Message {
 				return broker.EpochEndRequest{Correlation: corr, TopicPartition: tp, LeaderEpoch: p.LeaderEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch}
 			})
 			pending[corr], want[corr] = slot{ti, len(rt.Partitions) - 1}, true
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	err := h.collect(ctx, want, time.Now().Add(backendTimeout), func(corr uint64, msg any) bool {
+	err := h.collect(ctx, want, time.Now().Add(backendTimeout), func(corr uint64, msg kafka.Message) bool {
 		a, ok := msg.(broker.EpochEndResponse)
 		if !ok {
 			return false

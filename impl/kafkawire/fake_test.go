@@ -78,8 +78,8 @@ const (
 
 func fakeKnown(tp kafka.TopicPartition) bool { return tp.Topic == "t" && tp.Partition == 0 }
 
-func (s *fakeSession) Send(to broker.NodeID, msg any) {
-	var answer any
+func (s *fakeSession) Send(to broker.NodeID, msg kafka.Message) {
+	var answer kafka.Message
 	switch m := msg.(type) {
 	case broker.MetadataRequest:
 		answer = broker.MetadataResponse{
@@ -247,9 +247,9 @@ const (
 // "m-1"; a join with one leads generation 1 of the first protocol; a sync
 // gets the assignment the leader gave itself ("a" when none); a fetch of
 // all offsets finds "t" partition 0 at 5.
-func fakeGroupAnswer(req any) any {
-	if r, ok := req.(group.Request); ok && r.GroupName() == fakeElsewhere {
-		return refusal(req, kafka.ErrNotCoordinator)
+func fakeGroupAnswer(req group.Request) group.Response {
+	if req.GroupName() == fakeElsewhere {
+		return req.Refuse(kafka.ErrNotCoordinator)
 	}
 	switch r := req.(type) {
 	case group.JoinRequest:
@@ -277,7 +277,7 @@ func fakeGroupAnswer(req any) any {
 		}
 		return a
 	case group.CommitRequest:
-		return refusal(req, nil)
+		return req.Refuse(nil)
 	case group.FetchOffsetsRequest:
 		if r.Partitions == nil {
 			return group.FetchOffsetsResponse{Partitions: []group.FetchedOffset{{TopicPartition: kafka.TopicPartition{Topic: "t"}, Offset: 5, Metadata: "md"}}}

@@ -103,7 +103,7 @@ func (h *handler) fetchRound(ctx context.Context, slots []*fetchSlot, wait time.
 			// found: only growth can bring the total to minBytes.
 			r.MinBytes, r.MaxWaitMs = s.bytes()+1, max(wait.Milliseconds(), 1)
 		}
-		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) kafka.Message {
 			r.Correlation = corr
 			return r
 		})
@@ -113,7 +113,7 @@ func (h *handler) fetchRound(ctx context.Context, slots []*fetchSlot, wait time.
 	if wait == 0 {
 		deadline = time.Now().Add(backendTimeout)
 	}
-	return h.collect(ctx, want, deadline, func(corr uint64, msg any) bool {
+	return h.collect(ctx, want, deadline, func(corr uint64, msg kafka.Message) bool {
 		a, ok := msg.(broker.FetchResponse)
 		if !ok {
 			return false
@@ -205,14 +205,14 @@ func (h *handler) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest)
 			}
 			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			latest := p.Timestamp == -1
-			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) kafka.Message {
 				return broker.ListOffsetsRequest{Correlation: corr, TopicPartition: tp, Latest: latest}
 			})
 			pending[corr], want[corr] = slot{ti, len(rt.Partitions) - 1, epoch}, true
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	err := h.collect(ctx, want, time.Now().Add(backendTimeout), func(corr uint64, msg any) bool {
+	err := h.collect(ctx, want, time.Now().Add(backendTimeout), func(corr uint64, msg kafka.Message) bool {
 		a, ok := msg.(broker.ListOffsetsResponse)
 		if !ok {
 			return false

@@ -3,6 +3,7 @@ package kafkawire
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"time"
 
@@ -70,21 +71,22 @@ func (h *handler) group(ctx context.Context, req *Request) (kmsg.Response, error
 	return nil, nil
 }
 
-// askGroup sends each of reqs (impl/group requests) to the local broker at
-// once and returns the answers in the same order; a request not answered
-// within wait gets refusal(req, COORDINATOR_NOT_AVAILABLE). It fails only
-// when ctx ends.
-func (h *handler) askGroup(ctx context.Context, wait time.Duration, reqs ...any) ([]any, error) {
-	out := make([]any, len(reqs))
+// askGroup sends each of reqs to the local broker at once and returns the
+// answers in the same order; a request not answered within wait, or
+// answered with another request's type, gets req.Refuse(
+// COORDINATOR_NOT_AVAILABLE), so that a caller can rely on each answer's
+// type. It fails only when ctx ends.
+func (h *handler) askGroup(ctx context.Context, wait time.Duration, reqs ...group.Request) ([]group.Response, error) {
+	out := make([]group.Response, len(reqs))
 	index := map[uint64]int{}
 	want := map[uint64]bool{}
 	for i, r := range reqs {
-		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) kafka.Message {
 			return broker.GroupRequest{Correlation: corr, Req: r}
 		})
 		index[corr], want[corr] = i, true
 	}
-	err := h.collect(ctx, want, time.Now().Add(wait), func(corr uint64, msg any) bool {
+	err := h.collect(ctx, want, time.Now().Add(wait), func(corr uint64, msg kafka.Message) bool {
 		if a, ok := msg.(broker.GroupResponse); ok {
 			out[index[corr]] = a.Resp
 		}
@@ -94,60 +96,12 @@ func (h *handler) askGroup(ctx context.Context, wait time.Duration, reqs ...any)
 		return nil, err
 	}
 	for i, r := range reqs {
-		if !sameKind(r, out[i]) {
-			out[i] = refusal(r, kafka.ErrCoordinatorNotAvailable)
+		refused := r.Refuse(kafka.ErrCoordinatorNotAvailable)
+		if out[i] == nil || reflect.TypeOf(out[i]) != reflect.TypeOf(refused) {
+			out[i] = refused
 		}
 	}
 	return out, nil
-}
-
-// sameKind reports whether resp is the response type of req, so that a
-// converter below can rely on its type.
-func sameKind(req, resp any) bool {
-	switch req.(type) {
-	case group.JoinRequest:
-		_, ok := resp.(group.JoinResponse)
-		return ok
-	case group.SyncRequest:
-		_, ok := resp.(group.SyncResponse)
-		return ok
-	case group.HeartbeatRequest:
-		_, ok := resp.(group.HeartbeatResponse)
-		return ok
-	case group.LeaveRequest:
-		_, ok := resp.(group.LeaveResponse)
-		return ok
-	case group.CommitRequest:
-		_, ok := resp.(group.CommitResponse)
-		return ok
-	case group.FetchOffsetsRequest:
-		_, ok := resp.(group.FetchOffsetsResponse)
-		return ok
-	}
-	return false
-}
-
-// refusal is req's response with every error set to e.
-func refusal(req any, e error) any {
-	switch r := req.(type) {
-	case group.JoinRequest:
-		return group.JoinResponse{Err: e, Generation: -1, MemberID: r.MemberID}
-	case group.SyncRequest:
-		return group.SyncResponse{Err: e}
-	case group.HeartbeatRequest:
-		return group.HeartbeatResponse{Err: e}
-	case group.LeaveRequest:
-		return group.LeaveResponse{Err: e} // a group-level error: no member list
-	case group.CommitRequest:
-		var resp group.CommitResponse
-		for _, o := range r.Offsets {
-			resp.Partitions = append(resp.Partitions, group.PartitionError{TopicPartition: o.TopicPartition, Err: e})
-		}
-		return resp
-	case group.FetchOffsetsRequest:
-		return group.FetchOffsetsResponse{Err: e}
-	}
-	return nil
 }
 
 // findCoordinator answers each key (one before v4, a list from v4) with
@@ -177,13 +131,13 @@ func (h *handler) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 			a.ErrorCode, a.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("unknown coordinator type")
 			continue
 		}
-		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+		corr := h.send(h.s.Backend.NodeID(), func(corr uint64) kafka.Message {
 			return broker.FindCoordinatorRequest{Correlation: corr, Group: key}
 		})
 		pending[corr], want[corr] = i, true
 	}
 	found := false
-	err := h.collect(ctx, want, time.Now().Add(backendTimeout), func(corr uint64, msg any) bool {
+	err := h.collect(ctx, want, time.Now().Add(backendTimeout), func(corr uint64, msg kafka.Message) bool {
 		a := &answers[pending[corr]]
 		m, ok := msg.(broker.FindCoordinatorResponse)
 		switch {

@@ -67,7 +67,7 @@ func (h *handler) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitReques
 // Kafka answers those versions. RequireStable (v7+) is met trivially: there
 // are no transactional offsets. Leader epochs are not kept (-1).
 func (h *handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-	var reqs []any
+	var reqs []group.Request
 	if req.Version < 8 {
 		f := group.FetchOffsetsRequest{Group: req.Group}
 		if req.Topics != nil || req.Version < 2 {

@@ -19,7 +19,7 @@ const ClusterID = "watermark"
 
 // brokerMetadata asks the local broker for the partition states it knows.
 func (h *handler) brokerMetadata(ctx context.Context) (broker.MetadataResponse, error) {
-	answer, err := h.ask(ctx, h.s.Backend.NodeID(), backendTimeout, func(corr uint64) any {
+	answer, err := h.ask(ctx, h.s.Backend.NodeID(), backendTimeout, func(corr uint64) kafka.Message {
 		return broker.MetadataRequest{Correlation: corr}
 	})
 	if err != nil {
@@ -202,7 +202,7 @@ func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsReques
 			continue
 		}
 		name := t.Topic
-		corr := h.send(broker.ControllerID, func(corr uint64) any {
+		corr := h.send(broker.ControllerID, func(corr uint64) kafka.Message {
 			return broker.CreateTopic{Correlation: corr, Name: name, Partitions: partitions, ReplicationFactor: rf, Config: cfg}
 		})
 		pending[corr] = len(resp.Topics) - 1
@@ -211,7 +211,7 @@ func (h *handler) createTopics(ctx context.Context, req *kmsg.CreateTopicsReques
 	for corr := range pending {
 		want[corr] = true
 	}
-	err = h.collect(ctx, want, time.Now().Add(wait), func(corr uint64, msg any) bool {
+	err = h.collect(ctx, want, time.Now().Add(wait), func(corr uint64, msg kafka.Message) bool {
 		if a, ok := msg.(broker.CreateTopicResponse); ok && a.Err != nil {
 			rt := &resp.Topics[pending[corr]]
 			rt.ErrorCode, rt.ErrorMessage = kafka.CodeOf(a.Err), errorMessage(a.Err)
@@ -274,7 +274,7 @@ func (h *handler) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRe
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	answer, err := h.ask(ctx, h.s.Backend.NodeID(), backendTimeout, func(corr uint64) any {
+	answer, err := h.ask(ctx, h.s.Backend.NodeID(), backendTimeout, func(corr uint64) kafka.Message {
 		return broker.InitProducerIDRequest{Correlation: corr}
 	})
 	if err != nil {

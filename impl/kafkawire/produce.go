@@ -65,7 +65,7 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 				continue
 			}
 			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) any {
+			corr := h.send(h.s.Backend.NodeID(), func(corr uint64) kafka.Message {
 				return broker.ProduceRequest{
 					Correlation:    corr,
 					TopicPartition: tp,
@@ -92,7 +92,7 @@ func (h *handler) produce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.R
 		want[corr] = true
 	}
 	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond + answerMargin)
-	err := h.collect(ctx, want, deadline, func(corr uint64, msg any) bool {
+	err := h.collect(ctx, want, deadline, func(corr uint64, msg kafka.Message) bool {
 		a, ok := msg.(broker.ProduceResponse)
 		if !ok {
 			return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"io"
 	"net"
 	"sync"
@@ -208,7 +209,7 @@ func (h *handler) handle(ctx context.Context, req *Request) (kmsg.Response, erro
 }
 
 // send gives msg a fresh correlation (set by build) and sends it.
-func (h *handler) send(to broker.NodeID, build func(corr uint64) any) uint64 {
+func (h *handler) send(to broker.NodeID, build func(corr uint64) kafka.Message) uint64 {
 	h.corr++
 	h.sess.Send(to, build(h.corr))
 	return h.corr
@@ -219,7 +220,7 @@ func (h *handler) send(to broker.NodeID, build func(corr uint64) any) uint64 {
 // true, or deadline passes. Answers to earlier requests of the connection
 // (late long-poll rounds, timed-out produces) are dropped. It fails only
 // when ctx ends.
-func (h *handler) collect(ctx context.Context, want map[uint64]bool, deadline time.Time, got func(corr uint64, msg any) bool) error {
+func (h *handler) collect(ctx context.Context, want map[uint64]bool, deadline time.Time, got func(corr uint64, msg kafka.Message) bool) error {
 	if len(want) == 0 {
 		return nil
 	}
@@ -246,10 +247,10 @@ func (h *handler) collect(ctx context.Context, want map[uint64]bool, deadline ti
 }
 
 // ask sends one request and waits for its answer; nil if none came in time.
-func (h *handler) ask(ctx context.Context, to broker.NodeID, timeout time.Duration, build func(corr uint64) any) (any, error) {
+func (h *handler) ask(ctx context.Context, to broker.NodeID, timeout time.Duration, build func(corr uint64) kafka.Message) (kafka.Message, error) {
 	corr := h.send(to, build)
-	var answer any
-	err := h.collect(ctx, map[uint64]bool{corr: true}, time.Now().Add(timeout), func(_ uint64, msg any) bool {
+	var answer kafka.Message
+	err := h.collect(ctx, map[uint64]bool{corr: true}, time.Now().Add(timeout), func(_ uint64, msg kafka.Message) bool {
 		answer = msg
 		return true
 	})
@@ -258,26 +259,10 @@ func (h *handler) ask(ctx context.Context, to broker.NodeID, timeout time.Durati
 
 // correlationOf reads the correlation of an answer from the broker or the
 // controller.
-func correlationOf(msg any) (uint64, bool) {
-	switch m := msg.(type) {
-	case broker.ProduceResponse:
-		return m.Correlation, true
-	case broker.FetchResponse:
-		return m.Correlation, true
-	case broker.ListOffsetsResponse:
-		return m.Correlation, true
-	case broker.EpochEndResponse:
-		return m.Correlation, true
-	case broker.MetadataResponse:
-		return m.Correlation, true
-	case broker.InitProducerIDResponse:
-		return m.Correlation, true
-	case broker.CreateTopicResponse:
-		return m.Correlation, true
-	case broker.FindCoordinatorResponse:
-		return m.Correlation, true
-	case broker.GroupResponse:
-		return m.Correlation, true
+func correlationOf(msg kafka.Message) (uint64, bool) {
+	a, ok := msg.(kafka.Answer)
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	return a.Corr(), true
 }

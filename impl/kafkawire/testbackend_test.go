@@ -3,6 +3,7 @@ package kafkawire
 import (
 	"bufio"
 	"context"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"net"
 	"sync"
 	"testing"
@@ -156,7 +157,7 @@ type testSession struct {
 
 func (s *testSession) ID() broker.NodeID { return s.id }
 
-func (s *testSession) Send(to broker.NodeID, msg any) {
+func (s *testSession) Send(to broker.NodeID, msg kafka.Message) {
 	select {
 	case s.c.in <- broker.Envelope{From: s.id, To: to, Msg: msg}:
 	case <-s.c.done:

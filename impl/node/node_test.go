@@ -89,12 +89,12 @@ func (tc *testCluster) startBroker(id broker.NodeID) *Broker {
 
 // call sends msg from a new session on broker `at` to node `to` and waits
 // for the answer.
-func (tc *testCluster) call(at, to broker.NodeID, msg any) any {
+func (tc *testCluster) call(at, to broker.NodeID, msg kafka.Message) any {
 	return tc.callWithin(at, to, msg, 5*time.Second)
 }
 
 // callWithin is call with its own wait for the answer.
-func (tc *testCluster) callWithin(at, to broker.NodeID, msg any, wait time.Duration) any {
+func (tc *testCluster) callWithin(at, to broker.NodeID, msg kafka.Message, wait time.Duration) any {
 	s := tc.brokers[at].Open()
 	defer s.Close()
 	s.Send(to, msg)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/watermarkhq/watermark/impl/kafka"
 	"io"
 	"io/fs"
 	"net"
@@ -50,7 +51,7 @@ func (n *Broker) Open() kafkawire.Session {
 
 func (s *session) ID() broker.NodeID { return s.id }
 
-func (s *session) Send(to broker.NodeID, msg any) {
+func (s *session) Send(to broker.NodeID, msg kafka.Message) {
 	env := broker.Envelope{From: s.id, To: to, Msg: msg}
 	if to != s.n.ID() {
 		s.n.tr.send(env) // CreateTopic to the controller

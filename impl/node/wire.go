@@ -34,7 +34,7 @@ type hello struct {
 // across processes as it does within one.
 type frame struct {
 	From, To broker.NodeID
-	Msg      any
+	Msg      kafka.Message
 	// BatchesLen is len(batches): the raw bytes that follow the frame's
 	// gob encoding on the connection.
 	BatchesLen int
@@ -156,22 +156,15 @@ func readFrame(dec *decoder) (frame, error) {
 	return f, nil
 }
 
-// wireMessages are the messages that cross between processes: the control
-// plane (broker <-> controller) and replication (broker <-> broker). Client
-// requests never do: a connection's requests go to its own broker.
-var wireMessages = []any{
-	broker.RegisterBroker{}, broker.Heartbeat{}, broker.ShutdownAnswer{}, broker.StateUpdate{},
-	kafka.AlterPartition{}, kafka.AlterPartitionAnswer{},
-	kafka.ReplicaLogInfoRequest{}, kafka.ReplicaLogInfo{},
-	broker.CreateTopic{}, broker.CreateTopicResponse{},
-	broker.MetadataRequest{}, broker.MetadataResponse{},
-	partition.FetchRequest{}, partition.FetchResponse{},
-	partition.EpochEndRequest{}, partition.EpochEndResponse{},
-}
-
+// The messages that cross between processes are the registry's Wire rows
+// (kafka.Register): the control plane (broker <-> controller) and
+// replication (broker <-> broker). Client requests never do: a
+// connection's requests go to its own broker.
 func init() {
-	for _, m := range wireMessages {
-		gob.Register(m)
+	for _, r := range kafka.Rows() {
+		if r.Wire {
+			gob.Register(r.Proto)
+		}
 	}
 	// A message's Err travels as itself: *kafka.Error encodes its code and
 	// text, and decodes to the same sentinel (kafka.Error.GobDecode).
@@ -222,21 +215,19 @@ func fromFrame(f frame) (broker.Envelope, error) {
 	return env, nil
 }
 
-// checkErr refuses a message whose error is not a *kafka.Error: gob could
-// not carry it, and the receiver could not branch on it. Nodes answer each
+// checkErr refuses a message that may not cross: one the registry does
+// not mark Wire, or an answer whose error is not a *kafka.Error, which gob
+// could not carry and the receiver could not branch on. Nodes answer each
 // other with impl/kafka's errors, with detail added by kafka.With.
-func checkErr(msg any) error {
-	var err error
-	switch m := msg.(type) {
-	case partition.FetchResponse:
-		err = m.Err
-	case partition.EpochEndResponse:
-		err = m.Err
-	case kafka.AlterPartitionAnswer:
-		err = m.Err
-	case broker.CreateTopicResponse:
-		err = m.Err
+func checkErr(msg kafka.Message) error {
+	if r, ok := kafka.RowOf(msg.Kind()); !ok || !r.Wire {
+		return fmt.Errorf("%T (%s) does not cross between nodes", msg, msg.Kind())
 	}
+	a, ok := msg.(kafka.Answer)
+	if !ok {
+		return nil
+	}
+	err := a.Failure()
 	if _, ok := err.(*kafka.Error); err != nil && !ok {
 		return fmt.Errorf("%T carries %T (%v): only a *kafka.Error crosses between nodes", msg, err, err)
 	}

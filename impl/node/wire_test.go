@@ -91,10 +91,31 @@ func TestFramesRefuseForeignErrors(t *testing.T) {
 }
 
 func TestEveryWireMessageRoundTrips(t *testing.T) {
-	for _, m := range wireMessages {
+	n := 0
+	for _, m := range wireMessages() {
 		got := roundTrip(t, broker.Envelope{From: 1, To: 0, Msg: m})
 		require.IsType(t, m, got.Msg)
+		require.Equal(t, m.Kind(), got.Msg.Kind())
+		n++
 	}
+	require.GreaterOrEqual(t, n, 16, "the registry's Wire rows: the control plane and replication")
+}
+
+// A client request is not a wire message: a frame refuses it, by name.
+func TestAClientRequestDoesNotCross(t *testing.T) {
+	_, err := toFrame(broker.Envelope{From: 1, To: 2, Msg: broker.ProduceRequest{}}, nil)
+	require.ErrorContains(t, err, "does not cross between nodes")
+}
+
+// wireMessages is a value of every message kind the registry marks Wire.
+func wireMessages() []kafka.Message {
+	var out []kafka.Message
+	for _, r := range kafka.Rows() {
+		if r.Wire {
+			out = append(out, r.Proto)
+		}
+	}
+	return out
 }
 
 func TestReadFrameRejectsBadBatchLengths(t *testing.T) {
@@ -139,7 +160,7 @@ func TestReadFrameBoundsItsGobMessage(t *testing.T) {
 // returns a frame or an error; it never panics, and never allocates more
 // than the message bound for bytes that did not come.
 func FuzzReadFrame(f *testing.F) {
-	for _, m := range wireMessages {
+	for _, m := range wireMessages() {
 		fr, err := toFrame(broker.Envelope{From: 1, To: 0, Msg: m}, nil)
 		require.NoError(f, err)
 		var buf bytes.Buffer

@@ -41,8 +41,19 @@ type Ready struct {
 
 // Message is a request from this replica to another node: a
 // FetchRequest or EpochEndRequest to the leader, or a kafka.AlterPartition
-// to the controller.
-type Message = any
+// to the controller. Each names who it goes to (Destination).
+type Message interface {
+	kafka.Message
+	// Destination is the node the message goes to: a broker id, or
+	// kafka.ControllerNode.
+	Destination() int32
+}
+
+// Destination implements Message: the leader.
+func (r FetchRequest) Destination() int32 { return r.To }
+
+// Destination implements Message: the leader.
+func (r EpochEndRequest) Destination() int32 { return r.To }
 
 // noEpoch is Kafka's UNDEFINED_EPOCH (-1): a LastFetchedEpoch or
 // DivergingEpoch that is absent.
