@@ -521,18 +521,18 @@ func (l *live) netFor(id broker.NodeID) Exchanger {
 // anything else gets the request timeout; each plus a second of margin.
 func (l *live) requestTimeout(msg kafka.Message) time.Duration {
 	ms := l.Spec.Workload.RequestTimeoutMs
-	switch m := msg.(type) {
-	case broker.FetchRequest:
-		ms += m.MaxWaitMs
-	case broker.GroupRequest:
-		switch r := m.Req.(type) {
-		case group.JoinRequest:
-			ms += max(r.RebalanceTimeoutMs, r.SessionTimeoutMs)
-			l.joinWaitMs = max(l.joinWaitMs, max(r.RebalanceTimeoutMs, r.SessionTimeoutMs))
-		case group.SyncRequest:
+	if f, ok := msg.(broker.FetchRequest); ok {
+		ms += f.MaxWaitMs
+	}
+	if g, ok := msg.(broker.GroupRequest); ok {
+		switch hold := g.Req.HoldMs(); {
+		case hold == group.UntilRebalance:
 			// A follower's SyncGroup waits for the leader's, which
 			// the rebalance bounds.
 			ms += l.joinWaitMs
+		case hold > 0:
+			ms += hold
+			l.joinWaitMs = max(l.joinWaitMs, hold)
 		}
 	}
 	return time.Duration(ms+1000) * time.Millisecond

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -87,51 +88,74 @@ func (c *coverage) epochAsked(s *Sim, to broker.NodeID, tp kafka.TopicPartition,
 
 // message sees one message enter the network.
 func (c *coverage) message(s *Sim, env broker.Envelope) {
-	switch m := env.Msg.(type) {
-	case partition.FetchResponse:
-		// Consumers' fenced fetches are seen by the clients (traffic).
-		if errors.Is(m.Err, kafka.ErrFencedLeaderEpoch) || errors.Is(m.Err, kafka.ErrUnknownLeaderEpoch) {
-			s.Reached(run.SitFencedFetch)
-		}
-	case partition.EpochEndRequest:
-		c.epochAsked(s, env.To, m.TopicPartition, m.Epoch)
-	case partition.FetchRequest:
-		// On the fetch path the fetch names the epoch (LastFetchedEpoch).
-		if m.LastFetchedEpoch >= 0 {
-			c.epochAsked(s, env.To, m.TopicPartition, m.LastFetchedEpoch)
-		}
-	case kafka.AlterPartitionAnswer:
-		if m.Err != nil {
-			s.Reached(run.SitISRChangeRefused)
-		}
-	case kafka.AlterPartition:
-		if n := s.nodes[env.From]; n.b != nil {
-			if r, ok := n.b.Replica(m.TopicPartition); ok && len(m.NewISR) > len(r.ISR()) {
-				if cl := s.inv.committed[m.TopicPartition]; cl != nil && r.HW() < cl.hw {
-					s.Reached(run.SitExpandWhileHWBehind)
-				}
-			}
-		}
-	case broker.GroupResponse:
-		var err error
-		switch r := m.Resp.(type) {
-		case group.HeartbeatResponse:
-			err = r.Err
-		case group.CommitResponse:
-			for _, p := range r.Partitions {
-				err = errors.Join(err, p.Err)
-			}
-		}
-		for _, zombie := range []error{kafka.ErrIllegalGeneration, kafka.ErrUnknownMemberID, kafka.ErrRebalanceInProgress} {
-			if errors.Is(err, zombie) {
-				s.Reached(run.SitZombieCommit)
-			}
-		}
-	}
+	_, _ = coverageWatch().Handle(sent{c, s, env}, env.Msg)
 	if env.From > broker.ControllerID && env.From < broker.ClientIDBase && env.To >= broker.ClientIDBase {
 		c.zombie(s, env)
 	}
 }
+
+// sent is what a coverage watcher sees of a message entering the network.
+type sent struct {
+	c   *coverage
+	s   *Sim
+	env broker.Envelope
+}
+
+// coverageWatch is what coverage looks for in each kind of message.
+var coverageWatch = sync.OnceValue(func() *kafka.Handlers[sent] {
+	h := &kafka.Handlers[sent]{}
+	kafka.On(h, func(w sent, m partition.FetchResponse) error {
+		// Consumers' fenced fetches are seen by the clients (traffic).
+		if errors.Is(m.Err, kafka.ErrFencedLeaderEpoch) || errors.Is(m.Err, kafka.ErrUnknownLeaderEpoch) {
+			w.s.Reached(run.SitFencedFetch)
+		}
+		return nil
+	})
+	kafka.On(h, func(w sent, m partition.EpochEndRequest) error {
+		w.c.epochAsked(w.s, w.env.To, m.TopicPartition, m.Epoch)
+		return nil
+	})
+	kafka.On(h, func(w sent, m partition.FetchRequest) error {
+		// On the fetch path the fetch names the epoch (LastFetchedEpoch).
+		if m.LastFetchedEpoch >= 0 {
+			w.c.epochAsked(w.s, w.env.To, m.TopicPartition, m.LastFetchedEpoch)
+		}
+		return nil
+	})
+	kafka.On(h, func(w sent, m kafka.AlterPartitionAnswer) error {
+		if m.Err != nil {
+			w.s.Reached(run.SitISRChangeRefused)
+		}
+		return nil
+	})
+	kafka.On(h, func(w sent, m kafka.AlterPartition) error {
+		if n := w.s.nodes[w.env.From]; n.b != nil {
+			if r, ok := n.b.Replica(m.TopicPartition); ok && len(m.NewISR) > len(r.ISR()) {
+				if cl := w.s.inv.committed[m.TopicPartition]; cl != nil && r.HW() < cl.hw {
+					w.s.Reached(run.SitExpandWhileHWBehind)
+				}
+			}
+		}
+		return nil
+	})
+	kafka.On(h, func(w sent, m broker.GroupResponse) error {
+		// A heartbeat or a commit refused as a zombie's: a member of a
+		// generation or a membership the group has ended.
+		_, heartbeat := m.Resp.(group.HeartbeatResponse)
+		_, commit := m.Resp.(group.CommitResponse)
+		if !heartbeat && !commit {
+			return nil
+		}
+		err := m.Resp.Failure()
+		for _, zombie := range []error{kafka.ErrIllegalGeneration, kafka.ErrUnknownMemberID, kafka.ErrRebalanceInProgress} {
+			if errors.Is(err, zombie) {
+				w.s.Reached(run.SitZombieCommit)
+			}
+		}
+		return nil
+	})
+	return h
+})
 
 // unknownEpoch reports whether a leader whose epoch cache is c never held
 // epoch, though it holds a later one: a follower asking about it wrote
@@ -147,15 +171,11 @@ func unknownEpoch(c storage.EpochCache, epoch int32) bool {
 // zombie sees a broker answer a client about a partition it believes it
 // leads in an epoch the controller has ended.
 func (c *coverage) zombie(s *Sim, env broker.Envelope) {
-	var tp kafka.TopicPartition
-	switch m := env.Msg.(type) {
-	case broker.ProduceResponse:
-		tp = m.TopicPartition
-	case broker.FetchResponse:
-		tp = m.TopicPartition
-	default:
+	m, ok := env.Msg.(kafka.Partitioned)
+	if !ok || (m.Kind() != (broker.ProduceResponse{}).Kind() && m.Kind() != (broker.FetchResponse{}).Kind()) {
 		return
 	}
+	tp := m.Subject()
 	n := s.nodes[env.From]
 	if n.b == nil {
 		return

@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
@@ -48,23 +49,44 @@ type replicaState interface {
 	ISR() []int32
 }
 
-// onSend watches one message as it enters the network.
+// onSend watches one message as it enters the network: coverage first,
+// then the invariants (sendWatch).
 func (inv *invariants) onSend(env broker.Envelope) {
 	inv.cov.message(inv.s, env)
-	switch m := env.Msg.(type) {
-	case broker.ProduceRequest:
-		inv.produces[reqKey{env.From, m.TopicPartition, m.Correlation}] = sentProduce{acks: m.Acks, records: m.Batch.Len(), first: firstValue(&m.Batch),
+	_, _ = sendWatch().Handle(sending{inv, env}, env.Msg)
+}
+
+// sending is what an invariant sees of a message entering the network.
+type sending struct {
+	inv *invariants
+	env broker.Envelope
+}
+
+// sendWatch is what the invariants note or check of each kind of message
+// as it leaves its sender: requests are noted until their answers leave.
+var sendWatch = sync.OnceValue(func() *kafka.Handlers[sending] {
+	h := &kafka.Handlers[sending]{}
+	kafka.On(h, func(w sending, m broker.ProduceRequest) error {
+		w.inv.produces[reqKey{w.env.From, m.TopicPartition, m.Correlation}] = sentProduce{acks: m.Acks, records: m.Batch.Len(), first: firstValue(&m.Batch),
 			pid: m.Batch.ProducerID, epoch: m.Batch.ProducerEpoch, seq: m.Batch.BaseSequence}
-	case broker.FetchRequest:
-		inv.fetchEpochs[reqKey{env.From, m.TopicPartition, m.Correlation}] = m.CurrentLeaderEpoch
-	case partition.FetchRequest:
-		inv.fetchEpochs[reqKey{env.From, m.TopicPartition, m.ID}] = m.CurrentLeaderEpoch
-		inv.sentFollowerFetch(env, m)
-	case broker.ListOffsetsRequest:
-		inv.sentLookup(env, m)
-	case broker.ListOffsetsResponse:
-		inv.checkLookup(env.From, env.To, m)
-	case broker.ProduceResponse:
+		return nil
+	})
+	kafka.On(h, func(w sending, m broker.FetchRequest) error {
+		w.inv.fetchEpochs[reqKey{w.env.From, m.TopicPartition, m.Correlation}] = m.CurrentLeaderEpoch
+		return nil
+	})
+	kafka.On(h, func(w sending, m partition.FetchRequest) error {
+		w.inv.fetchEpochs[reqKey{w.env.From, m.TopicPartition, m.ID}] = m.CurrentLeaderEpoch
+		w.inv.sentFollowerFetch(w.env, m)
+		return nil
+	})
+	kafka.On(h, func(w sending, m broker.ListOffsetsRequest) error { w.inv.sentLookup(w.env, m); return nil })
+	kafka.On(h, func(w sending, m broker.ListOffsetsResponse) error {
+		w.inv.checkLookup(w.env.From, w.env.To, m)
+		return nil
+	})
+	kafka.On(h, func(w sending, m broker.ProduceResponse) error {
+		inv, env := w.inv, w.env
 		k := reqKey{env.To, m.TopicPartition, m.Correlation}
 		p, ok := inv.produces[k]
 		delete(inv.produces, k)
@@ -77,12 +99,18 @@ func (inv *invariants) onSend(env broker.Envelope) {
 				inv.checkAck(env.From, m, p)
 			}
 		}
-	case broker.FetchResponse:
-		inv.checkServed(env.From, reqKey{env.To, m.TopicPartition, m.Correlation}, m.Err == nil && len(m.Batches) > 0, m.TopicPartition)
-	case partition.FetchResponse:
-		inv.checkServed(env.From, reqKey{env.To, m.TopicPartition, m.ID}, m.Err == nil && len(m.Batches) > 0, m.TopicPartition)
-	}
-}
+		return nil
+	})
+	kafka.On(h, func(w sending, m broker.FetchResponse) error {
+		w.inv.checkServed(w.env.From, reqKey{w.env.To, m.TopicPartition, m.Correlation}, m.Err == nil && len(m.Batches) > 0, m.TopicPartition)
+		return nil
+	})
+	kafka.On(h, func(w sending, m partition.FetchResponse) error {
+		w.inv.checkServed(w.env.From, reqKey{w.env.To, m.TopicPartition, m.ID}, m.Err == nil && len(m.Batches) > 0, m.TopicPartition)
+		return nil
+	})
+	return h
+})
 
 // checkAck: an acks=all success is sent only for a batch below the
 // leader's HW that every ISR member the controller could elect holds.

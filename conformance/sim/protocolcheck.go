@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -32,54 +33,88 @@ func (t *protoTracker) check(e event, tp kafka.TopicPartition, before, after *pr
 	if i < 0 {
 		return nil
 	}
-	switch m := e.env.Msg.(type) {
-	case partition.FetchRequest, partition.FetchResponse, partition.EpochEndRequest, partition.EpochEndResponse:
-		k, ok := t.keyOf(e.env)
-		msg, known := t.inflight[k]
-		delete(t.inflight, k)
-		switch {
-		case !ok || !known:
-			t.skip("answers with errors")
-			return nil
-		case !before.Replicas[i].Up:
-			t.skip("messages to a process not yet registered")
-			return nil
-		}
-		tr.Before.Net = []protocol.Msg{msg}
-		tr.Action = protocol.Action{Kind: protocol.Deliver, Msg: msg, K: -1}
-		if len(sent) == 0 && sameReplica(&before.Replicas[i], &after.Replicas[i]) {
-			// The receiver ignored it: an answer to a request it has since
-			// sent again, or a request it no longer serves. That is the
-			// message lost, which the model always allows.
-			tr.Action.Kind = protocol.Lose
-			return t.run(tr, "ignored "+msg.Kind.String())
-		}
-		if msg.Diverging {
-			return t.run(tr, "deliver diverging fetch-answer")
-		}
-		return t.run(tr, "deliver "+msg.Kind.String())
-	case broker.StateUpdate:
+	_, err := deliveries().Handle(&delivery{t: t, e: e, tp: tp, p: p, i: i, tr: &tr, sent: sent}, e.env.Msg)
+	return err
+}
+
+// delivery is one message delivered to replica i of partition p, as the
+// step tr of the model.
+type delivery struct {
+	t    *protoTracker
+	e    event
+	tp   kafka.TopicPartition
+	p    kafka.PartitionState
+	i    int32
+	tr   *protocol.Transition
+	sent []protocol.Msg
+}
+
+// deliveries names the model action each kind of delivered message is
+// and has the model judge it: a replication message is delivered (or
+// lost, when ignored), a controller state is learned, a produce appends.
+var deliveries = sync.OnceValue(func() *kafka.Handlers[*delivery] {
+	h := &kafka.Handlers[*delivery]{}
+	kafka.On(h, func(d *delivery, _ partition.FetchRequest) error { return d.replication() })
+	kafka.On(h, func(d *delivery, _ partition.FetchResponse) error { return d.replication() })
+	kafka.On(h, func(d *delivery, _ partition.EpochEndRequest) error { return d.replication() })
+	kafka.On(h, func(d *delivery, _ partition.EpochEndResponse) error { return d.replication() })
+	kafka.On(h, func(d *delivery, m broker.StateUpdate) error {
 		for _, st := range m.States {
-			if st.TopicPartition == tp && m.Incarnation == t.s.nodes[e.env.To].b.Incarnation() {
-				return t.checkLearn(tr, p, i, st)
+			if st.TopicPartition == d.tp && m.Incarnation == d.t.s.nodes[d.e.env.To].b.Incarnation() {
+				return d.t.checkLearn(*d.tr, d.p, d.i, st)
 			}
 		}
-	case kafka.AlterPartitionAnswer:
-		return t.checkLearn(tr, p, i, m.State)
-	case broker.ProduceRequest:
-		b, a := &before.Replicas[i], &after.Replicas[i]
+		return nil
+	})
+	kafka.On(h, func(d *delivery, m kafka.AlterPartitionAnswer) error {
+		return d.t.checkLearn(*d.tr, d.p, d.i, m.State)
+	})
+	kafka.On(h, func(d *delivery, m broker.ProduceRequest) error {
+		tr, i := d.tr, d.i
+		b, a := &tr.Before.Replicas[i], &tr.After.Replicas[i]
 		if a.LEO() == b.LEO() {
 			return nil // refused, or a duplicate of a batch in the log
 		}
 		if m.Acks != partition.AcksAll {
-			t.skip("produces with acks 0 or 1 (the model has acks=all)")
+			d.t.skip("produces with acks 0 or 1 (the model has acks=all)")
 			return nil
 		}
 		tr.Before.Ghost.Next = a.Log[len(a.Log)-1].Value
 		tr.Action = protocol.Action{Kind: protocol.Produce, R: i}
-		return t.run(tr, "produce")
+		return d.t.run(*tr, "produce")
+	})
+	return h
+})
+
+// replication checks the delivery of a replication message the model
+// has a counterpart of.
+func (d *delivery) replication() error {
+	t, tr, i := d.t, d.tr, d.i
+	before, after := tr.Before, tr.After
+	k, ok := t.keyOf(d.e.env)
+	msg, known := t.inflight[k]
+	delete(t.inflight, k)
+	switch {
+	case !ok || !known:
+		t.skip("answers with errors")
+		return nil
+	case !before.Replicas[i].Up:
+		t.skip("messages to a process not yet registered")
+		return nil
 	}
-	return nil
+	tr.Before.Net = []protocol.Msg{msg}
+	tr.Action = protocol.Action{Kind: protocol.Deliver, Msg: msg, K: -1}
+	if len(d.sent) == 0 && sameReplica(&before.Replicas[i], &after.Replicas[i]) {
+		// The receiver ignored it: an answer to a request it has since
+		// sent again, or a request it no longer serves. That is the
+		// message lost, which the model always allows.
+		tr.Action.Kind = protocol.Lose
+		return t.run(*tr, "ignored "+msg.Kind.String())
+	}
+	if msg.Diverging {
+		return t.run(*tr, "deliver diverging fetch-answer")
+	}
+	return t.run(*tr, "deliver "+msg.Kind.String())
 }
 
 // sameReplica reports whether a replica's state, as the model sees it, is

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -149,16 +148,8 @@ func (t *protoTracker) concerns(e event) ([]kafka.TopicPartition, string) {
 		if k, ok := t.keyOf(e.env); ok {
 			return t.only(k.tp), ""
 		}
-		switch m := e.env.Msg.(type) {
-		case kafka.AlterPartitionAnswer:
-			return t.only(m.TopicPartition), ""
-		case broker.ProduceRequest:
-			return t.only(m.TopicPartition), ""
-		case broker.StateUpdate:
-			var tps []kafka.TopicPartition
-			for _, st := range m.States {
-				tps = append(tps, t.only(st.TopicPartition)...)
-			}
+		var tps []kafka.TopicPartition
+		if ok, _ := deliveredTo().Handle(concern{t, &tps}, e.env.Msg); ok {
 			return tps, ""
 		}
 	case evTick:
@@ -505,45 +496,11 @@ func (t *protoTracker) mapSent(env broker.Envelope) (protoKey, bool) {
 	}
 	log := r.Log()
 	inc := t.inc(int32(env.From), sender.b.Incarnation())
-	switch m := env.Msg.(type) {
-	case partition.FetchRequest:
-		msg := protocol.Msg{Kind: protocol.FetchRequest, From: from, To: to, Inc: t.inc(int32(env.From), m.ReplicaIncarnation),
-			Epoch: epoch(m.CurrentLeaderEpoch), Offset: offsetIndex(log, m.FetchOffset), Query: epoch(m.LastFetchedEpoch)}
-		return t.keep(k, msg, msg.Offset >= 0)
-	case partition.EpochEndRequest:
-		return t.keep(k, protocol.Msg{Kind: protocol.EpochRequest, From: from, To: to,
-			Inc: inc, Epoch: epoch(m.CurrentLeaderEpoch), Query: epoch(m.Epoch)}, true)
-	case partition.FetchResponse:
-		req, ok := t.inflight[protoKey{protocol.FetchRequest, to, from, m.ID, tp}]
-		if !ok || (m.Err != nil && !errors.Is(m.Err, kafka.ErrOffsetOutOfRange)) {
-			return protoKey{}, false
-		}
-		msg := protocol.Msg{Kind: protocol.FetchAnswer, From: from, To: to, Inc: req.Inc, Epoch: req.Epoch, Offset: req.Offset,
-			End: offsetIndex(log, m.LEO), Asked: req.Query}
-		switch {
-		case m.Err != nil:
-			msg.OutOfRange = true
-		case m.Diverging:
-			msg.Diverging, msg.Query = true, epoch(m.DivergingEpoch)
-			msg.End, msg.HW = offsetIndex(log, m.DivergingEndOffset), offsetIndex(log, m.HW)
-		default:
-			msg.Entries = t.entries(m.Batches)
-			msg.HW = offsetIndex(log, m.HW)
-		}
-		return t.keep(k, msg, msg.End >= 0 && msg.HW >= 0)
-	case partition.EpochEndResponse:
-		req, ok := t.inflight[protoKey{protocol.EpochRequest, to, from, m.ID, tp}]
-		if !ok || m.Err != nil {
-			return protoKey{}, false
-		}
-		msg := protocol.Msg{Kind: protocol.EpochAnswer, From: from, To: to, Inc: req.Inc, Epoch: req.Epoch, Asked: req.Query,
-			Query: epoch(m.Epoch), End: -1}
-		if m.EndOffset >= 0 {
-			msg.End = offsetIndex(log, m.EndOffset)
-		}
-		return t.keep(k, msg, msg.End >= 0 || m.EndOffset < 0)
+	out := mapped{t: t, env: env, k: k, from: from, to: to, log: log, inc: inc}
+	if ok, _ := sentToModel().Handle(&out, env.Msg); !ok {
+		return protoKey{}, false
 	}
-	return protoKey{}, false
+	return out.key, out.ok
 }
 
 // keep stores a mapped message until it arrives; a message whose offsets
@@ -560,16 +517,7 @@ func (t *protoTracker) keep(k protoKey, m protocol.Msg, ok bool) (protoKey, bool
 // keyOf names a partition message for the inflight map.
 func (t *protoTracker) keyOf(env broker.Envelope) (protoKey, bool) {
 	var k protoKey
-	switch m := env.Msg.(type) {
-	case partition.FetchRequest:
-		k = protoKey{kind: protocol.FetchRequest, id: m.ID, tp: m.TopicPartition}
-	case partition.FetchResponse:
-		k = protoKey{kind: protocol.FetchAnswer, id: m.ID, tp: m.TopicPartition}
-	case partition.EpochEndRequest:
-		k = protoKey{kind: protocol.EpochRequest, id: m.ID, tp: m.TopicPartition}
-	case partition.EpochEndResponse:
-		k = protoKey{kind: protocol.EpochAnswer, id: m.ID, tp: m.TopicPartition}
-	default:
+	if ok, _ := replicationKeys().Handle(&k, env.Msg); !ok {
 		return k, false
 	}
 	p, ok := t.state(k.tp)

@@ -6,6 +6,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"reflect"
+	"sync"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
@@ -96,27 +97,44 @@ func (t *trace) tail() []string {
 	return out
 }
 
-// msgKey is a short fingerprint of a message for the determinism hash.
-func msgKey(m any) []byte {
+// msgKey is a short fingerprint of a message for the determinism hash:
+// the fields that tell one replication or client message from another
+// (msgKeys), and the Go type's name for the rest.
+func msgKey(m kafka.Message) []byte {
 	var b []byte
-	switch m := m.(type) {
-	case partition.FetchRequest:
-		b = fmt.Appendf(b, "F%d/%d/%d", m.ID, m.FetchOffset, m.CurrentLeaderEpoch)
-	case partition.FetchResponse:
-		b = fmt.Appendf(b, "f%d/%d/%d/%d", m.ID, len(m.Batches), m.HW, m.LEO)
-	case broker.ProduceRequest:
-		b = fmt.Appendf(b, "P%d", m.Correlation)
-	case broker.ProduceResponse:
-		b = fmt.Appendf(b, "p%d/%d", m.Correlation, m.BaseOffset)
-	case broker.FetchRequest:
-		b = fmt.Appendf(b, "C%d/%d", m.Correlation, m.Offset)
-	case broker.FetchResponse:
-		b = fmt.Appendf(b, "c%d/%d/%d", m.Correlation, len(m.Batches), m.HW)
-	default:
+	if ok, _ := msgKeys().Handle(&b, m); !ok {
 		b = append(b, reflect.TypeOf(m).Name()...)
 	}
 	return b
 }
+
+// msgKeys appends a message's fingerprint. What it prints is part of
+// every run's trace hash: changing it changes every hash.
+var msgKeys = sync.OnceValue(func() *kafka.Handlers[*[]byte] {
+	h := &kafka.Handlers[*[]byte]{}
+	kafka.On(h, func(b *[]byte, m partition.FetchRequest) error {
+		*b = fmt.Appendf(*b, "F%d/%d/%d", m.ID, m.FetchOffset, m.CurrentLeaderEpoch)
+		return nil
+	})
+	kafka.On(h, func(b *[]byte, m partition.FetchResponse) error {
+		*b = fmt.Appendf(*b, "f%d/%d/%d/%d", m.ID, len(m.Batches), m.HW, m.LEO)
+		return nil
+	})
+	kafka.On(h, func(b *[]byte, m broker.ProduceRequest) error { *b = fmt.Appendf(*b, "P%d", m.Correlation); return nil })
+	kafka.On(h, func(b *[]byte, m broker.ProduceResponse) error {
+		*b = fmt.Appendf(*b, "p%d/%d", m.Correlation, m.BaseOffset)
+		return nil
+	})
+	kafka.On(h, func(b *[]byte, m broker.FetchRequest) error {
+		*b = fmt.Appendf(*b, "C%d/%d", m.Correlation, m.Offset)
+		return nil
+	})
+	kafka.On(h, func(b *[]byte, m broker.FetchResponse) error {
+		*b = fmt.Appendf(*b, "c%d/%d/%d", m.Correlation, len(m.Batches), m.HW)
+		return nil
+	})
+	return h
+})
 
 func describe(e event) string {
 	switch e.kind {
@@ -140,30 +158,52 @@ func nodeName(id broker.NodeID) string {
 	return fmt.Sprintf("broker %d", id)
 }
 
-func describeMsg(m any) string {
-	switch m := m.(type) {
-	case partition.FetchRequest:
-		return fmt.Sprintf("ReplicaFetch %s offset %d epoch %d", m.TopicPartition, m.FetchOffset, m.CurrentLeaderEpoch)
-	case partition.FetchResponse:
-		return fmt.Sprintf("ReplicaFetchResponse %s %d batches hw %d leo %d err %v", m.TopicPartition, len(m.Batches), m.HW, m.LEO, m.Err)
-	case partition.EpochEndRequest:
-		return fmt.Sprintf("EpochEnd %s epoch %d", m.TopicPartition, m.Epoch)
-	case partition.EpochEndResponse:
-		return fmt.Sprintf("EpochEndResponse %s epoch %d end %d err %v", m.TopicPartition, m.Epoch, m.EndOffset, m.Err)
-	case broker.ProduceRequest:
-		return fmt.Sprintf("Produce %s %q acks %d", m.TopicPartition, firstValue(&m.Batch), m.Acks)
-	case broker.ProduceResponse:
-		return fmt.Sprintf("ProduceResponse %s offset %d err %v", m.TopicPartition, m.BaseOffset, m.Err)
-	case broker.FetchRequest:
-		return fmt.Sprintf("Fetch %s offset %d", m.TopicPartition, m.Offset)
-	case broker.FetchResponse:
-		return fmt.Sprintf("FetchResponse %s %d batches hw %d err %v", m.TopicPartition, len(m.Batches), m.HW, m.Err)
-	case broker.StateUpdate:
-		return fmt.Sprintf("StateUpdate %d partitions full=%v", len(m.States), m.Full)
-	case kafka.AlterPartition:
-		return fmt.Sprintf("AlterPartition %s isr %v", m.TopicPartition, m.NewISR)
-	case kafka.AlterPartitionAnswer:
-		return fmt.Sprintf("AlterPartitionAnswer %s %s isr %v", m.TopicPartition, kafka.Name(m.Err), m.State.ISR)
+// describeMsg renders a message for a person reading a trace: the fields
+// of the messages the replication protocol turns on (descriptions), the Go
+// type for the rest.
+func describeMsg(m kafka.Message) string {
+	var b []byte
+	if ok, _ := descriptions().Handle(&b, m); !ok {
+		return fmt.Sprintf("%T", m)
 	}
-	return fmt.Sprintf("%T", m)
+	return string(b)
 }
+
+var descriptions = sync.OnceValue(func() *kafka.Handlers[*[]byte] {
+	h := &kafka.Handlers[*[]byte]{}
+	say := func(b *[]byte, format string, args ...any) error { *b = fmt.Appendf(*b, format, args...); return nil }
+	kafka.On(h, func(b *[]byte, m partition.FetchRequest) error {
+		return say(b, "ReplicaFetch %s offset %d epoch %d", m.TopicPartition, m.FetchOffset, m.CurrentLeaderEpoch)
+	})
+	kafka.On(h, func(b *[]byte, m partition.FetchResponse) error {
+		return say(b, "ReplicaFetchResponse %s %d batches hw %d leo %d err %v", m.TopicPartition, len(m.Batches), m.HW, m.LEO, m.Err)
+	})
+	kafka.On(h, func(b *[]byte, m partition.EpochEndRequest) error {
+		return say(b, "EpochEnd %s epoch %d", m.TopicPartition, m.Epoch)
+	})
+	kafka.On(h, func(b *[]byte, m partition.EpochEndResponse) error {
+		return say(b, "EpochEndResponse %s epoch %d end %d err %v", m.TopicPartition, m.Epoch, m.EndOffset, m.Err)
+	})
+	kafka.On(h, func(b *[]byte, m broker.ProduceRequest) error {
+		return say(b, "Produce %s %q acks %d", m.TopicPartition, firstValue(&m.Batch), m.Acks)
+	})
+	kafka.On(h, func(b *[]byte, m broker.ProduceResponse) error {
+		return say(b, "ProduceResponse %s offset %d err %v", m.TopicPartition, m.BaseOffset, m.Err)
+	})
+	kafka.On(h, func(b *[]byte, m broker.FetchRequest) error {
+		return say(b, "Fetch %s offset %d", m.TopicPartition, m.Offset)
+	})
+	kafka.On(h, func(b *[]byte, m broker.FetchResponse) error {
+		return say(b, "FetchResponse %s %d batches hw %d err %v", m.TopicPartition, len(m.Batches), m.HW, m.Err)
+	})
+	kafka.On(h, func(b *[]byte, m broker.StateUpdate) error {
+		return say(b, "StateUpdate %d partitions full=%v", len(m.States), m.Full)
+	})
+	kafka.On(h, func(b *[]byte, m kafka.AlterPartition) error {
+		return say(b, "AlterPartition %s isr %v", m.TopicPartition, m.NewISR)
+	})
+	kafka.On(h, func(b *[]byte, m kafka.AlterPartitionAnswer) error {
+		return say(b, "AlterPartitionAnswer %s %s isr %v", m.TopicPartition, kafka.Name(m.Err), m.State.ISR)
+	})
+	return h
+})

@@ -12,6 +12,12 @@ type Request interface {
 	// what a broker that does not coordinate the group answers, or a wire
 	// server whose broker did not answer in time.
 	Refuse(err error) Response
+	// HoldMs is how long the coordinator may hold the request before it
+	// answers, which a client's timeout for it must add: a JoinGroup up to
+	// its rebalance timeout (its session timeout, if longer); a SyncGroup
+	// until the leader's assignment, which the rebalance bounds
+	// (UntilRebalance); 0 for a request answered at once.
+	HoldMs() int64
 	// handle hands the request to c (Coordinator.Handle).
 	handle(c *Coordinator, id uint64, now int64)
 }
@@ -24,6 +30,28 @@ type Response interface {
 	// joins its partitions' errors.
 	Failure() error
 }
+
+// UntilRebalance is the HoldMs of a request held until the rebalance in
+// progress ends, however long the JoinGroup before it allowed.
+const UntilRebalance int64 = -1
+
+// HoldMs implements Request.
+func (r JoinRequest) HoldMs() int64 { return max(r.RebalanceTimeoutMs, r.SessionTimeoutMs) }
+
+// HoldMs implements Request.
+func (SyncRequest) HoldMs() int64 { return UntilRebalance }
+
+// HoldMs implements Request.
+func (HeartbeatRequest) HoldMs() int64 { return 0 }
+
+// HoldMs implements Request.
+func (LeaveRequest) HoldMs() int64 { return 0 }
+
+// HoldMs implements Request.
+func (CommitRequest) HoldMs() int64 { return 0 }
+
+// HoldMs implements Request.
+func (FetchOffsetsRequest) HoldMs() int64 { return 0 }
 
 // Handle hands req to the coordinator, which answers it through Ready
 // under id (an Answer), now or once what it waits for is done.
