@@ -26,6 +26,9 @@ func validTopicName(name string) bool {
 	return true
 }
 
+// createTopicsAPI serves CreateTopics v0-7.
+var createTopicsAPI = api{key: int16(kmsg.CreateTopics), min: 0, max: 7, serve: withBody((*handler).createTopics)}
+
 // createTopics forwards each topic to the controller. Partitions -1 means
 // 1 and replication factor -1 means min(3, live brokers). Explicit replica
 // assignments are refused (the controller assigns replicas itself). Of

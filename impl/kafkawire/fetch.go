@@ -32,6 +32,9 @@ func (s *fetchSlot) bytes() int {
 	return n
 }
 
+// fetchAPI serves Fetch v4-12: v4 is the first with record batches.
+var fetchAPI = api{key: int16(kmsg.Fetch), min: 4, max: 12, serve: withBody((*handler).fetch)}
+
 // fetch reads every partition of the request from the broker. Kafka's
 // fetch.min.bytes and max wait apply to the whole response, while the broker
 // holds each partition on its own, so the server asks twice: every

@@ -9,6 +9,9 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
+// initProducerIDAPI serves InitProducerId v0-4.
+var initProducerIDAPI = api{key: int16(kmsg.InitProducerID), min: 0, max: 4, serve: withBody((*handler).initProducerID)}
+
 // initProducerID hands out a producer id for an idempotent producer.
 // Transactions are not supported: a transactional id gets INVALID_REQUEST,
 // which clients report as a request error rather than retry. A v3+ request

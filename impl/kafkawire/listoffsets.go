@@ -10,6 +10,9 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
+// listOffsetsAPI serves ListOffsets v1-7.
+var listOffsetsAPI = api{key: int16(kmsg.ListOffsets), min: 1, max: 7, serve: withBody((*handler).listOffsets)}
+
 // listOffsets answers the earliest (-2) and latest (-1) offsets; latest is
 // the HW, the end of what consumers can read. Searching by timestamp is not
 // supported: such a partition is answered with offset -1 and timestamp -1,

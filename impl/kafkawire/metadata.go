@@ -33,6 +33,9 @@ func (h *handler) brokerMetadata(ctx context.Context) (broker.MetadataResponse, 
 	return m, nil
 }
 
+// metadataAPI serves Metadata v1-12.
+var metadataAPI = api{key: int16(kmsg.Metadata), min: 1, max: 12, serve: withBody((*handler).metadata)}
+
 // metadata answers Metadata from the local broker's view. There is no
 // controller broker in this cluster (the controller is a separate node), so
 // ControllerID names the lowest live broker listed (one clients can reach),
