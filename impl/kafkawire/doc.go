@@ -18,6 +18,19 @@
 // because the client could not parse an answer in a version it did not ask
 // for.
 //
+// # Adding an api
+//
+// Each served api is one file holding its registry row (an api value: the
+// kmsg key, the lowest and highest version served, and the handler), its
+// handler, and its conversions between kmsg and the broker's messages:
+// apiversions.go, metadata.go, createtopics.go, produce.go, fetch.go,
+// listoffsets.go, epochs.go and initproducerid.go; the group apis share
+// groups.go and groups_offsets.go. To add an api, write its file and list
+// its row in the table in registry.go: that table is the whole registry.
+// ParseRequest refuses a key or version it does not list, handle
+// dispatches by the request's key through it, and ApiVersions answers with
+// it. Then add the api to the list below.
+//
 // # Served apis and versions
 //
 //   - ApiVersions v0-3.

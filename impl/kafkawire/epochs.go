@@ -10,6 +10,10 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
+// offsetForLeaderEpochAPI serves OffsetForLeaderEpoch v2-4: v0 and v1 went
+// with Kafka 4.0.
+var offsetForLeaderEpochAPI = api{key: int16(kmsg.OffsetForLeaderEpoch), min: 2, max: 4, serve: withBody((*handler).offsetForLeaderEpoch)}
+
 // offsetForLeaderEpoch answers OffsetForLeaderEpoch v2-4 (v0 and v1 went
 // with Kafka 4.0, KIP-896): for each partition, the largest leader epoch
 // the leader holds at or below the one asked, and where it ended; a

@@ -36,41 +36,6 @@ const (
 	defaultSyncWait = 5 * time.Minute
 )
 
-// isGroupRequest reports whether body is one of the group apis.
-func isGroupRequest(body kmsg.Request) bool {
-	switch body.(type) {
-	case *kmsg.FindCoordinatorRequest, *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest,
-		*kmsg.LeaveGroupRequest, *kmsg.OffsetCommitRequest, *kmsg.OffsetFetchRequest:
-		return true
-	}
-	return false
-}
-
-// group answers a group api request.
-func (h *handler) group(ctx context.Context, req *Request) (kmsg.Response, error) {
-	switch r := req.Body.(type) {
-	case *kmsg.FindCoordinatorRequest:
-		return h.findCoordinator(ctx, r)
-	case *kmsg.JoinGroupRequest:
-		clientID := ""
-		if req.ClientID != nil {
-			clientID = *req.ClientID
-		}
-		return h.joinGroup(ctx, r, clientID)
-	case *kmsg.SyncGroupRequest:
-		return h.syncGroup(ctx, r)
-	case *kmsg.HeartbeatRequest:
-		return h.heartbeat(ctx, r)
-	case *kmsg.LeaveGroupRequest:
-		return h.leaveGroup(ctx, r)
-	case *kmsg.OffsetCommitRequest:
-		return h.offsetCommit(ctx, r)
-	case *kmsg.OffsetFetchRequest:
-		return h.offsetFetch(ctx, r)
-	}
-	return nil, nil
-}
-
 // askGroup sends each of reqs to the local broker at once and returns the
 // answers in the same order; a request not answered within wait, or
 // answered with another request's type, gets req.Refuse(
@@ -103,6 +68,9 @@ func (h *handler) askGroup(ctx context.Context, wait time.Duration, reqs ...grou
 	}
 	return out, nil
 }
+
+// findCoordinatorAPI serves FindCoordinator v0-4.
+var findCoordinatorAPI = api{key: int16(kmsg.FindCoordinator), min: 0, max: 4, serve: withBody((*handler).findCoordinator)}
 
 // findCoordinator answers each key (one before v4, a list from v4) with
 // the leader of the key's offsets partition, as the local broker sees it.
@@ -189,6 +157,16 @@ func (h *handler) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 	return resp, nil
 }
 
+// joinGroupAPI serves JoinGroup v0-9; the member's client id is the
+// request header's.
+var joinGroupAPI = api{key: int16(kmsg.JoinGroup), min: 0, max: 9, serve: func(h *handler, ctx context.Context, req *Request) (kmsg.Response, error) {
+	clientID := ""
+	if req.ClientID != nil {
+		clientID = *req.ClientID
+	}
+	return h.joinGroup(ctx, req.Body.(*kmsg.JoinGroupRequest), clientID)
+}}
+
 // joinGroup forwards a JoinGroup. The coordinator may hold it until the
 // rebalance timeout (the session timeout before v1) while other members
 // join, so the wait is that plus slack. Before v4 a member without an id
@@ -254,6 +232,9 @@ func (h *handler) rememberRebalance(g string, wait time.Duration) {
 	h.rebalance[g] = wait
 }
 
+// syncGroupAPI serves SyncGroup v0-5.
+var syncGroupAPI = api{key: int16(kmsg.SyncGroup), min: 0, max: 5, serve: withBody((*handler).syncGroup)}
+
 // syncGroup forwards a SyncGroup; the leader's assignments pass through.
 func (h *handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
 	s := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
@@ -292,6 +273,9 @@ func (h *handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (km
 	return resp, nil
 }
 
+// heartbeatAPI serves Heartbeat v0-4.
+var heartbeatAPI = api{key: int16(kmsg.Heartbeat), min: 0, max: 4, serve: withBody((*handler).heartbeat)}
+
 func (h *handler) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	answers, err := h.askGroup(ctx, backendTimeout, group.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation})
 	if err != nil {
@@ -301,6 +285,9 @@ func (h *handler) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (km
 	resp.ErrorCode = kafka.CodeOf(answers[0].(group.HeartbeatResponse).Err)
 	return resp, nil
 }
+
+// leaveGroupAPI serves LeaveGroup v0-5.
+var leaveGroupAPI = api{key: int16(kmsg.LeaveGroup), min: 0, max: 5, serve: withBody((*handler).leaveGroup)}
 
 // leaveGroup forwards a LeaveGroup: one member before v3, a list from v3.
 // Before v3 the member's own error is the response's error, as Kafka

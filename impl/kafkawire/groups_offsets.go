@@ -8,6 +8,9 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
+// offsetCommitAPI serves OffsetCommit v0-8.
+var offsetCommitAPI = api{key: int16(kmsg.OffsetCommit), min: 0, max: 8, serve: withBody((*handler).offsetCommit)}
+
 // offsetCommit forwards an OffsetCommit (v0 is a simple commit: no member,
 // generation -1) and answers per partition, in the request's shape. The
 // committed leader epoch (v6+) and retention (v2-v4) are not kept.
@@ -59,6 +62,9 @@ func (h *handler) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitReques
 	}
 	return resp, nil
 }
+
+// offsetFetchAPI serves OffsetFetch v0-8.
+var offsetFetchAPI = api{key: int16(kmsg.OffsetFetch), min: 0, max: 8, serve: withBody((*handler).offsetFetch)}
 
 // offsetFetch forwards an OffsetFetch: one group before v8, several from
 // v8 (asked at once, answered each). A nil topic list asks for every

@@ -18,6 +18,10 @@ import (
 // the broker, whose parked requests expire on its ticks.
 const answerMargin = 2 * time.Second
 
+// produceAPI serves Produce v3-11: v3 is the first with record batches
+// (magic 2).
+var produceAPI = api{key: int16(kmsg.Produce), min: 3, max: 11, serve: withBody((*handler).produce)}
+
 // produce sends each partition's batch to the broker as one ProduceRequest
 // and waits for all answers. A partition whose records do not decode is
 // answered at once (CORRUPT_MESSAGE, INVALID_RECORD) and not sent. With

@@ -170,37 +170,16 @@ func (h *handler) serve(ctx context.Context, frame []byte) (int16, int32, kmsg.R
 	return req.Key, req.CorrelationID, resp, err
 }
 
-// handle answers one parsed request. The response's version is the
-// request's. An error ends the connection (only when ctx ends or the broker
-// does not answer a request that has no error code to say so).
+// handle answers one parsed request through its registry row (served).
+// The response's version is the request's. An error ends the connection
+// (only when ctx ends or the broker does not answer a request that has no
+// error code to say so).
 func (h *handler) handle(ctx context.Context, req *Request) (kmsg.Response, error) {
-	var (
-		resp kmsg.Response
-		err  error
-	)
-	switch body := req.Body.(type) {
-	case *kmsg.ApiVersionsRequest:
-		resp = apiVersions(body)
-	case *kmsg.MetadataRequest:
-		resp, err = h.metadata(ctx, body)
-	case *kmsg.CreateTopicsRequest:
-		resp, err = h.createTopics(ctx, body)
-	case *kmsg.ProduceRequest:
-		resp, err = h.produce(ctx, body)
-	case *kmsg.FetchRequest:
-		resp, err = h.fetch(ctx, body)
-	case *kmsg.ListOffsetsRequest:
-		resp, err = h.listOffsets(ctx, body)
-	case *kmsg.OffsetForLeaderEpochRequest:
-		resp, err = h.offsetForLeaderEpoch(ctx, body)
-	case *kmsg.InitProducerIDRequest:
-		resp, err = h.initProducerID(ctx, body)
-	default:
-		if !isGroupRequest(req.Body) {
-			return nil, fmt.Errorf("no handler for %s v%d", kmsg.NameForKey(req.Key), req.Version)
-		}
-		resp, err = h.group(ctx, req)
+	a, ok := served[req.Key]
+	if !ok {
+		return nil, fmt.Errorf("no handler for %s v%d", kmsg.NameForKey(req.Key), req.Version)
 	}
+	resp, err := a.serve(h, ctx, req)
 	if err != nil || resp == nil {
 		return nil, err
 	}
