@@ -97,6 +97,7 @@ func (b *Broker) apply(h *hosted) error {
 		return nil
 	}
 	rd := r.Ready()
+	defer r.Advance()
 	if rd.ReadErr != nil {
 		// A batch failed its checks where recovery trusted the file, or
 		// the disk failed: crash rather than serve it.

@@ -284,6 +284,7 @@ func (n *ControllerNode) flush() {
 	var rd controller.Ready
 	if n.c.HasReady() {
 		rd = n.c.Ready()
+		defer n.c.Advance()
 	}
 	n.events = append(n.events, rd.Events...)
 	// The states go first: a replica asked where its log ends learns as

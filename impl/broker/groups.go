@@ -211,6 +211,7 @@ func (b *Broker) flushGroups() error {
 
 func (b *Broker) flushCoordinator(tp kafka.TopicPartition, c *group.Coordinator) error {
 	rd := c.Ready()
+	defer c.Advance()
 	for _, e := range rd.Events {
 		kind := "group"
 		if e.Kind == group.AppendFailed {

@@ -205,7 +205,8 @@ type Controller struct {
 	order []kafka.TopicPartition
 
 	// events are the decisions made since the last Ready, in order.
-	events []Event
+	events   []Event
+	handover kafka.Handover
 
 	// pending maps a broker to the partitions whose state it must be sent at
 	// the next Ready; only the newest state is sent, as it carries the epochs.
@@ -334,6 +335,9 @@ func (c *Controller) queueFor(id int32, tp kafka.TopicPartition) {
 	set[tp] = struct{}{}
 }
 
+// Advance tells the controller its last Ready was carried out.
+func (c *Controller) Advance() { c.handover.Done("controller") }
+
 // HasReady reports whether Ready would return something.
 func (c *Controller) HasReady() bool {
 	if len(c.events) > 0 || len(c.asks) > 0 {
@@ -347,10 +351,12 @@ func (c *Controller) HasReady() bool {
 	return false
 }
 
-// Ready returns, and forgets, the events decided, the partition states to
-// send and the recoveries' questions since the previous call. States are
-// sent only to live replicas, and only their newest version.
+// Ready hands over the events decided, the partition states to send and
+// the recoveries' questions since the previous call (kafka.Handover);
+// then call Advance. States are sent only to live replicas, and only
+// their newest version.
 func (c *Controller) Ready() Ready {
+	c.handover.Take("controller")
 	rd := Ready{Events: c.events, Asks: c.asks}
 	c.events, c.asks = nil, nil
 	for _, id := range slices.Sorted(maps.Keys(c.pending)) {

@@ -37,7 +37,7 @@ func TestCreateTopicSpreadsLeaders(t *testing.T) {
 	assert.Equal(t, []int32{3, 1}, h.state(tp("t", 2)).Replicas)
 	assert.Equal(t, []int32{1, 3}, h.state(tp("t", 2)).ISR, "ISR is sorted")
 
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	require.Len(t, rd.Events, 6)
 	require.Len(t, rd.Updates, 3)
 	for _, u := range rd.Updates {
@@ -100,7 +100,7 @@ func TestLeaderDeathElectsFromISRInOneBatch(t *testing.T) {
 	assert.Equal(t, int32(1), s.PartitionEpoch)
 	assert.Equal(t, []int32{3, 4}, s.ISR)
 
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	assert.Equal(t, []EventKind{BrokerDead, BrokerDead, ElectionClean, ElectionClean, ISRChange, ISRChange}, kinds(rd))
 	assert.Equal(t, []int32{1, 2}, []int32{rd.Events[0].Broker, rd.Events[1].Broker})
 	assert.Equal(t, int32(1), rd.Events[2].OldLeader)
@@ -127,7 +127,7 @@ func TestLastISRMemberStaysAndReturns(t *testing.T) {
 	assert.Equal(t, kafka.NoLeader, s.Leader)
 	assert.Equal(t, []int32{1}, s.ISR, "last member stays")
 	assert.Equal(t, int32(1), s.LeaderEpoch, "going offline changes the leader")
-	h.c.Ready()
+	drain(h.c)
 
 	h.revive(2)
 	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "2 is not in the ISR")
@@ -137,7 +137,7 @@ func TestLastISRMemberStaysAndReturns(t *testing.T) {
 	assert.Equal(t, []int32{1}, s.ISR)
 	assert.Equal(t, int32(2), s.LeaderEpoch)
 	assert.Equal(t, int32(3), s.PartitionEpoch)
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	assert.Equal(t, []EventKind{BrokerRevived, BrokerRevived, ElectionClean}, kinds(rd))
 	require.Len(t, rd.Updates, 2, "both revived brokers get the partition")
 }
@@ -154,19 +154,19 @@ func TestUncleanElection(t *testing.T) {
 			h.createTopic("t", 1, 3)
 			p := tp("t", 0)
 			require.NoError(t, h.alter(p, 1).Err, "followers fell behind")
-			h.c.Ready()
+			drain(h.c)
 
 			h.kill(1)
 			s := h.state(p)
 			if unclean {
 				assert.Equal(t, int32(2), s.Leader, "first live replica in assignment order")
 				assert.Equal(t, []int32{2}, s.ISR)
-				assert.Equal(t, []EventKind{BrokerDead, ElectionUnclean}, kinds(h.c.Ready()))
+				assert.Equal(t, []EventKind{BrokerDead, ElectionUnclean}, kinds(drain(h.c)))
 				return
 			}
 			assert.Equal(t, kafka.NoLeader, s.Leader)
 			assert.Equal(t, []int32{1}, s.ISR)
-			assert.Equal(t, []EventKind{BrokerDead, Offline}, kinds(h.c.Ready()))
+			assert.Equal(t, []EventKind{BrokerDead, Offline}, kinds(drain(h.c)))
 			h.revive(1)
 			assert.Equal(t, int32(1), h.state(p).Leader)
 		})
@@ -208,7 +208,7 @@ func TestRestartLeavesEveryISR(t *testing.T) {
 	assert.Equal(t, []int32{2, 3}, s.ISR)
 	assert.Equal(t, int32(1), s.LeaderEpoch)
 	assert.True(t, h.c.IsAlive(1))
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	assert.Equal(t, []EventKind{BrokerDead, ElectionClean, BrokerRegistered}, kinds(rd))
 	assert.Equal(t, int64(1), rd.Events[0].Incarnation)
 	assert.Equal(t, int64(2), rd.Events[2].Incarnation)
@@ -236,7 +236,7 @@ func TestKeepISROnRestart(t *testing.T) {
 	h.createTopic("t", 1, 3)
 	p := tp("t", 0)
 	before := h.state(p)
-	h.c.Ready()
+	drain(h.c)
 	h.now += 10
 
 	h.restart(1)
@@ -246,7 +246,7 @@ func TestKeepISROnRestart(t *testing.T) {
 	assert.Equal(t, before.LeaderEpoch, after.LeaderEpoch)
 	inc, _ := h.c.Incarnation(1)
 	assert.Equal(t, int64(2), inc)
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	assert.Equal(t, []EventKind{BrokerRegistered}, kinds(rd))
 	assert.NotEmpty(t, rd.Updates, "the new process is sent its partitions")
 	h.check()
@@ -296,13 +296,13 @@ func TestRestartOfLastISRMember(t *testing.T) {
 	h.createTopic("t", 1, 2)
 	p := tp("t", 0)
 	require.NoError(t, h.alter(p, 1).Err)
-	h.c.Ready()
+	drain(h.c)
 
 	h.restart(1)
 	s := h.state(p)
 	assert.Equal(t, int32(1), s.Leader)
 	assert.Equal(t, int32(2), s.LeaderEpoch, "offline, then elected again")
-	assert.Equal(t, []EventKind{BrokerDead, Offline, BrokerRegistered, ElectionClean}, kinds(h.c.Ready()))
+	assert.Equal(t, []EventKind{BrokerDead, Offline, BrokerRegistered, ElectionClean}, kinds(drain(h.c)))
 }
 
 // TestAlterPartition checks KIP-497: a leader's ISR proposal is applied only
@@ -320,7 +320,7 @@ func TestAlterPartition(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, res.State.ISR)
 	assert.Equal(t, int32(1), res.State.PartitionEpoch)
 	assert.Equal(t, int32(0), res.State.LeaderEpoch)
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	require.Equal(t, []EventKind{ISRChange}, kinds(rd))
 	assert.Equal(t, int32(1), rd.Events[0].Broker, "the leader asked for it")
 	assert.Len(t, rd.Updates, 3)
@@ -330,7 +330,7 @@ func TestAlterPartition(t *testing.T) {
 	assert.Equal(t, int32(1), res.State.PartitionEpoch, "and changes nothing")
 
 	h.kill(3)
-	h.c.Ready()
+	drain(h.c)
 	cur := h.state(p)
 	for _, tc := range []struct {
 		name   string
@@ -361,7 +361,7 @@ func TestAlterPartition(t *testing.T) {
 			}
 		})
 	}
-	assert.True(t, h.c.Ready().IsEmpty())
+	assert.True(t, drain(h.c).IsEmpty())
 	res = h.alter(p, 1)
 	assert.NoError(t, res.Err, "removing a member is always eligible")
 }
@@ -411,18 +411,18 @@ func TestAutoLeaderRebalance(t *testing.T) {
 			require.Equal(t, int32(2), h.state(p).Leader, "1 is alive but not in the ISR")
 
 			require.NoError(t, h.alter(p, 1, 2, 3).Err, "1 caught up")
-			h.c.Ready()
+			drain(h.c)
 			h.tick()
 			s := h.state(p)
 			if !enabled {
 				assert.Equal(t, int32(2), s.Leader)
-				assert.True(t, h.c.Ready().IsEmpty())
+				assert.True(t, drain(h.c).IsEmpty())
 				return
 			}
 			assert.Equal(t, int32(1), s.Leader)
 			assert.Equal(t, int32(2), s.LeaderEpoch)
 			assert.Equal(t, []int32{1, 2, 3}, s.ISR)
-			rd := h.c.Ready()
+			rd := drain(h.c)
 			require.Equal(t, []EventKind{ElectionPreferred}, kinds(rd))
 			assert.Equal(t, int32(2), rd.Events[0].OldLeader)
 		})
@@ -434,7 +434,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 func TestOutputsDoNotAliasState(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
 	require.NoError(t, h.c.CreateTopic("t", 1, 2, h.now))
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	rd.Updates[0].States[0].ISR[0] = 9
 	rd.Events[0].State.Replicas[0] = 9
 	h.c.Metadata()[0].ISR[0] = 9
@@ -511,7 +511,7 @@ func runScript(t *testing.T, seed uint64) string {
 			fmt.Fprintf(&out, "alter %s %v: %s %s\n", s.TopicPartition, isr, kafka.Name(res.Err), res.State)
 		}
 		h.check()
-		out.WriteString(h.c.Ready().String())
+		out.WriteString(drain(h.c).String())
 	}
 	out.WriteString(h.c.Describe())
 	return out.String()
@@ -542,7 +542,7 @@ update broker=1 b-0 replicas=[1 2] leader=1 leader-epoch=0 isr=[1] partition-epo
 update broker=3 a-0 replicas=[1 2 3] leader=1 leader-epoch=0 isr=[1 3] partition-epoch=1
 update broker=3 a-1 replicas=[2 3 1] leader=3 leader-epoch=1 isr=[1 3] partition-epoch=1
 `
-	assert.Equal(t, wantReady, h.c.Ready().String())
+	assert.Equal(t, wantReady, drain(h.c).String())
 }
 
 // A broker whose restarted process lost a partition's committed records
@@ -555,13 +555,13 @@ func TestRestartedReplicaThatLostDataIsNotElected(t *testing.T) {
 	h.createTopic("t", 1, 2)
 	p := tp("t", 0)
 	require.NoError(t, h.alter(p, 1).Err) // ISR [1]: broker 1 alone
-	h.c.Ready()
+	drain(h.c)
 
 	h.register(1, Registration{Lost: []kafka.TopicPartition{p}})
 	s := h.state(p)
 	assert.Equal(t, kafka.NoLeader, s.Leader, "the last ISR member lost the data: offline, not elected")
 	assert.Equal(t, []int32{1}, s.ISR)
-	assert.Equal(t, []EventKind{BrokerDead, Offline, BrokerRegistered}, kinds(h.c.Ready()))
+	assert.Equal(t, []EventKind{BrokerDead, Offline, BrokerRegistered}, kinds(drain(h.c)))
 	h.check()
 
 	// Another restart, clean this time (its log is the same short log),
@@ -580,7 +580,7 @@ func TestRestartedReplicaThatLostDataIsNotElected(t *testing.T) {
 	h2 := newHarness(t, Config{UncleanLeaderElection: true}, 1, 2)
 	h2.createTopic("t", 1, 2)
 	require.NoError(t, h2.alter(p, 1).Err)
-	h2.c.Ready()
+	drain(h2.c)
 	h2.register(1, Registration{Lost: []kafka.TopicPartition{p}})
 	assert.Equal(t, int32(2), h2.state(p).Leader, "unclean: the replica that lost nothing")
 	h2.check()

@@ -192,7 +192,7 @@ func runControllerCommand(t *testing.T, hp **harness, d *datadriven.TestData) (s
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
 	h.check()
-	out := note + h.c.Ready().String()
+	out := note + drain(h.c).String()
 	if out == "" {
 		return "nothing\n", nil
 	}

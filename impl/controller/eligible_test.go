@@ -36,12 +36,12 @@ func TestEligibleReplicaLeadsWhenTheLastISRMemberLostData(t *testing.T) {
 	h.inc[1]++
 	require.NoError(t, h.c.Register(1, h.inc[1], h.now, Registration{Synced: true, Lost: []kafka.TopicPartition{p}}))
 	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "1 lost the data")
-	h.c.Ready()
+	drain(h.c)
 	h.register(2, Registration{Synced: true})
 	s := h.state(p)
 	assert.Equal(t, int32(2), s.Leader, "the eligible replica leads")
 	assert.Equal(t, []int32{2}, s.ISR)
-	assert.Contains(t, kinds(h.c.Ready()), ElectionEligible)
+	assert.Contains(t, kinds(drain(h.c)), ElectionEligible)
 	assert.Nil(t, h.c.ELR(p), "1, out of the ISR now, lost the data: not eligible")
 	h.check()
 
@@ -66,7 +66,7 @@ func TestEligibleReplicasComeAndGo(t *testing.T) {
 	assert.Equal(t, []int32{2, 3}, h.c.ELR(p), "2 synced every append: it lost nothing it reported")
 	h.register(3, Registration{})
 	assert.Equal(t, []int32{2}, h.c.ELR(p), "3 may have lost unsynced records it reported")
-	h.c.Ready()
+	drain(h.c)
 	h.check()
 
 	require.NoError(t, h.alter(p, 1, 3).Err)
@@ -200,7 +200,7 @@ func TestTopicConfigsReplaceTheBrokers(t *testing.T) {
 	require.NoError(t, h.c.CreateTopicWithConfig("own", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1}, h.now))
 	require.NoError(t, h.c.CreateTopicWithConfig("loose", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1, UncleanLeaderElection: &yes}, h.now))
 	h.createTopic("shared", 1, 2)
-	h.c.Ready()
+	drain(h.c)
 	own, loose, shared := tp("own", 0), tp("loose", 0), tp("shared", 0)
 	for _, p := range []kafka.TopicPartition{own, loose, shared} {
 		require.Equal(t, int32(1), h.state(p).Leader, p)
@@ -211,7 +211,7 @@ func TestTopicConfigsReplaceTheBrokers(t *testing.T) {
 	assert.Equal(t, []int32{2}, h.c.ELR(shared), "below the brokers' min ISR 2")
 	h.kill(1)
 	h.register(2, Registration{Synced: true})
-	h.c.Ready()
+	drain(h.c)
 	assert.Equal(t, kafka.NoLeader, h.state(own).Leader, "2 left the ISR and is not eligible: the topic waits for 1")
 	assert.Equal(t, int32(2), h.state(shared).Leader, "2 is eligible")
 	assert.Equal(t, int32(2), h.state(loose).Leader, "the topic allows unclean elections")

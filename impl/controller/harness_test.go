@@ -32,7 +32,7 @@ func newHarness(t *testing.T, cfg Config, brokers ...int32) *harness {
 		h.inc[id] = 1
 		require.NoError(t, c.RegisterBroker(id, 1, h.now))
 	}
-	c.Ready()
+	drain(c)
 	h.check()
 	return h
 }
@@ -63,7 +63,7 @@ func (h *harness) check() {
 func (h *harness) createTopic(name string, partitions int32, rf int) {
 	h.t.Helper()
 	require.NoError(h.t, h.c.CreateTopic(name, partitions, rf, h.now))
-	h.c.Ready()
+	drain(h.c)
 	h.check()
 }
 

@@ -24,10 +24,10 @@ func lastISRMemberDies(t *testing.T, cfg Config) (*harness, kafka.TopicPartition
 	h.createTopic("t", 1, 3)
 	p := tp("t", 0)
 	require.NoError(t, h.alter(p, 1).Err)
-	h.c.Ready()
+	drain(h.c)
 	h.kill(1)
 	require.Equal(t, kafka.NoLeader, h.state(p).Leader)
-	return h, p, h.c.Ready().Asks
+	return h, p, drain(h.c).Asks
 }
 
 // answer has broker id answer the recovery of tp in flight with the log
@@ -70,7 +70,7 @@ func TestRecoveryElectsTheLongestLiveReplica(t *testing.T) {
 	s = h.state(p)
 	assert.Equal(t, int32(3), s.Leader, "3's log is the longer")
 	assert.Equal(t, []int32{3}, s.ISR)
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	require.Len(t, rd.Events, 1)
 	e := rd.Events[0]
 	assert.Equal(t, ElectionRecovery, e.Kind)
@@ -111,7 +111,7 @@ func TestRecoveryRanksByLastEpochThenLength(t *testing.T) {
 	// Broker 2 comes back having lost t-0's records, yet holds more than 3.
 	h, p, _ = lastISRMemberDies(t, recoveryConfig(RecoveryAggressive))
 	h.register(2, Registration{Lost: []kafka.TopicPartition{p}})
-	asks := h.c.Ready().Asks
+	asks := drain(h.c).Asks
 	assert.Equal(t, []int32{2}, askedOf(asks), "its new process is asked; 3 was")
 	assert.ErrorIs(t, h.c.ReplicaLogInfo(kafka.ReplicaLogInfo{TopicPartition: p, BrokerID: 2, Incarnation: h.inc[2] - 1,
 		PartitionEpoch: h.state(p).PartitionEpoch, LogEnd: kafka.LogEnd{Offset: 900}}, h.now), ErrNotAsked, "its old process's answer")
@@ -198,10 +198,10 @@ func TestRecoveryTimesOut(t *testing.T) {
 	h, p, _ := lastISRMemberDies(t, recoveryConfig(RecoveryAggressive))
 	h.now += recoveryTimeout - 2
 	h.tick()
-	assert.Empty(t, h.c.Ready().Asks, "a millisecond before the timeout")
+	assert.Empty(t, drain(h.c).Asks, "a millisecond before the timeout")
 	h.tick()
 	assert.Equal(t, kafka.NoLeader, h.state(p).Leader)
-	asks := h.c.Ready().Asks
+	asks := drain(h.c).Asks
 	assert.Equal(t, []int32{2, 3}, askedOf(asks), "no answer when the time is up: both asked again")
 	require.NoError(t, h.answer(p, 3, 0, 40))
 	h.now += recoveryTimeout - 2
@@ -209,7 +209,7 @@ func TestRecoveryTimesOut(t *testing.T) {
 	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "the timeout counts from the last question")
 	h.tick()
 	assert.Equal(t, int32(3), h.state(p).Leader, "2 stayed silent: 3's answer decides")
-	assert.Empty(t, h.c.Ready().Asks)
+	assert.Empty(t, drain(h.c).Asks)
 }
 
 // Balanced waits for every last-known member (the ISR's last member, the
@@ -225,11 +225,11 @@ func TestBalancedRecoveryWaitsForTheLastKnownMembers(t *testing.T) {
 	h.now += 3 * recoveryTimeout
 	h.tick()
 	assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "1, the ISR's last member, is down")
-	assert.Empty(t, h.c.Ready().Asks, "those that answered are not asked again")
+	assert.Empty(t, drain(h.c).Asks, "those that answered are not asked again")
 
 	// 1 comes back having lost the data: it cannot lead, but it answers.
 	h.register(1, Registration{Lost: []kafka.TopicPartition{p}})
-	assert.Equal(t, []int32{1}, askedOf(h.c.Ready().Asks))
+	assert.Equal(t, []int32{1}, askedOf(drain(h.c).Asks))
 	require.NoError(t, h.answer(p, 1, 0, 180))
 	assert.Equal(t, int32(3), h.state(p).Leader)
 
@@ -239,7 +239,7 @@ func TestBalancedRecoveryWaitsForTheLastKnownMembers(t *testing.T) {
 	require.NoError(t, h.answer(p, 3, 0, 250))
 	h.revive(1)
 	assert.Equal(t, int32(1), h.state(p).Leader)
-	assert.Contains(t, kinds(h.c.Ready()), ElectionClean)
+	assert.Contains(t, kinds(drain(h.c)), ElectionClean)
 	_, _, inFlight := h.c.Recovery(p)
 	assert.False(t, inFlight)
 	assert.ErrorIs(t, h.answer(p, 2, 0, 100), ErrNotAsked)
@@ -261,7 +261,7 @@ func TestBalancedRecoveryWaitsForTheLastKnownMembers(t *testing.T) {
 			assert.Equal(t, kafka.NoLeader, h.state(p).Leader, "balanced waits for 1 and 2")
 			h.revive(2)
 			assert.Equal(t, int32(2), h.state(p).Leader, "the eligible replica leads cleanly")
-			assert.Contains(t, kinds(h.c.Ready()), ElectionEligible)
+			assert.Contains(t, kinds(drain(h.c)), ElectionEligible)
 		} else {
 			assert.Equal(t, int32(3), h.state(p).Leader, "aggressive: the live replicas' answers decide")
 			assert.Nil(t, h.c.ELR(p), "the new leader's log is the truth: no eligible replica left")
@@ -279,10 +279,10 @@ func TestRecoveryOnlyWhenNoEligibleReplicaCanLead(t *testing.T) {
 	h.createTopic("t", 1, 3)
 	p := tp("t", 0)
 	require.NoError(t, h.alter(p, 1).Err)
-	h.c.Ready()
+	drain(h.c)
 	h.kill(1)
 	assert.Equal(t, int32(2), h.state(p).Leader)
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	assert.Contains(t, kinds(rd), ElectionEligible)
 	assert.Empty(t, rd.Asks)
 }
@@ -298,7 +298,7 @@ func TestRestoreAsksAgain(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, []int32{2, 3}, asked)
 	assert.Empty(t, answered)
-	assert.Equal(t, []int32{2, 3}, askedOf(r.Ready().Asks))
+	assert.Equal(t, []int32{2, 3}, askedOf(drain(r).Asks))
 }
 
 // CheckInvariants fires on an offline partition with a live replica and no

@@ -20,7 +20,7 @@ func TestControlledShutdownMovesLeadershipsAway(t *testing.T) {
 	h.createTopic("t", 3, 3) // leaders 1, 2, 3
 	p0, p1 := tp("t", 0), tp("t", 1)
 	require.Equal(t, int32(1), h.state(p0).Leader)
-	h.c.Ready()
+	drain(h.c)
 
 	ok, err := h.c.ControlledShutdown(1, h.inc[1], h.now)
 	require.NoError(t, err)
@@ -29,7 +29,7 @@ func TestControlledShutdownMovesLeadershipsAway(t *testing.T) {
 	assert.Equal(t, int32(2), s.Leader, "the next ISR member in assignment order")
 	assert.Equal(t, []int32{2, 3}, s.ISR)
 	assert.Equal(t, []int32{2, 3}, h.state(p1).ISR, "it leaves the ISRs it does not lead too")
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	assert.Equal(t, BrokerShuttingDown, rd.Events[0].Kind)
 	assert.Contains(t, kinds(rd), ElectionShutdown)
 	assert.True(t, h.c.IsAlive(1), "alive until fenced")
@@ -40,7 +40,7 @@ func TestControlledShutdownMovesLeadershipsAway(t *testing.T) {
 
 	require.NoError(t, h.c.ShutDown(1, h.inc[1], h.now))
 	assert.False(t, h.c.IsAlive(1))
-	assert.Equal(t, []EventKind{BrokerShutDown}, kinds(h.c.Ready()))
+	assert.Equal(t, []EventKind{BrokerShutDown}, kinds(drain(h.c)))
 	assert.ErrorIs(t, h.c.Heartbeat(1, h.inc[1], h.now), kafka.ErrStaleIncarnation, "the stopped process is not revived")
 	ok, err = h.c.ControlledShutdown(1, h.inc[1], h.now)
 	assert.True(t, ok && err == nil, "a lost answer is answered again")
@@ -114,7 +114,7 @@ func TestCleanRestartKeepsEligibility(t *testing.T) {
 			h.inc[2] = 2 // so that an older incarnation exists
 			h.kill(2)
 			h.register(2, Registration{})
-			h.c.Ready()
+			drain(h.c)
 			require.NoError(t, h.alter(p, 1, 3).Err)
 			_, err := h.c.ControlledShutdown(3, h.inc[3], h.now)
 			require.NoError(t, err)
@@ -146,16 +146,16 @@ func TestCleanRestartKeepsEligibility(t *testing.T) {
 func TestRegistrationWaitsForTheOldSession(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
 	h.createTopic("t", 1, 2)
-	h.c.Ready()
+	drain(h.c)
 	h.now += timeout / 2
 	err := h.c.RegisterBroker(1, 2, h.now)
 	require.ErrorIs(t, err, kafka.ErrDuplicateBrokerRegistration)
-	assert.True(t, h.c.Ready().IsEmpty(), "nothing changed")
+	assert.True(t, drain(h.c).IsEmpty(), "nothing changed")
 	inc, _ := h.c.Incarnation(1)
 	assert.Equal(t, int64(1), inc)
 
 	h.kill(1)
 	require.NoError(t, h.c.RegisterBroker(1, 2, h.now))
-	assert.Equal(t, []EventKind{BrokerDead, ElectionClean, BrokerRegistered}, kinds(h.c.Ready()))
+	assert.Equal(t, []EventKind{BrokerDead, ElectionClean, BrokerRegistered}, kinds(drain(h.c)))
 	h.check()
 }

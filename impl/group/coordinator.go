@@ -122,7 +122,8 @@ type Coordinator struct {
 	// in this leadership term: it remembers so as to check invariant 3.
 	highGen map[string]int32
 
-	ready Ready
+	ready    Ready
+	handover kafka.Handover
 }
 
 // New returns a coordinator that answers COORDINATOR_LOAD_IN_PROGRESS until
@@ -252,12 +253,18 @@ func (c *Coordinator) answerAllParked(e error) {
 // HasReady reports whether Ready would return something.
 func (c *Coordinator) HasReady() bool { return !c.ready.IsEmpty() }
 
-// Ready returns, and forgets, what was decided since the previous call.
+// Ready hands over what was decided since the previous call
+// (kafka.Handover): appends to write, then answers; then call Advance.
+// An append's outcome comes back by AppendDone, once it is durable.
 func (c *Coordinator) Ready() Ready {
+	c.handover.Take("group coordinator")
 	rd := c.ready
 	c.ready = Ready{}
 	return rd
 }
+
+// Advance tells the coordinator its last Ready was carried out.
+func (c *Coordinator) Advance() { c.handover.Done("group coordinator") }
 
 func (c *Coordinator) answer(id uint64, msg Response) {
 	c.ready.Answers = append(c.ready.Answers, Answer{ID: id, Msg: msg})

@@ -33,7 +33,7 @@ func TestNotLoaded(t *testing.T) {
 		c.LeaveGroup(4, LeaveRequest{Group: "g", Members: []string{"m"}}, 0)
 		c.OffsetCommit(5, CommitRequest{Group: "g", Generation: -1, Offsets: []OffsetToCommit{off("t", 0, 1)}}, 0)
 		c.OffsetFetch(6, FetchOffsetsRequest{Group: "g"}, 0)
-		rd := c.Ready()
+		rd := drain(c)
 		require.Len(t, rd.Answers, 6, tc.name)
 		assert.Equal(t, tc.want, rd.Answers[0].Msg.(JoinResponse).Err, tc.name)
 		assert.Equal(t, tc.want, rd.Answers[1].Msg.(SyncResponse).Err, tc.name)

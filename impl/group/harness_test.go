@@ -45,7 +45,7 @@ func newHarness(t *testing.T) *harness {
 // step collects the coordinator's Ready and checks its invariants.
 func (h *harness) step() {
 	h.t.Helper()
-	rd := h.c.Ready()
+	rd := drain(h.c)
 	h.trace = append(h.trace, rd)
 	h.nextAnswered = len(h.order)
 	for _, a := range rd.Answers {

@@ -18,7 +18,7 @@ func divergedLeader(t *testing.T) *Replica {
 	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 3}, "a", "b", "c"), 3, epochCache(t, entry(1, 0), entry(3, 2)))
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	require.Equal(t, RoleLeader, r.Role())
-	r.Ready()
+	drain(r)
 	return r
 }
 
@@ -56,7 +56,7 @@ func TestLeaderAnswersDivergenceWithoutProgress(t *testing.T) {
 			r := divergedLeader(t)
 			resp := fetchNaming(r, tc.offset, tc.last)
 			require.NoError(t, resp.Err)
-			rd := r.Ready()
+			rd := drain(r)
 			p, ok := r.FollowerProgress(2)
 			require.True(t, ok)
 			if !tc.diverge {
@@ -117,7 +117,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 			assert.Equal(t, int64(len(tc.epochs)), f[0].FetchOffset)
 			r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f[0].ID, Diverging: true, DivergingEpoch: tc.divEpoch,
 				DivergingEndOffset: tc.divEnd, HW: 9, LEO: 9, Batches: []record.Batch{leaderBatch(0, 4, "z")}}, 1)
-			rd = r.Ready()
+			rd = drain(r)
 			assert.Equal(t, tc.truncTo, r.LEO())
 			assert.LessOrEqual(t, r.HW(), tc.truncTo, "the answer's HW is not taken")
 			assert.Empty(t, rd.Append, "nor its records")
@@ -142,12 +142,12 @@ func TestFollowerDropsAnEmptyEpochOnDivergence(t *testing.T) {
 	require.Equal(t, RoleLeader, r.Role())
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 2}, 0)
 	require.Equal(t, []storage.EpochEntry{entry(1, 0), entry(2, 1)}, entries(r.EpochCache()))
-	rd := r.Ready()
+	rd := drain(r)
 	f := messages[FetchRequest](rd)
 	require.Len(t, f, 1)
 	require.Equal(t, int32(2), f[0].LastFetchedEpoch)
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f[0].ID, Diverging: true, DivergingEpoch: 1, DivergingEndOffset: 2, HW: 1, LEO: 2}, 1)
-	rd = r.Ready()
+	rd = drain(r)
 	assert.Equal(t, int64(1), r.LEO(), "the log keeps a")
 	assert.Equal(t, int64(-1), rd.Truncate, "nothing cut from the log")
 	assert.True(t, rd.EpochsChanged)
@@ -167,7 +167,7 @@ func TestFetchPathOutOfRange(t *testing.T) {
 	f := messages[FetchRequest](rd)
 	require.Len(t, f, 1)
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: -1, LEO: 1}, 2)
-	rd = r.Ready()
+	rd = drain(r)
 	assert.Empty(t, messages[EpochEndRequest](rd))
 	assert.Equal(t, int64(0), r.LEO())
 	next := messages[FetchRequest](rd)

@@ -18,7 +18,7 @@ func followerOf(t testing.TB, cfg Config, log []record.Batch, hw int64, ec stora
 	r := newReplica(t, cfg, log, hw, ec)
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: epoch, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	require.Equal(t, RoleFollower, r.Role())
-	return r, r.Ready()
+	return r, drain(r)
 }
 
 // leaderBatch is a batch as a leader of epoch stores it at offset.
@@ -44,7 +44,7 @@ func TestFollowerAppendsThenFetchesFromNewLEO(t *testing.T) {
 
 	sent := []record.Batch{leaderBatch(0, 1, "a"), leaderBatch(1, 1, "b", "c")}
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetches[0].ID, Batches: sent, HW: 10, LEO: 5}, 5)
-	rd = r.Ready()
+	rd = drain(r)
 	assert.Equal(t, int64(-1), rd.Truncate)
 	assert.Equal(t, sent, rd.Append)
 	assert.True(t, rd.HWChanged)
@@ -58,7 +58,7 @@ func TestFollowerAppendsThenFetchesFromNewLEO(t *testing.T) {
 
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: next[0].ID, HW: 2, LEO: 3}, 6)
 	assert.Equal(t, int64(2), r.HW(), "the leader's HW when it is below the follower's LEO")
-	assert.Equal(t, int64(3), messages[FetchRequest](r.Ready())[0].FetchOffset)
+	assert.Equal(t, int64(3), messages[FetchRequest](drain(r))[0].FetchOffset)
 }
 
 // Ready may gather several inputs: a caller that applies it only now must
@@ -72,7 +72,7 @@ func TestReadyGathersInputs(t *testing.T) {
 	f := messages[FetchRequest](rd)[0]
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f.ID, Batches: []record.Batch{leaderBatch(1, 1, "b"), leaderBatch(2, 1, "c")}, HW: 1, LEO: 3}, 1)
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 2}, 2)
-	rd = r.Ready()
+	rd = drain(r)
 	assert.Equal(t, []string{"a"}, values(r.Log()), "truncated back to HW 1")
 	assert.Empty(t, rd.Append, "b and c were appended and truncated in the same Ready")
 	assert.Equal(t, int64(1), rd.Truncate)
@@ -101,7 +101,7 @@ func TestFollowerGivesWayToLeaderBatch(t *testing.T) {
 	f := messages[FetchRequest](rd)[0]
 	require.Equal(t, int64(1), f.FetchOffset)
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f.ID, Batches: []record.Batch{leaderBatch(0, 2, "x", "y"), leaderBatch(2, 2, "z")}, HW: 3, LEO: 3}, 1)
-	rd = r.Ready()
+	rd = drain(r)
 	assert.Equal(t, []string{"x", "y", "z"}, values(r.Log()))
 	assert.Equal(t, int64(0), rd.Truncate)
 	assert.Equal(t, []string{"x", "y", "z"}, values(rd.Append))
@@ -125,7 +125,7 @@ func TestTruncateToHWOnBecomingFollower(t *testing.T) {
 
 	// The leader's log is shorter still: the follower truncates to it.
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetches[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: -1, LEO: 0}, 1)
-	rd = r.Ready()
+	rd = drain(r)
 	assert.Equal(t, int64(0), rd.Truncate)
 	assert.Equal(t, int64(0), r.LEO())
 	assert.Equal(t, int64(0), messages[FetchRequest](rd)[0].FetchOffset)
@@ -147,7 +147,7 @@ func TestEpochTruncationAsksAboutLatestEpoch(t *testing.T) {
 	assert.False(t, r.HasReady())
 
 	r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: qs[0].ID, Epoch: 3, EndOffset: 2}, 1)
-	rd = r.Ready()
+	rd = drain(r)
 	assert.Equal(t, int64(2), rd.Truncate)
 	assert.Equal(t, []string{"a", "b"}, values(r.Log()))
 	assert.Equal(t, int64(2), r.HW(), "HW clamped with the log")
@@ -170,18 +170,18 @@ func TestTruncationOnEveryEpochBump(t *testing.T) {
 				q := messages[EpochEndRequest](rd)
 				require.Len(t, q, 1)
 				r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q[0].ID, Epoch: 1, EndOffset: 1}, 1)
-				rd = r.Ready()
+				rd = drain(r)
 			}
 			f := messages[FetchRequest](rd)
 			require.Len(t, f, 1)
 			r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f[0].ID, Batches: []record.Batch{leaderBatch(1, 1, "b")}, HW: 1, LEO: 2}, 2)
-			f = messages[FetchRequest](r.Ready())
+			f = messages[FetchRequest](drain(r))
 			require.Len(t, f, 1)
 			require.Equal(t, int64(2), r.LEO())
 			require.Equal(t, int64(1), r.HW())
 
 			r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 2}, 3)
-			rd = r.Ready()
+			rd = drain(r)
 			assert.Equal(t, int32(3), r.LeaderEpoch())
 			assert.Equal(t, int32(1), r.Leader())
 			if tr == TruncateToEpochQuery {
@@ -374,7 +374,7 @@ func TestFollowerResendsAfterTimeoutAndIgnoresStaleAnswers(t *testing.T) {
 		r.Tick(cfg.RequestTimeoutMs - 1)
 		assert.False(t, r.HasReady())
 		r.Tick(cfg.RequestTimeoutMs)
-		again := messages[FetchRequest](r.Ready())
+		again := messages[FetchRequest](drain(r))
 		require.Len(t, again, 1)
 		assert.NotEqual(t, first.ID, again[0].ID)
 		assert.Equal(t, first.FetchOffset, again[0].FetchOffset)
@@ -392,7 +392,7 @@ func TestFollowerResendsAfterTimeoutAndIgnoresStaleAnswers(t *testing.T) {
 		r, rd := followerOf(t, queryConfig(2), stored([]int32{1, 1}, "a", "b"), 0, epochCache(t, entry(1, 0)), 2)
 		first := messages[EpochEndRequest](rd)[0]
 		r.Tick(cfg.RequestTimeoutMs)
-		again := messages[EpochEndRequest](r.Ready())
+		again := messages[EpochEndRequest](drain(r))
 		require.Len(t, again, 1)
 		assert.NotEqual(t, first.ID, again[0].ID)
 		assert.Equal(t, first.Epoch, again[0].Epoch)
@@ -415,15 +415,15 @@ func TestFollowerBacksOffAfterErrorAnswer(t *testing.T) {
 			r, rd := followerOf(t, cfg, nil, 0, storage.EpochCache{}, 1)
 			f := messages[FetchRequest](rd)[0]
 			r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f.ID, Err: err, HW: -1, LEO: -1}, 100)
-			rd = r.Ready()
+			rd = drain(r)
 			assert.Empty(t, rd.Messages)
 			fenced := len(rd.Events) == 1 && rd.Events[0].Kind == EventFenced
 			assert.Equal(t, err == kafka.ErrFencedLeaderEpoch, fenced)
 
 			r.Tick(100 + cfg.RetryBackoffMs - 1)
-			assert.Empty(t, r.Ready().Messages)
+			assert.Empty(t, drain(r).Messages)
 			r.Tick(100 + cfg.RetryBackoffMs)
-			again := messages[FetchRequest](r.Ready())
+			again := messages[FetchRequest](drain(r))
 			require.Len(t, again, 1)
 			assert.Equal(t, int64(0), again[0].FetchOffset)
 		})
@@ -433,9 +433,9 @@ func TestFollowerBacksOffAfterErrorAnswer(t *testing.T) {
 		q := messages[EpochEndRequest](rd)[0]
 		r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Err: kafka.ErrUnknownLeaderEpoch, Epoch: -1, EndOffset: -1}, 100)
 		assert.Equal(t, int64(1), r.LEO(), "an error is no answer: nothing truncated")
-		r.Ready()
+		drain(r)
 		r.Tick(100 + cfg.RetryBackoffMs)
-		again := messages[EpochEndRequest](r.Ready())
+		again := messages[EpochEndRequest](drain(r))
 		require.Len(t, again, 1)
 		assert.Equal(t, int32(1), again[0].Epoch)
 	})
@@ -449,11 +449,11 @@ func TestFollowerPastLeaderLEO(t *testing.T) {
 	r, rd := followerOf(t, queryConfig(2), stored([]int32{1, 1}, "a", "b"), 0, epochCache(t, entry(1, 0)), 2)
 	q := messages[EpochEndRequest](rd)[0]
 	r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Epoch: 1, EndOffset: 5}, 1)
-	f := messages[FetchRequest](r.Ready())[0]
+	f := messages[FetchRequest](drain(r))[0]
 	assert.Equal(t, int64(2), f.FetchOffset)
 
 	r.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: f.ID, Err: kafka.ErrOffsetOutOfRange, HW: -1, LEO: 1}, 2)
-	rd = r.Ready()
+	rd = drain(r)
 	q2 := messages[EpochEndRequest](rd)
 	require.Len(t, q2, 1)
 	assert.Equal(t, int32(1), q2[0].Epoch)

@@ -182,7 +182,7 @@ func (c *cluster) takeOutput() []string {
 // replica holds, so a Ready that forgets a truncation or an append fails.
 func (c *cluster) apply(n *node) {
 	r := n.r
-	rd := r.Ready()
+	rd := drain(r)
 	d := &n.disk
 	if rd.StartAt >= 0 {
 		d.log, d.start = nil, rd.StartAt

@@ -73,12 +73,12 @@ func TestAcksAllCompletesWhenHWPassesTheBatch(t *testing.T) {
 func TestAcksAllWaitsForTheBatchLastOffset(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
 	require.True(t, r.Produce(ProduceRequest{ID: 5, Acks: AcksAll, Batch: batch("b", "c", "d")}, 0).Parked)
-	r.Ready()
+	drain(r)
 	fetchAt(r, 2, 3, 1)
 	require.Equal(t, int64(3), r.HW(), "HW inside the batch 1-3")
-	assert.Empty(t, r.Ready().Completions)
+	assert.Empty(t, drain(r).Completions)
 	fetchAt(r, 2, 4, 2)
-	assert.Equal(t, []Completion{{ID: 5, BaseOffset: 1}}, r.Ready().Completions)
+	assert.Equal(t, []Completion{{ID: 5, BaseOffset: 1}}, drain(r).Completions)
 }
 
 // "With min.insync.replicas = M, a produce is refused with
@@ -109,10 +109,10 @@ func TestMinISRCappedAtReplicationFactor(t *testing.T) {
 	cfg.MinInsyncReplicas = 2
 	r := newReplica(t, cfg, nil, 0, storage.EpochCache{})
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1}, PartitionEpoch: 1}, 0)
-	r.Ready()
+	drain(r)
 	res := r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0)
 	require.NoError(t, res.Err)
-	rd := r.Ready()
+	rd := drain(r)
 	assert.Equal(t, int64(1), r.HW(), "the one replica is the whole ISR the topic can have")
 	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0}}, rd.Completions)
 
@@ -133,10 +133,10 @@ func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 	fetchAt(r, 2, 0, 0)
 	res := r.Produce(ProduceRequest{ID: 7, Acks: AcksAll, Batch: batch("a")}, 0)
 	require.True(t, res.Parked)
-	r.Ready()
+	drain(r)
 
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
-	rd := r.Ready()
+	rd := drain(r)
 	assert.Equal(t, int64(1), r.HW())
 	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
 }
@@ -154,10 +154,10 @@ func TestHWStaysWhileISRBelowMin(t *testing.T) {
 	r := leaderOf(t, cfg, []int32{1, 2})
 	fetchAt(r, 2, 0, 0)
 	require.True(t, r.Produce(ProduceRequest{ID: 7, Acks: AcksAll, Batch: batch("a")}, 0).Parked)
-	r.Ready()
+	drain(r)
 
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
-	rd := r.Ready()
+	rd := drain(r)
 	assert.Equal(t, int64(0), r.HW())
 	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
 
@@ -234,7 +234,7 @@ func TestNewLeaderWaitsForEveryISRFollower(t *testing.T) {
 	r = newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, epochCache(t, entry(1, 0)))
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 0)
 	assert.Equal(t, int64(3), r.HW())
-	rd := r.Ready()
+	rd := drain(r)
 	assert.True(t, rd.HWChanged)
 	assert.Equal(t, int64(3), rd.HW)
 	assert.True(t, rd.EpochsChanged, "the new epoch's start is recorded")
@@ -259,10 +259,10 @@ func TestISRShrinksAfterLagTime(t *testing.T) {
 		fetchAt(r, 3, max(prev-1, 0), now)
 		r.Tick(now)
 	}
-	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "3 last caught up at 0, 1000 ms ago: within the lag")
+	assert.Empty(t, messages[kafka.AlterPartition](drain(r)), "3 last caught up at 0, 1000 ms ago: within the lag")
 
 	r.Tick(1001)
-	got := messages[kafka.AlterPartition](r.Ready())
+	got := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, got, 1)
 	assertAlterISR(t, got[0], 1, 1, []int32{1, 2})
 	assert.Equal(t, []int32{1, 2, 3}, r.ISR(), "the ISR changes when the controller commits it")
@@ -278,7 +278,7 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 		fetchAt(r, 3, 0, 0)
 		fetchAt(r, 2, 1, 1000)
 		r.Tick(1001)
-		require.Len(t, messages[kafka.AlterPartition](r.Ready()), 1)
+		require.Len(t, messages[kafka.AlterPartition](drain(r)), 1)
 		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1001)
 		fetchAt(r, 2, 2, 1001)
 		assert.Equal(t, int64(0), r.HW(), "3 may still be in the ISR the controller holds")
@@ -293,7 +293,7 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 		fetchAt(r, 2, 1, 0)
 		require.Equal(t, int64(1), r.HW())
 		fetchAt(r, 3, 1, 0)
-		got := messages[kafka.AlterPartition](r.Ready())
+		got := messages[kafka.AlterPartition](drain(r))
 		require.Len(t, got, 1)
 		assert.Equal(t, []int32{1, 2, 3}, got[0].NewISR)
 
@@ -311,19 +311,19 @@ func TestISRExpansionNeedsHWAndEpochStart(t *testing.T) {
 	// 1 leads epoch 2 from LEO 3 with HW 1: the epoch starts at 3.
 	r := newReplica(t, testConfig(1), stored([]int32{1, 1, 1}, "a", "b", "c"), 1, epochCache(t, entry(1, 0)))
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 0)
-	r.Ready()
+	drain(r)
 
 	fetchAt(r, 3, 0, 0)
-	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "below HW")
+	assert.Empty(t, messages[kafka.AlterPartition](drain(r)), "below HW")
 	fetchAt(r, 3, 2, 0)
-	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "at HW but before the epoch's start offset 3")
+	assert.Empty(t, messages[kafka.AlterPartition](drain(r)), "at HW but before the epoch's start offset 3")
 	fetchAt(r, 3, 3, 0)
-	got := messages[kafka.AlterPartition](r.Ready())
+	got := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, got, 1)
 	assertAlterISR(t, got[0], 2, 1, []int32{1, 2, 3})
 
 	fetchAt(r, 3, 3, 1)
-	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "one proposal in flight at a time")
+	assert.Empty(t, messages[kafka.AlterPartition](drain(r)), "one proposal in flight at a time")
 }
 
 // An answer older than the state the leader already holds does not take
@@ -333,7 +333,7 @@ func TestOlderAlterISRAnswerDoesNotRegressISR(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2, 3})
 	fetchAt(r, 2, 0, 1000)
 	r.Tick(1001)
-	require.Len(t, messages[kafka.AlterPartition](r.Ready()), 1) // propose {1 2}
+	require.Len(t, messages[kafka.AlterPartition](drain(r)), 1) // propose {1 2}
 	// Meanwhile the controller went two steps further.
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1002)
 	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP,
@@ -348,9 +348,9 @@ func TestNewLeaderGivesFollowersALagWindow(t *testing.T) {
 	r := newReplica(t, testConfig(1), nil, 0, epochCache(t))
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 50000)
 	r.Tick(51000)
-	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()))
+	assert.Empty(t, messages[kafka.AlterPartition](drain(r)))
 	r.Tick(51001)
-	assert.Len(t, messages[kafka.AlterPartition](r.Ready()), 1)
+	assert.Len(t, messages[kafka.AlterPartition](drain(r)), 1)
 }
 
 // A replica fetch is bounded by the smaller of the request's and the
@@ -377,13 +377,13 @@ func TestAlterISRResentUntilAnswered(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2, 3})
 	fetchAt(r, 2, 0, 1000)
 	r.Tick(1001)
-	first := messages[kafka.AlterPartition](r.Ready())
+	first := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, first, 1)
 
 	r.Tick(1001 + 499)
-	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()))
+	assert.Empty(t, messages[kafka.AlterPartition](drain(r)))
 	r.Tick(1001 + 500)
-	again := messages[kafka.AlterPartition](r.Ready())
+	again := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, again, 1)
 	assert.NotEqual(t, first[0].ProposalID, again[0].ProposalID, "a resend is a new proposal: only its own answer ends it")
 	again[0].ProposalID = first[0].ProposalID
@@ -393,7 +393,7 @@ func TestAlterISRResentUntilAnswered(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, r.ISR())
 	fetchAt(r, 2, 0, 2050)
 	r.Tick(2100)
-	assert.Empty(t, messages[kafka.AlterPartition](r.Ready()), "the proposal came back committed")
+	assert.Empty(t, messages[kafka.AlterPartition](drain(r)), "the proposal came back committed")
 }
 
 // A leader that loses leadership answers every parked produce with
@@ -408,10 +408,10 @@ func TestLeaderChangeFailsParkedProduces(t *testing.T) {
 			r := leaderOf(t, testConfig(1), []int32{1, 2})
 			require.True(t, r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0).Parked)
 			require.True(t, r.Produce(ProduceRequest{ID: 2, Acks: AcksAll, Batch: batch("b")}, 0).Parked)
-			r.Ready()
+			drain(r)
 			r.UpdateState(next, 1)
 			assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: kafka.ErrLeaderChanged}, {ID: 2, BaseOffset: 1, Err: kafka.ErrLeaderChanged}},
-				r.Ready().Completions)
+				drain(r).Completions)
 			assert.NotEqual(t, RoleLeader, r.Role())
 			assert.False(t, r.ExpireProduce(1, kafka.ErrLeaderChanged), "nothing stays parked")
 		})
@@ -442,16 +442,16 @@ func TestResentISRExpansionNamesTheProcessItWasDecidedOn(t *testing.T) {
 			FetchOffset: offset, CurrentLeaderEpoch: r.LeaderEpoch(), MaxBytes: 1 << 20}, 10)
 	}
 	fetchAt(r, 2, 2, 10)
-	r.Ready()
+	drain(r)
 	fetch(7, 2) // broker 3's process 7 has caught up
-	sent := messages[kafka.AlterPartition](r.Ready())
+	sent := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, sent, 1)
 	require.Equal(t, []int32{1, 2, 3}, sent[0].NewISR)
 	require.Equal(t, int64(7), sent[0].NewISRIncarnations[2])
 
 	fetch(8, 0) // broker 3 restarted on an empty disk: process 8
 	r.Tick(10 + r.cfg.RequestTimeoutMs)
-	resent := messages[kafka.AlterPartition](r.Ready())
+	resent := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, resent, 1, "no answer came: the proposal goes again")
 	assert.NotEqual(t, sent[0].ProposalID, resent[0].ProposalID)
 	assert.Equal(t, []int64{sent[0].NewISRIncarnations[0], sent[0].NewISRIncarnations[1], 7}, resent[0].NewISRIncarnations,

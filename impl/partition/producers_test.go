@@ -64,28 +64,28 @@ func (p *producer) ok(b record.Batch, want int64) {
 // refused requires b to be refused with want and nothing to be appended.
 func (p *producer) refused(acks Acks, b record.Batch, want error) {
 	p.t.Helper()
-	p.r.Ready()
+	drain(p.r)
 	leo := p.r.LEO()
 	res := p.send(acks, b)
 	require.ErrorIs(p.t, res.Err, want)
 	assert.Equal(p.t, int64(-1), res.BaseOffset)
 	assert.False(p.t, res.Parked)
 	assert.Equal(p.t, leo, p.r.LEO(), "a refused batch was appended")
-	assert.Empty(p.t, p.r.Ready().Append, "a refused batch was queued for storage")
+	assert.Empty(p.t, drain(p.r).Append, "a refused batch was queued for storage")
 }
 
 // dup requires b to be answered as the duplicate of the batch at base,
 // with nothing appended.
 func (p *producer) dup(acks Acks, b record.Batch, base int64) ProduceResult {
 	p.t.Helper()
-	p.r.Ready()
+	drain(p.r)
 	leo := p.r.LEO()
 	res := p.send(acks, b)
 	require.NoError(p.t, res.Err)
 	assert.True(p.t, res.Duplicate, "a retry was not recognised")
 	assert.Equal(p.t, base, res.BaseOffset, "a duplicate is answered with the original offset")
 	assert.Equal(p.t, leo, p.r.LEO(), "a duplicate was appended")
-	assert.Empty(p.t, p.r.Ready().Append, "a duplicate was queued for storage")
+	assert.Empty(p.t, drain(p.r).Append, "a duplicate was queued for storage")
 	return res
 }
 
@@ -172,7 +172,7 @@ func TestIdempotentRetryOfTheLastFiveBatchesIsADuplicate(t *testing.T) {
 				sent = append(sent, b)
 				p.ok(idem(pidQ, 0, int32(i), fmt.Sprintf("q%d", i)), r.LEO())
 			}
-			r.Ready()
+			drain(r)
 			logBefore := values(r.Log())
 
 			for i := 5; i >= 1; i-- {
@@ -204,7 +204,7 @@ func TestIdempotentDuplicateOfUncommittedBatchWaitsForHW(t *testing.T) {
 	require.NoError(t, res.Err)
 	require.Equal(t, ProduceResult{BaseOffset: 1, Parked: true}, res)
 	origID := p.id
-	r.Ready()
+	drain(r)
 
 	retry := p.dup(AcksAll, orig, 1)
 	assert.True(t, retry.Parked, "HW 0 has not passed the original")
@@ -213,14 +213,14 @@ func TestIdempotentDuplicateOfUncommittedBatchWaitsForHW(t *testing.T) {
 
 	fetchAt(r, 2, 2, 10) // HW 2: inside the batch
 	require.Equal(t, int64(2), r.HW())
-	assert.Empty(t, r.Ready().Completions, "HW has not passed the batch's last offset")
+	assert.Empty(t, drain(r).Completions, "HW has not passed the batch's last offset")
 	assert.True(t, p.dup(AcksAll, orig, 1).Parked, "HW 2 has not passed the original's last offset")
 	inside := p.id
 
 	fetchAt(r, 2, 3, 20)
 	require.Equal(t, int64(3), r.HW())
 	assert.ElementsMatch(t, []Completion{{ID: origID, BaseOffset: 1}, {ID: retryID, BaseOffset: 1}, {ID: inside, BaseOffset: 1}},
-		r.Ready().Completions)
+		drain(r).Completions)
 
 	late := p.dup(AcksAll, orig, 1)
 	assert.False(t, late.Parked, "committed: answered at once")
@@ -237,7 +237,7 @@ func TestIdempotentParkedDuplicateFailsOnLeaderChange(t *testing.T) {
 	require.True(t, p.dup(AcksAll, idem(pidP, 0, 0, "a"), 0).Parked)
 	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1)
 	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: kafka.ErrLeaderChanged}, {ID: 2, BaseOffset: 0, Err: kafka.ErrLeaderChanged}},
-		r.Ready().Completions)
+		drain(r).Completions)
 }
 
 // "an older epoch with INVALID_PRODUCER_EPOCH; a new epoch must start at
@@ -362,7 +362,7 @@ func TestIdempotentTruncationForgetsBatchesAboveThePoint(t *testing.T) {
 
 			// Broker 2 leads epoch 2; with truncation=hw, 1 drops b and c.
 			r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 20)
-			rd := r.Ready()
+			rd := drain(r)
 			require.Equal(t, int64(2), rd.Truncate)
 			require.Equal(t, []string{"a", "q"}, values(r.Log()))
 			if cfg.ProducerState == ProducerStateReplicated {
@@ -371,7 +371,7 @@ func TestIdempotentTruncationForgetsBatchesAboveThePoint(t *testing.T) {
 
 			// 1 leads again, and the producer retries b and c.
 			r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 30)
-			r.Ready()
+			drain(r)
 			p.dup(AcksLeader, idem(pidP, 0, 0, "a"), 0)
 			p.dup(AcksLeader, idem(pidQ, 0, 0, "q"), 1)
 			p.refused(AcksLeader, idem(pidP, 0, 2, "c"), kafka.ErrOutOfOrderSequence)
@@ -403,7 +403,7 @@ func TestIdempotentTruncationRebuildsTheWindow(t *testing.T) {
 	assert.Equal(t, rebuilt(t, cfg, r.Log()), r.ProducerSnapshot())
 
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 30)
-	r.Ready()
+	drain(r)
 	p.dup(AcksLeader, idem(pidP, 0, 0, "p0"), 0)
 	p.refused(AcksLeader, idem(pidQ, 0, 1, "q1"), kafka.ErrUnknownProducerID)
 	p.ok(idem(pidQ, 0, 0, "q0"), 5)
@@ -489,7 +489,7 @@ func TestIdempotentRestoredReplicaDeduplicates(t *testing.T) {
 	r, err := New(cfg, testTP, slices.Clone(log), 0, storage.EpochCache{}, &snap)
 	require.NoError(t, err)
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1}, PartitionEpoch: 1}, 0)
-	r.Ready()
+	drain(r)
 	p := &producer{t: t, r: r}
 	retry := func(b record.Batch) record.Batch {
 		return idem(b.ProducerID, b.ProducerEpoch, b.BaseSequence, values([]record.Batch{b})...)

@@ -120,7 +120,7 @@ func TestLeaderEpochFencing(t *testing.T) {
 func TestStaleStateUpdatesIgnored(t *testing.T) {
 	r, _ := followerOf(t, testConfig(2), nil, 0, storage.EpochCache{}, 3)
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 5}, 1)
-	r.Ready()
+	drain(r)
 
 	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{2}, Replicas: []int32{1, 2}, PartitionEpoch: 9}, 2)
 	assert.Equal(t, RoleFollower, r.Role(), "older leader epoch")
@@ -135,7 +135,7 @@ func TestStaleStateUpdatesIgnored(t *testing.T) {
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 7}, 3)
 	assert.Equal(t, []int32{1}, r.ISR())
 	assert.Equal(t, RoleFollower, r.Role())
-	assert.Empty(t, r.Ready().Messages, "an ISR change does not restart the follower")
+	assert.Empty(t, drain(r).Messages, "an ISR change does not restart the follower")
 
 	l := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
 	l.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 3}, 1)
@@ -156,7 +156,7 @@ func TestRestartedReplicaTakesRoleInItsOwnEpoch(t *testing.T) {
 	assert.Equal(t, RoleNone, r.Role(), "older than its own records")
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.Equal(t, RoleFollower, r.Role())
-	f := messages[FetchRequest](r.Ready())
+	f := messages[FetchRequest](drain(r))
 	require.Len(t, f, 1)
 	assert.Equal(t, int32(3), f[0].LastFetchedEpoch)
 	assert.Equal(t, int64(2), f[0].FetchOffset)
@@ -193,7 +193,7 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 	assert.ErrorIs(t, fetch(2, 5, 2).Err, kafka.ErrStaleBrokerEpoch, "the process before the current one")
 
 	require.NoError(t, fetch(3, 7, 2).Err)
-	got := messages[kafka.AlterPartition](r.Ready())
+	got := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, got, 1)
 	assert.Equal(t, []int32{1, 2, 3}, got[0].NewISR)
 	assert.Equal(t, []int64{10, 6, 7}, got[0].NewISRIncarnations)
@@ -220,10 +220,10 @@ func TestResolved(t *testing.T) {
 	assert.False(t, f.Resolved(), "restarted, no role yet")
 	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.False(t, f.Resolved(), "the fetch path, before an answer")
-	fetch := messages[FetchRequest](f.Ready())[0]
+	fetch := messages[FetchRequest](drain(f))[0]
 	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch.ID, Diverging: true, DivergingEpoch: 1, DivergingEndOffset: 1, HW: 1, LEO: 1}, 1)
 	assert.False(t, f.Resolved(), "a diverging answer rules nothing out yet")
-	fetch = messages[FetchRequest](f.Ready())[0]
+	fetch = messages[FetchRequest](drain(f))[0]
 	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch.ID, HW: 1, LEO: 1}, 2)
 	assert.True(t, f.Resolved(), "an answer without divergence")
 
@@ -231,7 +231,7 @@ func TestResolved(t *testing.T) {
 	assert.False(t, r.Resolved(), "restarted, no role yet")
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
 	assert.False(t, r.Resolved(), "waiting for the epoch answer")
-	q := messages[EpochEndRequest](r.Ready())[0]
+	q := messages[EpochEndRequest](drain(r))[0]
 	r.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q.ID, Epoch: 1, EndOffset: 1}, 1)
 	assert.True(t, r.Resolved())
 

@@ -27,19 +27,19 @@ func TestRegressionStaleAlterISRAnswerDropsInFlightExpansion(t *testing.T) {
 	fetchAt(r, 3, 0, 0)
 	fetchAt(r, 2, 1, 1000)
 	r.Tick(1001) // 3 lags: propose {1 2}
-	require.Equal(t, [][]int32{{1, 2}}, proposals(r.Ready()))
+	require.Equal(t, [][]int32{{1, 2}}, proposals(drain(r)))
 	shrunk := kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
 	r.UpdateState(shrunk, 1002) // metadata first
 	require.Equal(t, int64(1), r.HW())
 
 	fetchAt(r, 3, 1, 1003) // 3 caught up: propose {1 2 3}
-	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(r.Ready()))
+	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(drain(r)))
 	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, State: shrunk}, 1004) // the shrink's late answer
 
 	require.True(t, r.Produce(ProduceRequest{ID: 9, Acks: AcksAll, Batch: batch("m")}, 1005).Parked)
 	fetchAt(r, 2, 2, 1006)
 	assert.Equal(t, int64(1), r.HW(), "HW passed m while {1 2 3}, with 3 lacking m, may be committed")
-	assert.Empty(t, r.Ready().Completions, "m acknowledged on copies that an election can skip")
+	assert.Empty(t, drain(r).Completions, "m acknowledged on copies that an election can skip")
 }
 
 // Bug 1b. The same hole through a retry: the controller commits an
@@ -55,9 +55,9 @@ func TestRegressionRefusedRetryDropsCommittedExpansion(t *testing.T) {
 	r := leaderOf(t, cfg, []int32{1, 2}, "a")
 	fetchAt(r, 2, 1, 0)
 	fetchAt(r, 3, 1, 0) // propose {1 2 3} from partition epoch 1
-	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(r.Ready()))
+	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(drain(r)))
 	r.Tick(cfg.RequestTimeoutMs) // the answer was lost: send it again
-	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(r.Ready()))
+	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(drain(r)))
 
 	committed := kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
 	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, Err: errInvalidVersion, State: committed}, cfg.RequestTimeoutMs+1)
@@ -79,10 +79,10 @@ func TestRegressionRefusedAlterISRRetriedAtOnceFromStaleEpoch(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2, 3}, "a")
 	fetchAt(r, 2, 1, 1000)
 	r.Tick(1001)
-	require.Equal(t, [][]int32{{1, 2}}, proposals(r.Ready()))
+	require.Equal(t, [][]int32{{1, 2}}, proposals(drain(r)))
 	current := kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
 	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, Err: errInvalidVersion, State: current}, 1002)
-	for _, p := range messages[kafka.AlterPartition](r.Ready()) {
+	for _, p := range messages[kafka.AlterPartition](drain(r)) {
 		assert.GreaterOrEqual(t, p.PartitionEpoch, current.PartitionEpoch,
 			"re-proposed %v from partition epoch %d right after the controller said it is %d", p.NewISR, p.PartitionEpoch, current.PartitionEpoch)
 	}
@@ -125,7 +125,7 @@ func TestRegressionNewDoesNotPersistClampedCheckpoints(t *testing.T) {
 		require.Equal(t, int64(2), r.HW())
 		require.Equal(t, "[1@0]", r.epochs.String())
 		r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-		rd := r.Ready()
+		rd := drain(r)
 		assert.True(t, rd.EpochsChanged, "the clamped cache is never written")
 		assert.True(t, rd.HWChanged, "the clamped HW is never written")
 	})
@@ -226,22 +226,22 @@ func TestRegressionRefusedResendDoesNotEndNewerProposal(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2, 3}, "a")
 	fetchAt(r, 2, 1, 0)
 	fetchAt(r, 3, 1, 0)
-	r.Ready()
+	drain(r)
 	// 3 falls behind: shrink #1, unanswered, resent as #1'.
 	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 10).Err)
 	fetchAt(r, 2, 2, 1500)
 	r.Tick(1500)
-	shrink := messages[kafka.AlterPartition](r.Ready())
+	shrink := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, shrink, 1)
 	require.Equal(t, []int32{1, 2}, shrink[0].NewISR)
 	r.Tick(1500 + 500)
-	resent := messages[kafka.AlterPartition](r.Ready())
+	resent := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, resent, 1)
 	// The controller committed #1; the news reaches the leader first.
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 2010)
 	// 3 catches up to the HW: expansion #2 goes out.
 	fetchAt(r, 3, 2, 2020)
-	expand := messages[kafka.AlterPartition](r.Ready())
+	expand := messages[kafka.AlterPartition](drain(r))
 	require.Len(t, expand, 1)
 	require.Equal(t, []int32{1, 2, 3}, expand[0].NewISR)
 	// The refusal of #1' (made from partition epoch 1) arrives now.

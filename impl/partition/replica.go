@@ -233,7 +233,8 @@ type Replica struct {
 	leader      leaderState
 	follower    followerState
 
-	ready Ready
+	ready    Ready
+	handover kafka.Handover
 }
 
 // New builds a replica that keeps every batch in memory, from batches
@@ -419,14 +420,19 @@ func (r *Replica) becomeOffline(epoch int32) {
 	r.leader = leaderState{}
 }
 
-// Ready returns what the caller must do next and clears it. Apply it in
-// field order: Truncate, Append, checkpoints, then Messages and Completions.
+// Ready hands over what the caller must do next (kafka.Handover). Apply
+// it in field order: Truncate, Append, checkpoints, then Messages and
+// Completions; then call Advance.
 func (r *Replica) Ready() Ready {
+	r.handover.Take("partition " + r.tp.String())
 	rd := r.ready
 	rd.ReadErr, r.log.err = r.log.err, nil
 	r.ready = Ready{StartAt: -1, Truncate: -1}
 	return rd
 }
+
+// Advance tells the replica its last Ready was carried out.
+func (r *Replica) Advance() { r.handover.Done("partition " + r.tp.String()) }
 
 // HasReady reports whether Ready would return anything.
 func (r *Replica) HasReady() bool {

@@ -69,7 +69,7 @@ func leaderOf(t testing.TB, cfg Config, isr []int32, values ...string) *Replica 
 		res := r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch(v)}, 0)
 		require.NoError(t, res.Err)
 	}
-	r.Ready()
+	drain(r)
 	return r
 }
 

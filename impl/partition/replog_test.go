@@ -42,16 +42,16 @@ func TestReplicaOnALog(t *testing.T) {
 	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("d")}, 0).Err)
 	assert.Equal(t, int64(4), r.LEO(), "the append waits in Ready, and counts")
 	assert.Len(t, r.Log(), 4)
-	rd := r.Ready()
+	rd := drain(r)
 	require.Len(t, rd.Append, 1)
 	st.log = append(st.log, rd.Append[0])
 
 	st.broken = true
 	res = r.Read(0, 1<<20, -1)
 	assert.Empty(t, res.Batches)
-	rd = r.Ready()
+	rd = drain(r)
 	require.ErrorIs(t, rd.ReadErr, errDisk)
-	assert.Nil(t, r.Ready().ReadErr, "handed over once")
+	assert.Nil(t, drain(r).ReadErr, "handed over once")
 }
 
 // NewOnLog reads the whole Log to rebuild producer state without a
@@ -88,7 +88,7 @@ func TestLogReadsSeeAPendingTruncation(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "b", "x"}, got)
 	assert.Equal(t, int64(3), r.LEO())
-	rd := r.Ready()
+	rd := drain(r)
 	assert.Equal(t, int64(2), rd.Truncate)
 	require.Len(t, rd.Append, 1)
 }
@@ -105,7 +105,7 @@ func TestReadsBelowTheLogStartAreOutOfRange(t *testing.T) {
 	assert.Equal(t, int64(2), r.LogStart())
 	assert.Equal(t, int64(2), r.HW(), "the HW is at least the log start offset")
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-	r.Ready()
+	drain(r)
 	res := r.Read(1, 1<<20, -1)
 	require.ErrorIs(t, res.Err, kafka.ErrOffsetOutOfRange)
 	assert.Equal(t, int64(2), res.LogStart)
@@ -125,7 +125,7 @@ func TestReadsBelowTheLogStartAreOutOfRange(t *testing.T) {
 	require.Len(t, fetch, 1)
 	assert.Equal(t, int64(1), fetch[0].FetchOffset)
 	f.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: 4, LEO: 5, LogStart: 2}, 11)
-	rd = f.Ready()
+	rd = drain(f)
 	assert.Equal(t, int64(2), rd.StartAt, "the follower starts again at the leader's log start")
 	assert.Empty(t, f.Log())
 	assert.Equal(t, int64(2), f.LEO())
@@ -145,7 +145,7 @@ func TestReadsBelowTheLogStartAreOutOfRange(t *testing.T) {
 	rd = answerEpochQuery(t, g, rd)
 	fetch = messages[FetchRequest](rd)
 	g.HandleFetchResponse(FetchResponse{TopicPartition: testTP, ID: fetch[0].ID, Err: kafka.ErrOffsetOutOfRange, HW: 3, LEO: 3, LogStart: 2}, 11)
-	assert.Equal(t, int64(-1), g.Ready().StartAt)
+	assert.Equal(t, int64(-1), drain(g).StartAt)
 	assert.Equal(t, int64(5), g.LEO(), "not reset: it asks where its epoch ends")
 }
 
@@ -156,7 +156,7 @@ func answerEpochQuery(t *testing.T, f *Replica, rd Ready) Ready {
 	q := messages[EpochEndRequest](rd)
 	require.Len(t, q, 1)
 	f.HandleEpochEndResponse(EpochEndResponse{TopicPartition: testTP, ID: q[0].ID, Epoch: 1, EndOffset: 5}, 1)
-	return f.Ready()
+	return drain(f)
 }
 
 // The leader-epoch cache keeps the epochs below the log start offset (Kafka
@@ -179,7 +179,7 @@ func TestFollowerBelowLeaderStartDropsItsDivergentTail(t *testing.T) {
 		l, err := NewOnLog(testConfig(1), testTP, st, 5, epochCache(t, entry(1, 0), entry(2, 2)), nil)
 		require.NoError(t, err)
 		l.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-		l.Ready()
+		drain(l)
 
 		mine := stored([]int32{1, 1, 1, 1, 1}, "a", "b", "F2", "F3", "F4")
 		f, rd := followerOf(t, testConfig(2), mine, 2, epochCache(t, entry(1, 0)), 2)
@@ -189,14 +189,14 @@ func TestFollowerBelowLeaderStartDropsItsDivergentTail(t *testing.T) {
 		require.True(t, ans.Diverging)
 		assert.Equal(t, int64(2), ans.DivergingEndOffset, "epoch 1 ended at 2 on the leader, below its log start 3")
 		f.HandleFetchResponse(ans, 1)
-		rd = f.Ready()
+		rd = drain(f)
 		assert.Equal(t, int64(2), f.LEO(), "F2 and after are gone")
 		fetch = messages[FetchRequest](rd)
 		require.Len(t, fetch, 1)
 		oor := l.ReplicaFetch(fetch[0], 2)
 		require.ErrorIs(t, oor.Err, kafka.ErrOffsetOutOfRange)
 		f.HandleFetchResponse(oor, 2)
-		rd = f.Ready()
+		rd = drain(f)
 		assert.Equal(t, int64(3), rd.StartAt, "below the leader's log start: begin again there")
 		assert.Empty(t, f.Log())
 	})
@@ -208,7 +208,7 @@ func testBelowLeaderStartByQuery(t *testing.T) {
 	l, err := NewOnLog(testConfig(1), testTP, st, 5, epochCache(t, entry(1, 0), entry(2, 2)), nil)
 	require.NoError(t, err)
 	l.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-	l.Ready()
+	drain(l)
 
 	mine := stored([]int32{1, 1, 1, 1, 1}, "a", "b", "F2", "F3", "F4")
 	f, rd := followerOf(t, queryConfig(2), mine, 2, epochCache(t, entry(1, 0)), 2)
@@ -217,12 +217,12 @@ func testBelowLeaderStartByQuery(t *testing.T) {
 	ans := l.EpochEnd(q[0])
 	assert.Equal(t, int64(2), ans.EndOffset, "epoch 1 ended at 2 on the leader, below its log start 3")
 	f.HandleEpochEndResponse(ans, 1)
-	rd = f.Ready()
+	rd = drain(f)
 	assert.Equal(t, int64(2), f.LEO(), "F2 and after are gone")
 	fetch := messages[FetchRequest](rd)
 	require.Len(t, fetch, 1)
 	f.HandleFetchResponse(l.ReplicaFetch(fetch[0], 2), 2)
-	rd = f.Ready()
+	rd = drain(f)
 	assert.Equal(t, int64(3), rd.StartAt, "below the leader's log start: begin again there")
 	assert.Empty(t, f.Log())
 }

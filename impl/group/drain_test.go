@@ -1,0 +1,9 @@
+package group
+
+// drain is Ready then Advance: a test's driver carries out each Ready at
+// once (kafka.Handover).
+func drain(c *Coordinator) Ready {
+	rd := c.Ready()
+	c.Advance()
+	return rd
+}

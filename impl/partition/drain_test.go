@@ -1,0 +1,9 @@
+package partition
+
+// drain is Ready then Advance: a test's driver carries out each Ready at
+// once (kafka.Handover).
+func drain(c *Replica) Ready {
+	rd := c.Ready()
+	c.Advance()
+	return rd
+}
