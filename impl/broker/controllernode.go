@@ -147,9 +147,8 @@ var controllerHandlers = sync.OnceValue(func() *kafka.Handlers[fromBroker] {
 	kafka.On(h, func(in fromBroker, m Heartbeat) error { in.n.heartbeat(in.from, m, in.now); return nil })
 	kafka.On(h, func(in fromBroker, m kafka.AlterPartition) error {
 		m.LeaderID = int32(in.from) // the sender is who the network says
-		answer := in.n.c.AlterPartition(m, in.now)
+		in.n.c.AlterPartition(m, in.now)
 		in.n.flush()
-		in.n.send(in.from, answer)
 		return nil
 	})
 	kafka.On(h, func(in fromBroker, m kafka.ReplicaLogInfo) error {
@@ -292,6 +291,9 @@ func (n *ControllerNode) flush() {
 	n.sendStates(rd, live, membership)
 	for _, a := range rd.Asks {
 		n.send(NodeID(a.BrokerID), a)
+	}
+	for _, a := range rd.Answers {
+		n.send(NodeID(a.Broker), a.Msg)
 	}
 }
 

@@ -23,8 +23,13 @@ import (
 //     not checked: removing a broker is always safe.
 //
 // On success the ISR becomes NewISR, sorted, and the partition epoch grows by
-// one; a proposal equal to the current ISR changes nothing.
-func (c *Controller) AlterPartition(req kafka.AlterPartition, now int64) kafka.AlterPartitionAnswer {
+// one; a proposal equal to the current ISR changes nothing. The answer, to
+// req.LeaderID, is in the next Ready (Answers), after the state it made.
+func (c *Controller) AlterPartition(req kafka.AlterPartition, now int64) {
+	c.answers = append(c.answers, Answer{Broker: req.LeaderID, Msg: c.alterPartition(req, now)})
+}
+
+func (c *Controller) alterPartition(req kafka.AlterPartition, now int64) kafka.AlterPartitionAnswer {
 	b, ok := c.brokers[req.LeaderID]
 	if !ok || b.incarnation != req.LeaderIncarnation {
 		return c.refuse(req, kafka.ErrStaleBrokerEpoch)

@@ -207,6 +207,8 @@ type Controller struct {
 	// events are the decisions made since the last Ready, in order.
 	events   []Event
 	handover kafka.Handover
+	// answers are the answers to brokers' requests since the last Ready.
+	answers []Answer
 
 	// pending maps a broker to the partitions whose state it must be sent at
 	// the next Ready; only the newest state is sent, as it carries the epochs.
@@ -340,7 +342,7 @@ func (c *Controller) Advance() { c.handover.Done("controller") }
 
 // HasReady reports whether Ready would return something.
 func (c *Controller) HasReady() bool {
-	if len(c.events) > 0 || len(c.asks) > 0 {
+	if len(c.events) > 0 || len(c.asks) > 0 || len(c.answers) > 0 {
 		return true
 	}
 	for id, set := range c.pending {
@@ -357,8 +359,8 @@ func (c *Controller) HasReady() bool {
 // their newest version.
 func (c *Controller) Ready() Ready {
 	c.handover.Take("controller")
-	rd := Ready{Events: c.events, Asks: c.asks}
-	c.events, c.asks = nil, nil
+	rd := Ready{Events: c.events, Asks: c.asks, Answers: c.answers}
+	c.events, c.asks, c.answers = nil, nil, nil
 	for _, id := range slices.Sorted(maps.Keys(c.pending)) {
 		if !c.IsAlive(id) {
 			continue

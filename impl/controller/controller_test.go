@@ -216,10 +216,10 @@ func TestRestartLeavesEveryISR(t *testing.T) {
 	old := kafka.AlterPartition{TopicPartition: p, LeaderID: 2, LeaderIncarnation: 1,
 		LeaderEpoch: s.LeaderEpoch, PartitionEpoch: s.PartitionEpoch, NewISR: []int32{1, 2, 3},
 		NewISRIncarnations: []int64{1, 1, 1}}
-	assert.ErrorIs(t, h.c.AlterPartition(old, h.now).Err, kafka.ErrIneligibleReplica,
+	assert.ErrorIs(t, answerTo(h.c, old, h.now).Err, kafka.ErrIneligibleReplica,
 		"1's fetch came from the process before the restart")
 	old.NewISRIncarnations = []int64{2, 1, 1}
-	assert.NoError(t, h.c.AlterPartition(old, h.now).Err)
+	assert.NoError(t, answerTo(h.c, old, h.now).Err)
 
 	require.ErrorIs(t, h.c.RegisterBroker(1, 1, h.now), kafka.ErrStaleIncarnation, "a delayed registration")
 	require.NoError(t, h.c.RegisterBroker(1, 2, h.now), "a retried registration")
@@ -274,7 +274,7 @@ func TestISRWithoutBrokerEpoch(t *testing.T) {
 		stale := kafka.AlterPartition{TopicPartition: p, LeaderID: 1, LeaderIncarnation: 1,
 			LeaderEpoch: s.LeaderEpoch, PartitionEpoch: s.PartitionEpoch, NewISR: []int32{1, 2, 3},
 			NewISRIncarnations: []int64{1, 1, 1}}
-		res := h.c.AlterPartition(stale, h.now)
+		res := answerTo(h.c, stale, h.now)
 		if !noEpoch {
 			assert.ErrorIs(t, res.Err, kafka.ErrIneligibleReplica, "3's fetches came from the process before the restart")
 			assert.Equal(t, []int32{1, 2}, res.State.ISR)
@@ -315,12 +315,16 @@ func TestAlterPartition(t *testing.T) {
 	h.createTopic("t", 1, 3) // replicas [1 2 3]
 	p := tp("t", 0)
 
-	res := h.alter(p, 2, 1)
+	h.c.AlterPartition(h.request(h.state(p), 2, 1), h.now)
+	h.check()
+	rd := drain(h.c)
+	require.Len(t, rd.Answers, 1, "answered in the Ready, with the state it made")
+	assert.Equal(t, int32(1), rd.Answers[0].Broker, "to the leader that asked")
+	res := rd.Answers[0].Msg.(kafka.AlterPartitionAnswer)
 	require.NoError(t, res.Err)
 	assert.Equal(t, []int32{1, 2}, res.State.ISR)
 	assert.Equal(t, int32(1), res.State.PartitionEpoch)
 	assert.Equal(t, int32(0), res.State.LeaderEpoch)
-	rd := drain(h.c)
 	require.Equal(t, []EventKind{ISRChange}, kinds(rd))
 	assert.Equal(t, int32(1), rd.Events[0].Broker, "the leader asked for it")
 	assert.Len(t, rd.Updates, 3)
@@ -353,7 +357,7 @@ func TestAlterPartition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := h.request(cur, 1, 2)
 			tc.mutate(&req)
-			res := h.c.AlterPartition(req, h.now)
+			res := answerTo(h.c, req, h.now)
 			assert.ErrorIs(t, res.Err, tc.want)
 			assert.Equal(t, cur, h.state(p), "a refused request changes nothing")
 			if tc.want != kafka.ErrUnknownTopicOrPartition {
@@ -507,7 +511,7 @@ func runScript(t *testing.T, seed uint64) string {
 			req := h.request(s, isr...)
 			req.LeaderEpoch -= int32(rng.IntN(5) / 4)
 			req.PartitionEpoch -= int32(rng.IntN(5) / 4)
-			res := h.c.AlterPartition(req, h.now)
+			res := answerTo(h.c, req, h.now)
 			fmt.Fprintf(&out, "alter %s %v: %s %s\n", s.TopicPartition, isr, kafka.Name(res.Err), res.State)
 		}
 		h.check()

@@ -157,8 +157,7 @@ func runControllerCommand(t *testing.T, hp **harness, d *datadriven.TestData) (s
 				req.NewISRIncarnations = append(req.NewISRIncarnations, int64(i))
 			}
 		}
-		ans := h.c.AlterPartition(req, h.now)
-		note = fmt.Sprintf("answer %s err=%s\n", ans.State, errName(ans.Err))
+		h.c.AlterPartition(req, h.now) // answered in the Ready printed after
 	case "heartbeat":
 		inc := h.inc[id]
 		if d.HasArg("incarnation") {

@@ -134,7 +134,7 @@ func (h *harness) tick() {
 func (h *harness) alter(tp kafka.TopicPartition, isr ...int32) kafka.AlterPartitionAnswer {
 	h.t.Helper()
 	s := h.state(tp)
-	res := h.c.AlterPartition(h.request(s, isr...), h.now)
+	res := answerTo(h.c, h.request(s, isr...), h.now)
 	h.check()
 	return res
 }

@@ -35,7 +35,7 @@ func TestControlledShutdownMovesLeadershipsAway(t *testing.T) {
 	assert.True(t, h.c.IsAlive(1), "alive until fenced")
 	h.check()
 
-	res := h.c.AlterPartition(h.request(h.state(p1), 1, 2, 3), h.now)
+	res := answerTo(h.c, h.request(h.state(p1), 1, 2, 3), h.now)
 	assert.ErrorIs(t, res.Err, kafka.ErrIneligibleReplica, "a broker shutting down joins no ISR (KIP-841)")
 
 	require.NoError(t, h.c.ShutDown(1, h.inc[1], h.now))

@@ -143,14 +143,26 @@ type Update struct {
 //  2. Updates are sorted by Broker, one per broker.
 //  3. Asks are the questions of unclean recoveries (recovery.go), each to
 //     a live replica of an offline partition, in the order asked.
+//  4. Answers answer brokers' requests, in the order received. The driver
+//     sends them last: a broker learns an outcome only after the states
+//     it produced.
 type Ready struct {
 	Events  []Event
 	Updates []Update
 	Asks    []kafka.ReplicaLogInfoRequest
+	Answers []Answer
+}
+
+// Answer is the controller's answer to one broker's request.
+type Answer struct {
+	Broker int32
+	Msg    kafka.Answer
 }
 
 // IsEmpty reports whether there is nothing to send or log.
-func (r Ready) IsEmpty() bool { return len(r.Events) == 0 && len(r.Updates) == 0 && len(r.Asks) == 0 }
+func (r Ready) IsEmpty() bool {
+	return len(r.Events) == 0 && len(r.Updates) == 0 && len(r.Asks) == 0 && len(r.Answers) == 0
+}
 
 // String renders r on several lines, for scenario tests and traces.
 func (r Ready) String() string {
@@ -165,6 +177,9 @@ func (r Ready) String() string {
 	}
 	for _, a := range r.Asks {
 		fmt.Fprintf(&b, "ask broker=%d incarnation=%d %s partition-epoch=%d\n", a.BrokerID, a.Incarnation, a.TopicPartition, a.PartitionEpoch)
+	}
+	for _, a := range r.Answers {
+		fmt.Fprintf(&b, "answer broker=%d %s\n", a.Broker, a.Msg)
 	}
 	return b.String()
 }

@@ -137,6 +137,10 @@ func (a AlterPartitionAnswer) Corr() uint64 { return a.ProposalID }
 // Failure implements Answer.
 func (a AlterPartitionAnswer) Failure() error { return a.Err }
 
+// String renders the answer as controller scenarios print it: the
+// partition's state and the error's name.
+func (a AlterPartitionAnswer) String() string { return fmt.Sprintf("%s err=%s", a.State, Name(a.Err)) }
+
 // Kind implements Message.
 func (ReplicaLogInfoRequest) Kind() Kind { return "replica-log-info" }
 
