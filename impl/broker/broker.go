@@ -17,13 +17,15 @@
 // and the caller persists, sends and advances in one loop. The cores here
 // follow it for everything that changes state: records to append or truncate,
 // checkpoints, messages to other nodes, completions of produces that waited
-// (partition.Ready), group answers (group.Ready) and partition states
-// (controller.Ready). Each replica's Ready is carried out by one function,
-// apply, in the one order "persist, then send".
+// (partition.Ready), group answers (group.Ready), partition states and the
+// answers to AlterPartition (controller.Ready). Each replica's Ready is
+// carried out by one function, apply, in the one order "persist, then
+// send", and then advanced (kafka.Handover): all three cores hand over and
+// are advanced the same way.
 //
-// What stays a return value is the answer to the request being handled
-// (partition.Replica.Produce, ReplicaFetch, EpochEnd, Read;
-// controller.AlterPartition). RawNode has no such thing: raft's caller never
+// What stays a return value is the answer to a partition request being
+// handled (partition.Replica.Produce, ReplicaFetch, EpochEnd, Read).
+// RawNode has no such thing: raft's caller never
 // waits on a particular message. A broker does, and it must decide at once
 // whether the request is answered now or parked, because parking (the
 // request's deadline, its connection, purgatory as Kafka's ReplicaManager

@@ -5,7 +5,9 @@
 //
 // Like go.etcd.io/raft's RawNode, it reads no clock, no random source and no
 // network, and starts no goroutine: the caller passes logical time (`now`, in
-// milliseconds) into every call and collects what must be sent with Ready.
+// milliseconds) into every call and collects what must be sent with Ready
+// (the states, recoveries' questions and answers to brokers), then calls
+// Advance (kafka.Handover).
 // Every pass over brokers or partitions runs in sorted order, so the same
 // sequence of calls yields the same Ready and Describe output, bit for bit.
 // A Controller is not safe for concurrent use.

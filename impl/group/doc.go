@@ -7,7 +7,7 @@
 // impl/partition and impl/controller, a Coordinator reads no clock, no
 // random source and no network, and starts no goroutine: the caller passes
 // logical time (`now`, in ms) into every call and collects the outcome
-// with Ready. Every pass over groups and members runs in sorted order, so
+// with Ready, then calls Advance (kafka.Handover). Every pass over groups and members runs in sorted order, so
 // the same calls give the same Ready, bit for bit. A Coordinator is not
 // safe for concurrent use.
 //
