@@ -11,9 +11,14 @@ import (
 //   - kafka.ErrStaleBrokerEpoch: the sender is unknown or its incarnation is not the
 //     registered one (it restarted since).
 //   - kafka.ErrUnknownTopicOrPartition: no such partition.
-//   - kafka.ErrFencedLeaderEpoch: LeaderEpoch is not the partition's leader epoch.
-//   - kafka.ErrNotLeader: the sender does not lead the partition.
-//   - kafka.ErrInvalidUpdateVersion: PartitionEpoch is not the partition's epoch; the
+//   - kafka.ErrNotController: LeaderEpoch or PartitionEpoch is above the
+//     partition's, so another controller gave them out (Kafka 4.1's
+//     ReplicationControlManager answers so, to send the leader looking for
+//     the active controller).
+//   - kafka.ErrFencedLeaderEpoch: LeaderEpoch is below the partition's leader epoch.
+//   - kafka.ErrInvalidRequest: the sender does not lead the partition (as
+//     Kafka 4.1 answers).
+//   - kafka.ErrInvalidUpdateVersion: PartitionEpoch is below the partition's epoch; the
 //     proposal was made from a state that has since changed.
 //   - kafka.ErrInvalidRequest: NewISR is empty, repeats a broker, names a non-replica,
 //     or leaves out the leader; or NewISRIncarnations has the wrong length.
@@ -39,11 +44,14 @@ func (c *Controller) alterPartition(req kafka.AlterPartition, now int64) kafka.A
 		return kafka.AlterPartitionAnswer{TopicPartition: req.TopicPartition, ProposalID: req.ProposalID, Err: kafka.ErrUnknownTopicOrPartition}
 	}
 	switch {
-	case req.LeaderEpoch != p.LeaderEpoch:
+	case req.LeaderEpoch > p.LeaderEpoch, req.PartitionEpoch > p.PartitionEpoch:
+		// Epochs this controller never gave out: another controller did.
+		return c.refuse(req, kafka.ErrNotController)
+	case req.LeaderEpoch < p.LeaderEpoch:
 		return c.refuse(req, kafka.ErrFencedLeaderEpoch)
 	case req.LeaderID != p.Leader:
-		return c.refuse(req, kafka.ErrNotLeader)
-	case req.PartitionEpoch != p.PartitionEpoch:
+		return c.refuse(req, kafka.ErrInvalidRequest)
+	case req.PartitionEpoch < p.PartitionEpoch:
 		return c.refuse(req, kafka.ErrInvalidUpdateVersion)
 	}
 	isr := slices.Sorted(slices.Values(req.NewISR))

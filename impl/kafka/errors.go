@@ -67,6 +67,7 @@ var (
 	ErrInvalidUpdateVersion         = sentinel(kerr.InvalidUpdateVersion, "invalid update version")
 	ErrBrokerIDNotRegistered        = sentinel(kerr.BrokerIDNotRegistered, "unknown broker")
 	ErrIneligibleReplica            = sentinel(kerr.IneligibleReplica, "ineligible replica")
+	ErrNotController                = sentinel(kerr.NotController, "not the active controller")
 	ErrInvalidConfig                = sentinel(kerr.InvalidConfig, "invalid config")
 	// ErrNetwork: the connection closed before the answer came (Kafka
 	// clients' NetworkException, retriable): the request may have been
