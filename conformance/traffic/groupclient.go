@@ -158,84 +158,123 @@ func (c *client) flushGroup() {
 	for _, env := range out {
 		s.send(env)
 	}
-	client := int(c.id - broker.ClientIDBase)
-	group := s.Spec.Workload.Group
+	h := groupEvents{c: c, client: int(c.id - broker.ClientIDBase), group: s.Spec.Workload.Group}
 	for _, e := range events {
-		t := e.Times()
-		switch e := e.(type) {
-		case *refclient.Joined:
-			g.generation, g.member = e.Generation, e.MemberID
-			s.Stats.Rebalances++
-			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindJoin, Group: group,
-				Generation: e.Generation, Member: e.MemberID, Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, t.CallMs, t.ReturnMs)
-		case *refclient.Assigned:
-			if e.Generation < 0 {
-				continue
-			}
-			for _, tp := range e.Partitions {
-				s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssignment, Group: group,
-					Generation: e.Generation, Member: e.MemberID, Topic: tp.Topic, Partition: tp.Partition,
-					Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, t.CallMs, t.ReturnMs)
-			}
-		case *refclient.Revoked:
-			// onPartitionsRevoked: what was polled and not processed is
-			// dropped; whoever gets the partition next starts from the
-			// committed offset. (Processing it after a reassignment to
-			// this same member would skip ahead of the new position.)
-			g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return slices.Contains(e.Partitions, q.tp) })
-		case *refclient.OffsetsFetched:
-			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindOffsetFetch, Group: group,
-				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK, Broker: int32(e.Coordinator)}, t.CallMs, t.ReturnMs)
-		case *refclient.Positioned:
-			s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssign,
-				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, t.CallMs, t.ReturnMs)
-		case *refclient.Fetched:
-			s.Stats.ConsumerFetches++
-			op := linearizability.Op{Client: client, Kind: linearizability.KindFetch,
-				Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, HW: e.HW, LogStart: max(e.LogStart, 0), Outcome: linearizability.OutcomeOK}
-			if e.Err != nil {
-				op.Outcome = linearizability.OutcomeFail
-				setError(&op, e.Err)
-				if errors.Is(e.Err, kafka.ErrOffsetOutOfRange) && e.LogStart > e.Offset {
-					s.Reached(run.SitFetchBelowLogStart)
-				}
-			}
-			for _, r := range e.Records {
-				op.Records = append(op.Records, linearizability.Record{Offset: r.Offset, Value: string(r.Value)})
-			}
-			s.recordAt(op, t.CallMs, t.ReturnMs)
-		case *refclient.Committed:
-			outcome := linearizability.OutcomeOK
-			switch {
-			case e.Unknown:
-				outcome = linearizability.OutcomeUnknown
-			case e.Err != nil:
-				outcome = linearizability.OutcomeFail
-			}
-			if e.Err == nil && !e.Unknown {
-				s.Stats.Commits++
-			}
-			for _, i := range g.commitOps[e.ID] {
-				op := &s.History[i]
-				op.Generation, op.Member = e.Generation, e.MemberID
-				if op.Generation < 0 {
-					op.Generation, op.Member = linearizability.NoGeneration, ""
-				}
-				op.Return, op.Outcome, op.Broker = t.ReturnMs, outcome, int32(e.Coordinator)
-				setError(op, e.Err)
-			}
-			delete(g.commitOps, e.ID)
-			// Before-process: the batch is processed only if the commit
-			// certainly took effect; otherwise the next owner reads it.
-			if batch, ok := g.commits[e.ID]; ok {
-				delete(g.commits, e.ID)
-				if e.Err == nil && !e.Unknown {
-					g.queue = append(g.queue, batch...)
-				}
-			}
+		e.Tell(h)
+	}
+}
+
+// groupEvents writes a group consumer's events to the history, one method
+// per kind (refclient.ConsumerEvents).
+type groupEvents struct {
+	c      *client
+	client int    // the client's number in the history
+	group  string // the workload's group
+}
+
+func (h groupEvents) OnJoined(e *refclient.Joined) {
+	g, s := h.c.group, h.c.s
+	client, group := h.client, h.group
+	g.generation, g.member = e.Generation, e.MemberID
+	s.Stats.Rebalances++
+	s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindJoin, Group: group,
+		Generation: e.Generation, Member: e.MemberID, Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, e.CallMs, e.ReturnMs)
+}
+
+func (h groupEvents) OnAssigned(e *refclient.Assigned) {
+	s := h.c.s
+	client, group := h.client, h.group
+	if e.Generation < 0 {
+		return
+	}
+	for _, tp := range e.Partitions {
+		s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssignment, Group: group,
+			Generation: e.Generation, Member: e.MemberID, Topic: tp.Topic, Partition: tp.Partition,
+			Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, e.CallMs, e.ReturnMs)
+	}
+}
+
+func (h groupEvents) OnRevoked(e *refclient.Revoked) {
+	g := h.c.group
+	// onPartitionsRevoked: what was polled and not processed is
+	// dropped; whoever gets the partition next starts from the
+	// committed offset. (Processing it after a reassignment to
+	// this same member would skip ahead of the new position.)
+	g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return slices.Contains(e.Partitions, q.tp) })
+}
+
+func (h groupEvents) OnOffsetsFetched(e *refclient.OffsetsFetched) {
+	s := h.c.s
+	client, group := h.client, h.group
+	s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindOffsetFetch, Group: group,
+		Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK, Broker: int32(e.Coordinator)}, e.CallMs, e.ReturnMs)
+}
+
+func (h groupEvents) OnPositioned(e *refclient.Positioned) {
+	s := h.c.s
+	client := h.client
+	s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssign,
+		Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, e.CallMs, e.ReturnMs)
+}
+
+func (h groupEvents) OnFetched(e *refclient.Fetched) {
+	s := h.c.s
+	client := h.client
+	s.Stats.ConsumerFetches++
+	op := linearizability.Op{Client: client, Kind: linearizability.KindFetch,
+		Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, HW: e.HW, LogStart: max(e.LogStart, 0), Outcome: linearizability.OutcomeOK}
+	if e.Err != nil {
+		op.Outcome = linearizability.OutcomeFail
+		setError(&op, e.Err)
+		if errors.Is(e.Err, kafka.ErrOffsetOutOfRange) && e.LogStart > e.Offset {
+			s.Reached(run.SitFetchBelowLogStart)
+		}
+	}
+	for _, r := range e.Records {
+		op.Records = append(op.Records, linearizability.Record{Offset: r.Offset, Value: string(r.Value)})
+	}
+	s.recordAt(op, e.CallMs, e.ReturnMs)
+}
+
+func (h groupEvents) OnCommitted(e *refclient.Committed) {
+	g, s := h.c.group, h.c.s
+	outcome := linearizability.OutcomeOK
+	switch {
+	case e.Unknown:
+		outcome = linearizability.OutcomeUnknown
+	case e.Err != nil:
+		outcome = linearizability.OutcomeFail
+	}
+	if e.Err == nil && !e.Unknown {
+		s.Stats.Commits++
+	}
+	for _, i := range g.commitOps[e.ID] {
+		op := &s.History[i]
+		op.Generation, op.Member = e.Generation, e.MemberID
+		if op.Generation < 0 {
+			op.Generation, op.Member = linearizability.NoGeneration, ""
+		}
+		op.Return, op.Outcome, op.Broker = e.ReturnMs, outcome, int32(e.Coordinator)
+		setError(op, e.Err)
+	}
+	delete(g.commitOps, e.ID)
+	// Before-process: the batch is processed only if the commit
+	// certainly took effect; otherwise the next owner reads it.
+	if batch, ok := g.commits[e.ID]; ok {
+		delete(g.commits, e.ID)
+		if e.Err == nil && !e.Unknown {
+			g.queue = append(g.queue, batch...)
 		}
 	}
 }
+
+// OnNoOffset implements refclient.ConsumerEvents: the consumer then starts
+// where auto.offset.reset says, and a Positioned event records it.
+func (groupEvents) OnNoOffset(*refclient.NoOffset) {}
+
+// OnGroupFailed implements refclient.ConsumerEvents: the member's
+// operations end as they do; nothing more is recorded.
+func (groupEvents) OnGroupFailed(*refclient.GroupFailed) {}
 
 // recordAt appends a finished operation with its own call and return times.
 func (s *World) recordAt(op linearizability.Op, call, ret int64) {

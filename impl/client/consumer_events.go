@@ -13,7 +13,52 @@ type ConsumerEvent interface {
 	// Times returns when the event's request was sent (or the call that
 	// caused it made) and when its answer came.
 	Times() Span
+	// Tell gives the event to the method of h for its kind.
+	Tell(h ConsumerEvents)
 }
+
+// ConsumerEvents is what a harness does with each kind of ConsumerEvent
+// (ConsumerEvent.Tell). A harness implements every method, an empty one
+// for a kind it has no use for, so that a new kind of event is a compile
+// error in every harness rather than a case a type switch forgets.
+type ConsumerEvents interface {
+	OnJoined(*Joined)
+	OnAssigned(*Assigned)
+	OnRevoked(*Revoked)
+	OnOffsetsFetched(*OffsetsFetched)
+	OnPositioned(*Positioned)
+	OnNoOffset(*NoOffset)
+	OnFetched(*Fetched)
+	OnCommitted(*Committed)
+	OnGroupFailed(*GroupFailed)
+}
+
+// Tell implements ConsumerEvent.
+func (e *Joined) Tell(h ConsumerEvents) { h.OnJoined(e) }
+
+// Tell implements ConsumerEvent.
+func (e *Assigned) Tell(h ConsumerEvents) { h.OnAssigned(e) }
+
+// Tell implements ConsumerEvent.
+func (e *Revoked) Tell(h ConsumerEvents) { h.OnRevoked(e) }
+
+// Tell implements ConsumerEvent.
+func (e *OffsetsFetched) Tell(h ConsumerEvents) { h.OnOffsetsFetched(e) }
+
+// Tell implements ConsumerEvent.
+func (e *Positioned) Tell(h ConsumerEvents) { h.OnPositioned(e) }
+
+// Tell implements ConsumerEvent.
+func (e *NoOffset) Tell(h ConsumerEvents) { h.OnNoOffset(e) }
+
+// Tell implements ConsumerEvent.
+func (e *Fetched) Tell(h ConsumerEvents) { h.OnFetched(e) }
+
+// Tell implements ConsumerEvent.
+func (e *Committed) Tell(h ConsumerEvents) { h.OnCommitted(e) }
+
+// Tell implements ConsumerEvent.
+func (e *GroupFailed) Tell(h ConsumerEvents) { h.OnGroupFailed(e) }
 
 // Span is when an operation started (CallMs: its request was sent, or
 // the application call was made) and ended (ReturnMs: its answer came, or
