@@ -143,7 +143,8 @@ type Isolator interface {
 }
 
 // Capabilities implements Target: what Faults or the fault commands
-// allow (never failpoints), and slowing brokers, which the harness does
+// allow (never failpoints, disks, power loss or single messages), and
+// slowing brokers, which the harness does
 // with a proxy of its own in front of each broker (its clients reach every
 // broker through it).
 func (t *KafkaTarget) Capabilities() Capabilities {
@@ -161,8 +162,11 @@ func (t *KafkaTarget) Capabilities() Capabilities {
 	c.Stop = c.Stop || t.StopCmd != "" && t.RestartCmd != ""
 	c.Slow = true
 	// A broker the harness reaches over the network cannot have its
-	// failpoints switched at an exact protocol step, whatever Faults says.
-	c.Failpoints = false
+	// failpoints switched at an exact protocol step, whatever Faults says;
+	// nor its disk replaced, its power cut or single messages struck: the
+	// commands and Faults behind the live runner's primitives cannot
+	// (cmdCluster is no live.DiskReplacer; live.Capabilities).
+	c.Failpoints, c.ReplaceDisk, c.PowerLoss, c.Messages = false, false, false, false
 	return c
 }
 

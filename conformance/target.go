@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/run"
@@ -24,67 +23,21 @@ type Target interface {
 	Capabilities() Capabilities
 }
 
-// Capabilities are the broker faults a target can inject. Faults on the
-// client side (lost answers, crashed consumers, restarted producers) need
-// none: the harness does them itself.
-type Capabilities struct {
-	Crash   bool // kill a broker and restart it on its data
-	Pause   bool // stop a broker and let it go on (SIGSTOP/SIGCONT)
-	Isolate bool // cut a broker off from the other brokers and the clients, and heal
-	Slow    bool // add latency to a broker's links
-	// ReplaceDisk: kill a broker, empty its data directory, and restart it.
-	ReplaceDisk bool
-	// Stop: stop a broker as an operator does (SIGTERM: a controlled
-	// shutdown, a flush, a clean-shutdown marker) and restart it.
-	Stop bool
-	// Failpoints: switch the reference broker's failpoints at exact
-	// protocol steps, across brokers. Only the simulator can: it runs
-	// every broker in one process and steps them one message at a time.
-	Failpoints bool
-	// Trace: the run exposes every replication step, for trace
-	// validation (Options.ValidateProtocol). Only the simulator does.
-	Trace bool
-}
+// Capabilities are the broker faults a target can inject
+// (run.Capabilities: crash, pause, isolate, slow, replace-disk, stop,
+// power loss, single messages, failpoints, trace). Faults on the client
+// side (lost answers, crashed consumers, restarted producers) need none:
+// the harness does them itself.
+type Capabilities = run.Capabilities
 
 // AllCapabilities is every capability: what the simulator offers.
-var AllCapabilities = Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true, Stop: true, Failpoints: true, Trace: true}
+var AllCapabilities = run.AllCapabilities
 
-// missing names the capabilities cfg's faults need and have does not
-// offer, with how to get each where that helps; "" when none is missing.
+// missing names the capabilities cfg needs (its faults' definitions and
+// its failpoints, run.Spec.Needs) and have does not offer, with how to
+// get each where that helps; "" when none is missing.
 func missing(cfg run.Spec, have Capabilities) string {
-	var need []string
-	add := func(ok bool, what string) {
-		if !ok && !slices.Contains(need, what) {
-			need = append(need, what)
-		}
-	}
-	for _, f := range cfg.Faults {
-		if f.Kind == run.FaultDamageLog && f.Clean {
-			add(have.Stop, "stopping brokers cleanly (--stop-cmd and --restart-cmd, or a Stopper)")
-		}
-	}
-	for _, k := range cfg.Kinds() {
-		switch k {
-		case run.FaultCrash:
-			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
-		case run.FaultReplaceDisk, run.FaultDamageLog:
-			add(have.ReplaceDisk, "replacing or damaging a broker's disk (a Cluster that owns its data directories: --target cluster or the simulator)")
-		case run.FaultStop, run.FaultRollingStop:
-			add(have.Stop, "stopping brokers cleanly (--stop-cmd and --restart-cmd, or a Stopper)")
-		case run.FaultBounceLeader:
-			add(have.Crash, "crashing brokers (--kill-cmd and --restart-cmd, or a Crasher)")
-			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
-		case run.FaultPause:
-			add(have.Pause, "pausing brokers (--pause-cmd and --resume-cmd, or a Pauser)")
-		case run.FaultIsolate, run.FaultHeal:
-			add(have.Isolate, "isolating brokers (--isolate-cmd and --heal-cmd, or an Isolator)")
-		case run.FaultSlow:
-			add(have.Slow, "slowing brokers' links")
-		}
-	}
-	if len(cfg.Failpoints) > 0 {
-		add(have.Failpoints, "switching failpoints at exact protocol steps (only the simulator can: --target sim)")
-	}
+	need := cfg.Needs().Lacking(have)
 	if len(need) == 0 {
 		return ""
 	}

@@ -2,102 +2,158 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
 
-	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
-// inject applies one fault to the real cluster now and schedules its end.
+// inject applies one fault to the real cluster now, as its definition
+// says (run.Def), through the live runner's primitives; a primitive that
+// fails, or that the runner cannot do (refused before the run, by
+// Capabilities and Unsupported), is noted.
 func (l *live) inject(f run.Fault) {
-	if f.Kind == run.FaultBounceLeader || f.Kind == run.FaultRollingStop || f.Repeat > 0 {
-		steps := nemesis.Unfold(&l.Spec, l, f, l.Rng)
-		if steps == nil {
-			l.Notef(run.NoteHarness, 0, "%s: no leader or no follower to strike now, skipped", f.Kind)
+	if err := run.Def(f.Kind).Inject(l, &l.Spec, f); err != nil {
+		node := 0
+		if se, ok := errors.AsType[*run.StrikeError](err); ok {
+			node = se.Node
 		}
-		for _, st := range steps {
-			l.at(l.Now+st.AfterMs, func() { l.inject(st.Fault) })
-		}
-		return
+		l.Notef(run.NoteHarness, node, "%v", err)
 	}
+}
+
+// The live runner's primitives (run.Striker) strike the real cluster
+// through its Cluster; each fault's end is scheduled on the runner's
+// loop. The World provides Broker, Unfold, Notef and the client faults.
+var _ run.Striker = (*live)(nil)
+
+// Later implements run.Striker.
+func (l *live) Later(afterMs int64, f run.Fault) {
+	l.at(l.Now+afterMs, func() { l.inject(f) })
+}
+
+// Crash implements run.Striker: the Cluster's Kill.
+func (l *live) Crash(id int, downMs int64) error {
 	cl := l.opts.Cluster
-	id, ok := l.Strike(f, l, l.heal)
+	if done, err := l.takeDown(id, downMs, func() error { return cl.Kill(id) }); !done {
+		return err
+	}
+	l.Stats.Crashes++
+	l.fault(run.FaultCrash, id, "crash broker %d (%s)", id, cl.How(run.FaultCrash, id))
+	return nil
+}
+
+// ReplaceDisk implements run.Striker: a DiskReplacer's ReplaceDisk.
+func (l *live) ReplaceDisk(id int, downMs int64) error {
+	r, ok := l.opts.Cluster.(DiskReplacer)
 	if !ok {
-		return
+		return l.cannot("replace a broker's disk: its Cluster is no DiskReplacer")
 	}
-	dur := l.Spec.Duration(f)
-	fail := func(err error) bool {
-		if err != nil {
-			l.Notef(run.NoteHarness, id, "%s broker %d failed: %v", f.Kind, id, err)
-			return true
-		}
-		return false
+	if done, err := l.takeDown(id, downMs, func() error { return r.ReplaceDisk(id) }); !done {
+		return err
 	}
-	switch f.Kind {
-	case run.FaultCrash:
-		if !l.takeDown(id, dur, fail, func() error { return cl.Kill(id) }) {
-			return
-		}
-		l.Stats.Crashes++
-		l.fault(run.FaultCrash, id, "crash broker %d (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
-	case run.FaultReplaceDisk:
-		r, ok := cl.(DiskReplacer)
-		if !ok || !l.takeDown(id, dur, fail, func() error { return r.ReplaceDisk(id) }) {
-			return // refused before the run (Capabilities) if !ok
-		}
-		l.Stats.DiskReplacements++
-		l.Reached(run.SitEmptyDiskReturn)
-		l.fault(run.FaultReplaceDisk, id, "broker %d's machine dies; it comes back on an empty disk", id)
-	case run.FaultDamageLog:
-		l.damageLog(id, f, dur, fail)
-	case run.FaultStop:
-		st, ok := cl.(Stopper)
-		if !ok || l.down[id] || l.stopping[id] {
-			return // refused before the run (Capabilities) if !ok
-		}
-		l.beginStop(id, f.PowerOff)
-		l.async(func() func() {
-			err := st.Stop(id)
-			return func() { l.stopped(id, dur, err, nil) }
-		})
-	case run.FaultPause:
-		if l.down[id] || l.paused[id] || fail(cl.Pause(id)) {
-			return
-		}
-		l.paused[id] = true
-		l.faulted[id]++
-		l.Stats.Faults++
-		l.fault(run.FaultPause, id, "pause broker %d for %d ms (%s)", id, dur, l.opts.Cluster.How(run.FaultPause, id))
-		l.at(l.Now+dur, func() { l.resume(id) })
-	case run.FaultIsolate:
-		if fail(cl.Isolate(id)) {
-			return
-		}
-		l.faulted[id]++
-		l.Stats.Faults++
-		l.fault(run.FaultIsolate, id, "isolate broker %d", id)
-		if dur > 0 {
-			l.at(l.Now+dur, l.heal)
-		}
-	case run.FaultSlow:
-		if fail(cl.SetLatency(id, time.Duration(f.DelayMs)*time.Millisecond)) {
-			return
-		}
-		l.faulted[id]++
-		l.Stats.Faults++
-		l.fault(run.FaultSlow, id, "slow broker %d by %d ms for %d ms", id, f.DelayMs, dur)
-		l.at(l.Now+dur, func() {
-			if cl.SetLatency(id, 0) == nil {
-				l.faulted[id]--
-				l.Notef(run.NoteHeal, id, "broker %d is fast again", id)
-			}
-		})
+	l.Stats.DiskReplacements++
+	l.Reached(run.SitEmptyDiskReturn)
+	l.fault(run.FaultReplaceDisk, id, "broker %d's machine dies; it comes back on an empty disk", id)
+	return nil
+}
+
+// Stop implements run.Striker: a Stopper's Stop, off the loop.
+func (l *live) Stop(id int, downMs int64, powerOff bool) error {
+	st, ok := l.opts.Cluster.(Stopper)
+	if !ok {
+		return l.cannot("stop a broker cleanly: its Cluster is no Stopper")
 	}
+	if l.down[id] || l.stopping[id] {
+		return nil
+	}
+	l.beginStop(id, powerOff)
+	l.async(func() func() {
+		err := st.Stop(id)
+		return func() { l.stopped(id, downMs, err, nil) }
+	})
+	return nil
+}
+
+// Pause implements run.Striker: the Cluster's Pause.
+func (l *live) Pause(id int, forMs int64) error {
+	if l.down[id] || l.paused[id] {
+		return nil
+	}
+	if err := l.opts.Cluster.Pause(id); err != nil {
+		return err
+	}
+	l.paused[id] = true
+	l.faulted[id]++
+	l.Stats.Faults++
+	l.fault(run.FaultPause, id, "pause broker %d for %d ms (%s)", id, forMs, l.opts.Cluster.How(run.FaultPause, id))
+	l.at(l.Now+forMs, func() { l.resume(id) })
+	return nil
+}
+
+// Isolate implements run.Striker: the Cluster's Isolate; the end heals
+// every cut.
+func (l *live) Isolate(id int, forMs int64) error {
+	if err := l.opts.Cluster.Isolate(id); err != nil {
+		return err
+	}
+	l.faulted[id]++
+	l.Stats.Faults++
+	l.fault(run.FaultIsolate, id, "isolate broker %d", id)
+	if forMs > 0 {
+		l.at(l.Now+forMs, l.heal)
+	}
+	return nil
+}
+
+// Slow implements run.Striker: the Cluster's SetLatency.
+func (l *live) Slow(id int, delayMs, forMs int64) error {
+	cl := l.opts.Cluster
+	if err := cl.SetLatency(id, time.Duration(delayMs)*time.Millisecond); err != nil {
+		return err
+	}
+	l.faulted[id]++
+	l.Stats.Faults++
+	l.fault(run.FaultSlow, id, "slow broker %d by %d ms for %d ms", id, delayMs, forMs)
+	l.at(l.Now+forMs, func() {
+		if cl.SetLatency(id, 0) == nil {
+			l.faulted[id]--
+			l.Notef(run.NoteHeal, id, "broker %d is fast again", id)
+		}
+	})
+	return nil
+}
+
+// Heal implements run.Striker.
+func (l *live) Heal() error {
+	l.Stats.Faults++
+	l.heal()
+	return nil
+}
+
+// PowerLoss implements run.Striker: real processes cannot.
+func (l *live) PowerLoss(int, int64) error {
+	return l.cannot("cut a machine's power")
+}
+
+// PowerLossAll implements run.Striker: real processes cannot.
+func (l *live) PowerLossAll(int64) error {
+	return l.cannot("cut the machines' power")
+}
+
+// Messages implements run.Striker: real processes cannot.
+func (l *live) Messages(int, *run.MessageFault, int64) error {
+	return l.cannot("strike single messages: a TCP proxy cannot without breaking the connection")
+}
+
+// cannot is the error of a primitive the live runner cannot carry out.
+func (l *live) cannot(what string) error {
+	return fmt.Errorf("the live runner cannot %s (%T)", what, l.opts.Cluster)
 }
 
 // beginStop counts a clean stop of broker id as it begins: the broker is
@@ -137,13 +193,17 @@ func (l *live) stopped(id int, dur int64, err error, after func()) {
 	l.at(l.Now+dur, func() { l.restart(id) })
 }
 
-// damageLog stops broker id (a kill, or with f.Clean a clean stop) and
-// damages its logs of the run's partitions it holds (f.Partition's only,
-// when set) where f.DamageAt says, in the oldest segment.
-func (l *live) damageLog(id int, f run.Fault, dur int64, fail func(error) bool) {
+// DamageLog implements run.Striker: a DiskReplacer's DamageLog stops
+// broker id (a kill, or with f.Clean a clean stop) and damages its logs
+// of the run's partitions it holds (f.Partition's only, when set) where
+// f.DamageAt says, in the oldest segment.
+func (l *live) DamageLog(id int, f run.Fault, dur int64) error {
 	r, ok := l.opts.Cluster.(DiskReplacer)
-	if !ok || l.stopping[id] {
-		return // refused before the run (Capabilities) if !ok
+	if !ok {
+		return l.cannot("damage a broker's log: its Cluster is no DiskReplacer")
+	}
+	if l.stopping[id] {
+		return nil
 	}
 	var tps []kafka.TopicPartition
 	last := false
@@ -171,43 +231,45 @@ func (l *live) damageLog(id int, f run.Fault, dur int64, fail func(error) bool) 
 	}
 	if f.Clean {
 		if l.down[id] {
-			return
+			return nil
 		}
 		l.beginStop(id, false)
 		l.async(func() func() {
 			what, err := r.DamageLog(id, tps, f.DamagedBytes(), pick, true)
 			return func() { l.stopped(id, dur, err, func() { record(what, err == nil) }) }
 		})
-		return
+		return nil
 	}
 	var what []string
-	if !l.takeDown(id, dur, fail, func() (err error) { what, err = r.DamageLog(id, tps, f.DamagedBytes(), pick, false); return err }) {
-		return
+	if done, err := l.takeDown(id, dur, func() (err error) { what, err = r.DamageLog(id, tps, f.DamagedBytes(), pick, false); return err }); !done {
+		return err
 	}
 	l.Stats.Crashes++
 	l.fault(run.FaultCrash, id, "crash broker %d to damage its log (%s)", id, l.opts.Cluster.How(run.FaultCrash, id))
 	record(what, false)
+	return nil
 }
 
 // takeDown stops broker id's process with stop (a kill, a disk replaced
 // or damaged) unless it is down already, ends a pause it was in, counts
-// the fault and schedules the restart after dur; false if it did not.
-func (l *live) takeDown(id int, dur int64, fail func(error) bool, stop func() error) bool {
+// the fault and schedules the restart after dur; false if it did not,
+// with stop's error if it failed.
+func (l *live) takeDown(id int, dur int64, stop func() error) (bool, error) {
 	if l.down[id] || l.stopping[id] {
-		return false
+		return false, nil
 	}
 	if l.paused[id] {
 		l.paused[id] = false
 		l.faulted[id]--
 	}
-	if fail(stop()) {
-		return false
+	if err := stop(); err != nil {
+		return false, err
 	}
 	l.down[id] = true
 	l.faulted[id]++
 	l.Stats.Faults++
 	l.at(l.Now+dur, func() { l.restart(id) })
-	return true
+	return true, nil
 }
 
 func (l *live) restart(id int) {

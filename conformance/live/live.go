@@ -2,7 +2,11 @@
 // time: the harness's clients (conformance/traffic) speak the Kafka
 // protocol to a running cluster, and the faults of the run's schedule and
 // nemesis (conformance/nemesis) strike through signals, proxies or the
-// user's commands. The same run.Spec the simulator runs drives it.
+// user's commands. The same run.Spec the simulator runs drives it, and
+// each fault strikes as its definition says (run.Def, shared with the
+// simulator), through the live runner's primitives (faults.go). A fault
+// whose primitive real processes lack (power loss, single messages) is
+// refused before the run (Capabilities, Unsupported).
 package live
 
 import (

@@ -1,8 +1,11 @@
 // Package nemesis draws a run's random faults (run.Nemesis) the same way
 // for every runner: the simulator and the live runner show it their
 // cluster (Cluster) and carry out what it draws. Which broker a role
-// fault strikes (the leader, a follower, the group's coordinator) is
-// decided here too, from the partition state the runner knows.
+// fault strikes (the leader, a follower, the group's coordinator), and
+// the steps of a fault that unfolds over time (Unfold), are decided here
+// too, from the partition state the runner knows. How each fault strikes
+// is its definition's (run.Def), through the runner's primitives
+// (run.Striker).
 package nemesis
 
 import (
@@ -217,13 +220,6 @@ func DrawMessages(rng *rand.Rand) *run.MessageFault {
 	return m
 }
 
-// Step is one part of a fault that unfolds over time: Fault strikes
-// AfterMs after the fault began, resolved to its broker.
-type Step struct {
-	AfterMs int64
-	Fault   run.Fault
-}
-
 // Unfold turns a fault that unfolds over time into its steps: a repeated
 // crash, power loss, replace-disk or stop strikes the same broker again
 // GapMs after each return; rolling-stop stops every broker in turn, each
@@ -231,7 +227,7 @@ type Step struct {
 // then whoever leads next, so A leads again, while a follower of A's
 // epoch is cut off across both elections. nil for any other fault, or
 // when the partition has no leader or follower now.
-func Unfold(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
+func Unfold(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []run.Step {
 	switch {
 	case f.Kind == run.FaultBounceLeader:
 		return bounce(s, c, f, rng)
@@ -242,10 +238,10 @@ func Unfold(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
 			gap = 1000
 		}
 		one := run.Fault{Kind: run.FaultStop, ForMs: f.ForMs, PowerOff: f.PowerOff}
-		var steps []Step
+		var steps []run.Step
 		for id := 1; id <= s.Brokers; id++ {
 			one.Node = id
-			steps = append(steps, Step{AfterMs: int64(id-1) * (s.Duration(one) + gap), Fault: one})
+			steps = append(steps, run.Step{AfterMs: int64(id-1) * (s.Duration(one) + gap), Fault: one})
 		}
 		return steps
 	case f.Kind.Down() && f.Repeat > 0:
@@ -259,16 +255,16 @@ func Unfold(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
 		if gap <= 0 {
 			gap = 200
 		}
-		var steps []Step
+		var steps []run.Step
 		for i := range f.Repeat + 1 {
-			steps = append(steps, Step{AfterMs: int64(i) * (s.Duration(one) + gap), Fault: one})
+			steps = append(steps, run.Step{AfterMs: int64(i) * (s.Duration(one) + gap), Fault: one})
 		}
 		return steps
 	}
 	return nil
 }
 
-func bounce(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
+func bounce(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []run.Step {
 	tp := kafka.TopicPartition{Topic: s.Topics[0].Name}
 	if f.Partition != nil {
 		tp = *f.Partition
@@ -305,7 +301,7 @@ func bounce(s *run.Spec, c Cluster, f run.Fault, rng *rand.Rand) []Step {
 	if f.DelayMs > 0 {
 		off = run.Fault{Kind: run.FaultSlow, Node: cut, ForMs: whole, DelayMs: f.DelayMs}
 	}
-	return []Step{
+	return []run.Step{
 		{AfterMs: first, Fault: run.Fault{Kind: run.FaultCrash, Node: a, ForMs: down}},
 		{AfterMs: first, Fault: off},
 		{AfterMs: 0, Fault: run.Fault{Kind: run.FaultIsolate, Node: b, ForMs: first}},

@@ -9,6 +9,12 @@
 // run's bounds. A run file (File, failpoints/RUNFILE.md) is a Spec in
 // YAML with what the run must show. A Result is what a run produced.
 //
+// Each kind of fault has one definition (FaultDef, Def, faultdefs.go):
+// what it strikes, what a target must offer to carry it out
+// (Capabilities; Available, Spec.Needs) and how it strikes, composed of
+// the primitives every runner implements (Striker): the simulator and the
+// live runner look a fault up instead of switching on its kind.
+//
 // Adding a broker setting is one field with its yaml and doc tags in
 // impl/ (partition.Settings, broker.Settings, controller.Config), and its
 // use: run files, flags and the process cluster find it by reflection

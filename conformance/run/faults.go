@@ -13,9 +13,10 @@ import (
 // FaultKind names a fault.
 type FaultKind string
 
-// The faults a run can inject. Every runner takes the same kinds; one a
-// runner cannot carry out is refused before the run (see conformance's
-// Capabilities), never skipped silently.
+// The faults a run can inject. Every runner takes the same kinds: each
+// has one definition (Def, faultdefs.go) that says what it needs of a
+// target and how it strikes; one a target cannot carry out is refused
+// before the run (FaultDef.Available, Spec.Needs), never skipped silently.
 const (
 	FaultCrash     FaultKind = "crash"     // process dies; page cache survives; restarts later
 	FaultPowerLoss FaultKind = "powerloss" // machine dies; unsynced writes lost, last may tear
@@ -70,17 +71,6 @@ const (
 var FaultKinds = []FaultKind{FaultCrash, FaultPowerLoss, FaultPause, FaultIsolate, FaultSlow, FaultHeal,
 	FaultRestartProducer, FaultCrashConsumer, FaultReplaceDisk, FaultPowerLossAll, FaultMessages, FaultBounceLeader,
 	FaultDamageLog, FaultStop, FaultRollingStop}
-
-// OnBroker reports whether the kind strikes one broker (the others strike
-// the network or the cluster as a whole, or a client).
-func (k FaultKind) OnBroker() bool {
-	return k != FaultHeal && k != FaultRestartProducer && k != FaultCrashConsumer && k != FaultPowerLossAll && k != FaultRollingStop
-}
-
-// Down reports whether the kind stops the broker's process.
-func (k FaultKind) Down() bool {
-	return k == FaultCrash || k == FaultPowerLoss || k == FaultReplaceDisk || k == FaultDamageLog || k == FaultStop
-}
 
 // MessageFault selects messages on a broker's links and says what
 // happens to each: with probability Drop it is lost, else with
@@ -292,7 +282,7 @@ func (f Fault) validate(brokers int) error {
 	}
 	switch f.Role {
 	case RoleAny:
-		if f.Kind.OnBroker() && f.Kind != FaultBounceLeader && (f.Node < 1 || f.Node > brokers) {
+		if f.Kind.OnBroker() && (f.Node < 1 || f.Node > brokers) {
 			return fmt.Errorf("%s of broker %d: brokers are 1..%d", f.Kind, f.Node, brokers)
 		}
 	case RoleLeader, RoleFollower, RoleCoordinator:

@@ -14,80 +14,124 @@ import (
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
-// inject applies one fault now.
+// inject applies one fault now, as its definition says (run.Def),
+// through the simulator's primitives (striker).
 func (s *Sim) inject(f run.Fault) {
-	if f.Kind == run.FaultBounceLeader || f.Kind == run.FaultRollingStop || f.Repeat > 0 {
-		steps := nemesis.Unfold(&s.Spec, s, f, s.Rng)
-		if steps == nil {
-			s.Notef(run.NoteHarness, 0, "%s: no leader or no follower to strike now, skipped", f.Kind)
-			return
-		}
-		for _, st := range steps {
-			s.schedule(event{at: s.Now + st.AfterMs, kind: evFault, fault: st.Fault})
-		}
-		return
+	if err := run.Def(f.Kind).Inject(striker{s}, &s.Spec, f); err != nil {
+		s.inv.fail("Config", err.Error()) // the simulator has every primitive: a bug
 	}
-	if f.Kind == run.FaultPowerLossAll {
-		dur := s.Spec.Duration(f)
-		s.fault(run.FaultPowerLossAll, 0, "power loss of the whole cluster for %d ms", dur)
-		s.Reached(run.SitClusterPowerLoss)
-		for _, n := range s.nodes[1:] {
-			s.kill(n, lossPower, dur, "the whole cluster")
-		}
-		return
+}
+
+// striker is the simulator as a fault sees it (run.Striker): each
+// primitive strikes its simulated machines, disks or network now. The
+// World provides Broker, Unfold, Notef and the client faults.
+type striker struct{ *Sim }
+
+var _ run.Striker = striker{}
+
+// Later implements run.Striker.
+func (s striker) Later(afterMs int64, f run.Fault) {
+	s.schedule(event{at: s.Now + afterMs, kind: evFault, fault: f})
+}
+
+// Crash implements run.Striker.
+func (s striker) Crash(id int, downMs int64) error {
+	s.kill(s.nodes[id], crashOnly, downMs, "scheduled")
+	return nil
+}
+
+// PowerLoss implements run.Striker.
+func (s striker) PowerLoss(id int, downMs int64) error {
+	s.kill(s.nodes[id], lossPower, downMs, "scheduled")
+	return nil
+}
+
+// PowerLossAll implements run.Striker.
+func (s striker) PowerLossAll(downMs int64) error {
+	s.fault(run.FaultPowerLossAll, 0, "power loss of the whole cluster for %d ms", downMs)
+	s.Reached(run.SitClusterPowerLoss)
+	for _, n := range s.nodes[1:] {
+		s.kill(n, lossPower, downMs, "the whole cluster")
 	}
-	id, ok := s.Strike(f, s, s.healIsolation)
-	if !ok {
-		return
-	}
+	return nil
+}
+
+// ReplaceDisk implements run.Striker.
+func (s striker) ReplaceDisk(id int, downMs int64) error {
+	s.kill(s.nodes[id], replaceDisk, downMs, "scheduled")
+	return nil
+}
+
+// DamageLog implements run.Striker.
+func (s striker) DamageLog(id int, f run.Fault, downMs int64) error {
+	s.damageLog(s.nodes[id], f, downMs)
+	return nil
+}
+
+// Stop implements run.Striker.
+func (s striker) Stop(id int, downMs int64, powerOff bool) error {
+	s.stop(s.nodes[id], downMs, powerOff, nil, "scheduled")
+	return nil
+}
+
+// Messages implements run.Striker.
+func (s striker) Messages(id int, m *run.MessageFault, forMs int64) error {
+	s.strikeMessages(s.nodes[id], m, forMs)
+	return nil
+}
+
+// Pause implements run.Striker.
+func (s striker) Pause(id int, forMs int64) error {
 	n := s.nodes[id]
-	dur := s.Spec.Duration(f)
-	switch f.Kind {
-	case run.FaultCrash:
-		s.kill(n, crashOnly, dur, "scheduled")
-	case run.FaultPowerLoss:
-		s.kill(n, lossPower, dur, "scheduled")
-	case run.FaultReplaceDisk:
-		s.kill(n, replaceDisk, dur, "scheduled")
-	case run.FaultStop:
-		s.stop(n, dur, f.PowerOff, nil, "scheduled")
-	case run.FaultDamageLog:
-		s.damageLog(n, f, dur)
-	case run.FaultMessages:
-		s.strikeMessages(n, f, dur)
-	case run.FaultPause:
-		if n.b == nil || n.paused {
-			return
-		}
-		n.paused = true
-		n.faulted++
-		n.gen++
-		s.Stats.Faults++
-		s.fault(run.FaultPause, n.id, "pause broker %d for %d ms", n.id, dur)
-		s.schedule(event{at: s.Now + dur, kind: evResume, node: n.id, gen: n.gen})
-	case run.FaultSlow:
-		if n.slowMs > 0 {
-			return
-		}
-		n.slowMs = f.DelayMs
-		n.faulted++
-		n.gen++
-		s.Stats.Faults++
-		s.fault(run.FaultSlow, n.id, "slow broker %d by %d ms for %d ms", n.id, f.DelayMs, dur)
-		s.schedule(event{at: s.Now + dur, kind: evUnslow, node: n.id, gen: n.gen})
-	case run.FaultIsolate:
-		if n.isolated {
-			return
-		}
-		n.isolated = true
-		n.faulted++
-		n.gen++
-		s.Stats.Faults++
-		s.fault(run.FaultIsolate, n.id, "isolate broker %d", n.id)
-		if dur > 0 {
-			s.schedule(event{at: s.Now + dur, kind: evUnisolate, node: n.id, gen: n.gen})
-		}
+	if n.b == nil || n.paused {
+		return nil
 	}
+	n.paused = true
+	n.faulted++
+	n.gen++
+	s.Stats.Faults++
+	s.fault(run.FaultPause, n.id, "pause broker %d for %d ms", n.id, forMs)
+	s.schedule(event{at: s.Now + forMs, kind: evResume, node: n.id, gen: n.gen})
+	return nil
+}
+
+// Slow implements run.Striker.
+func (s striker) Slow(id int, delayMs, forMs int64) error {
+	n := s.nodes[id]
+	if n.slowMs > 0 {
+		return nil
+	}
+	n.slowMs = delayMs
+	n.faulted++
+	n.gen++
+	s.Stats.Faults++
+	s.fault(run.FaultSlow, n.id, "slow broker %d by %d ms for %d ms", n.id, delayMs, forMs)
+	s.schedule(event{at: s.Now + forMs, kind: evUnslow, node: n.id, gen: n.gen})
+	return nil
+}
+
+// Isolate implements run.Striker.
+func (s striker) Isolate(id int, forMs int64) error {
+	n := s.nodes[id]
+	if n.isolated {
+		return nil
+	}
+	n.isolated = true
+	n.faulted++
+	n.gen++
+	s.Stats.Faults++
+	s.fault(run.FaultIsolate, n.id, "isolate broker %d", n.id)
+	if forMs > 0 {
+		s.schedule(event{at: s.Now + forMs, kind: evUnisolate, node: n.id, gen: n.gen})
+	}
+	return nil
+}
+
+// Heal implements run.Striker.
+func (s striker) Heal() error {
+	s.Stats.Faults++
+	s.healIsolation()
+	return nil
 }
 
 // Faulted implements nemesis.Cluster.

@@ -94,15 +94,14 @@ func (s *Sim) messageFate(env broker.Envelope) (f fate) {
 	return f
 }
 
-// strikeMessages puts messages fault f in force on broker n's links for
+// strikeMessages puts messages fault m in force on broker n's links for
 // dur ms.
-func (s *Sim) strikeMessages(n *node, f run.Fault, dur int64) {
+func (s *Sim) strikeMessages(n *node, m *run.MessageFault, dur int64) {
 	s.msgFaultSeq++
 	id := s.msgFaultSeq
-	n.msgFaults = append(n.msgFaults, msgFault{MessageFault: *f.Messages.Clone(), id: id})
+	n.msgFaults = append(n.msgFaults, msgFault{MessageFault: *m.Clone(), id: id})
 	n.faulted++
 	s.Stats.Faults++
-	m := f.Messages
 	s.fault(run.FaultMessages, n.id, "messages of broker %d (kinds %v, peer %q, direction %q): drop %.2f, duplicate %.2f, reorder %.2f, delay up to %d ms, held %d ms, for %d ms",
 		n.id, m.Kinds, m.Peer, m.Direction, m.Drop, m.Duplicate, m.Reorder, m.DelayMs, m.HoldMs, dur)
 	s.After(s.Now+dur, func() {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance"
@@ -64,13 +63,13 @@ func (t *ClusterTarget) ReplayArgs() []string {
 // Parallel implements Target.
 func (t *ClusterTarget) Parallel() bool { return false }
 
-// Capabilities implements Target: signals, and a proxy on every link.
-// Not failpoints: the processes have them (GO_FAILPOINTS), but the
-// harness cannot switch them at an exact step of a run across processes.
-// What else real processes cannot do (power loss, dropping single
-// messages) Run reports as a *SkipError.
+// Capabilities implements Target: signals, a proxy on every link, and
+// data directories of its own, all the live runner can use
+// (live.Capabilities). Not failpoints: the processes have them
+// (GO_FAILPOINTS), but the harness cannot switch them at an exact step of
+// a run across processes; nor power loss or single messages struck.
 func (t *ClusterTarget) Capabilities() conformance.Capabilities {
-	return conformance.Capabilities{Crash: true, Pause: true, Isolate: true, Slow: true, ReplaceDisk: true, Stop: true}
+	return live.Capabilities
 }
 
 // Run implements Target.
@@ -133,10 +132,11 @@ func (t *ClusterTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, err
 	return res, nil
 }
 
-// needsProxies reports whether cfg cuts or slows links.
+// needsProxies reports whether cfg cuts or slows links (its faults'
+// definitions need Isolate or Slow: bounce-leader's isolations too).
 func needsProxies(cfg run.Spec) bool {
-	kinds := cfg.Kinds()
-	return slices.Contains(kinds, run.FaultIsolate) || slices.Contains(kinds, run.FaultSlow) || slices.Contains(kinds, run.FaultHeal)
+	need := cfg.Needs()
+	return need.Isolate || need.Slow
 }
 
 // liveCluster adapts a process cluster to what the live runner drives.

@@ -58,6 +58,10 @@ type Host interface {
 	Noted(n run.Note)
 	// After runs fn at time at, in the runner's loop.
 	After(at int64, fn func())
+	// Cluster is the cluster as the runner knows it, for the broker a
+	// fault strikes (Broker) and the steps it unfolds into (Unfold). The
+	// World provides its ConsumersUp.
+	nemesis.Cluster
 }
 
 // Note records n at the current time.
@@ -90,44 +94,38 @@ func (w *World) Clients() []broker.NodeID {
 	return ids
 }
 
-// InjectClient carries out f if it strikes a client, and reports whether
-// it did: restart-producer restarts producer f.Node (0-based), a new
-// process with a new producer id, which sends its last unacknowledged
-// record again; crash-consumer kills group consumer f.Node, and a new
-// member starts when the fault ends. The runners carry out the faults
-// on brokers and the network.
-func (w *World) InjectClient(f run.Fault) bool {
-	switch f.Kind {
-	case run.FaultRestartProducer:
-		w.clients[f.Node].restartProducer()
-	case run.FaultCrashConsumer:
-		w.groupConsumer(f.Node).crashGroupConsumer(w.Spec.Duration(f))
-	default:
-		return false
-	}
+// RestartProducer implements run.Striker: producer i (0-based) restarts,
+// a new process with a new producer id, which sends its last
+// unacknowledged record again.
+func (w *World) RestartProducer(i int) error {
+	w.clients[i].restartProducer()
 	w.Stats.Faults++
-	return true
+	return nil
 }
 
-// Strike starts carrying out fault f, the part every runner shares: a
-// client fault is done here (InjectClient), heal is counted and handed to
-// the runner's heal, and a broker fault is resolved to the broker it strikes
-// now (nemesis.Strike), noted as skipped when there is none. It returns that
-// broker and true when the runner has a broker fault to carry out.
-func (w *World) Strike(f run.Fault, c nemesis.Cluster, heal func()) (int, bool) {
-	if w.InjectClient(f) {
-		return 0, false
-	}
-	if f.Kind == run.FaultHeal {
-		w.Stats.Faults++
-		heal()
-		return 0, false
-	}
-	id, ok := nemesis.Strike(&w.Spec, c, f, w.Rng)
+// CrashConsumer implements run.Striker: group consumer i (0-based) dies,
+// and a new member starts after downMs.
+func (w *World) CrashConsumer(i int, downMs int64) error {
+	w.groupConsumer(i).crashGroupConsumer(downMs)
+	w.Stats.Faults++
+	return nil
+}
+
+// Broker implements run.Striker, the same way for every runner: the
+// broker f strikes now (nemesis.Strike, on the Host's cluster), noted as
+// skipped when there is none.
+func (w *World) Broker(f run.Fault) (int, bool) {
+	id, ok := nemesis.Strike(&w.Spec, w.Host, f, w.Rng)
 	if !ok {
 		w.Notef(run.NoteHarness, 0, "%s of the %s: no such broker now, skipped", f.Kind, f.Role)
 	}
 	return id, ok
+}
+
+// Unfold implements run.Striker: f's steps on the Host's cluster now
+// (nemesis.Unfold).
+func (w *World) Unfold(f run.Fault) []run.Step {
+	return nemesis.Unfold(&w.Spec, w.Host, f, w.Rng)
 }
 
 // Elected records that leader leads tp now (the first call for tp gives
