@@ -391,7 +391,7 @@ func TestHeartbeatsKeepBrokersAlive(t *testing.T) {
 		assert.True(t, h.c.IsAlive(1), "t=%d", h.now)
 	}
 	assert.Equal(t, []int32{1}, h.c.LiveBrokers())
-	require.ErrorIs(t, h.c.Heartbeat(9, 1, h.now), kafka.ErrBrokerIDNotRegistered)
+	require.ErrorIs(t, h.c.Heartbeat(9, 1, h.now), kafka.ErrStaleIncarnation, "never registered: Kafka's STALE_BROKER_EPOCH")
 
 	// The timeout is strict: exactly SessionTimeoutMs of silence is alive.
 	h.c.Tick(h.now - 500 + timeout)

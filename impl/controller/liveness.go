@@ -114,12 +114,13 @@ func lostSet(tps []kafka.TopicPartition) map[kafka.TopicPartition]bool {
 // Heartbeat records that broker id, of the given incarnation, was alive at
 // now. A dead broker that heartbeats with its registered incarnation is
 // revived (KRaft unfences it): it never restarted, so it lost nothing.
-// A heartbeat from an unknown broker or another incarnation is refused; the
-// broker must register.
+// A heartbeat from an unknown broker or another incarnation is refused
+// with STALE_BROKER_EPOCH, as Kafka 4.1's ClusterControlManager
+// (checkBrokerEpoch) refuses both; the broker must register.
 func (c *Controller) Heartbeat(id int32, incarnation int64, now int64) error {
 	b, ok := c.brokers[id]
 	if !ok {
-		return fmt.Errorf("heartbeat from broker %d: %w", id, kafka.ErrBrokerIDNotRegistered)
+		return fmt.Errorf("heartbeat from broker %d, which never registered: %w", id, kafka.ErrStaleIncarnation)
 	}
 	if incarnation != b.incarnation {
 		return fmt.Errorf("heartbeat from broker %d incarnation %d, registered %d: %w",

@@ -79,7 +79,9 @@ func (c *Controller) ShutDown(id int32, incarnation int64, now int64) error {
 func (c *Controller) shutdownBroker(id int32, incarnation int64) (*broker, error) {
 	b, ok := c.brokers[id]
 	if !ok {
-		return nil, fmt.Errorf("controlled shutdown of broker %d: %w", id, kafka.ErrBrokerIDNotRegistered)
+		// Kafka asks by heartbeat, refused as any heartbeat of an
+		// unregistered broker is (ClusterControlManager.checkBrokerEpoch).
+		return nil, fmt.Errorf("controlled shutdown of broker %d, which never registered: %w", id, kafka.ErrStaleIncarnation)
 	}
 	if incarnation != b.incarnation {
 		return nil, fmt.Errorf("controlled shutdown of broker %d incarnation %d, registered %d: %w",

@@ -61,7 +61,7 @@ func TestShutDownOnlyAfterLeadershipsMoved(t *testing.T) {
 	h.createTopic("t", 1, 2)
 	assert.ErrorIs(t, h.c.ShutDown(1, h.inc[1], h.now), kafka.ErrInvalidRequest, "it did not ask")
 	_, err := h.c.ControlledShutdown(3, 1, h.now)
-	assert.ErrorIs(t, err, kafka.ErrBrokerIDNotRegistered)
+	assert.ErrorIs(t, err, kafka.ErrStaleIncarnation, "never registered: STALE_BROKER_EPOCH")
 	_, err = h.c.ControlledShutdown(1, 7, h.now)
 	assert.ErrorIs(t, err, kafka.ErrStaleIncarnation)
 }
