@@ -3,7 +3,7 @@
 // or pause at one exact step of the replication protocol.
 //
 // The markers themselves live in impl/broker (failpoints.go for the names,
-// apply.go, parked.go and broker.go for the boundaries); this package says
+// apply.go, produce.go and broker.go for the boundaries); this package says
 // where each sits and what a crash there exercises. README.md in this
 // directory is the full reference: value syntax, how the markers are
 // compiled in, how the simulator scopes a failpoint to one broker and keeps
@@ -91,7 +91,7 @@ var Catalogue = []Point{
 		"apply on a leader: before AlterPartition (ISR shrink or expand) is sent; HW already uses the maximal ISR",
 		"a leader dies with an ISR change the controller never saw (KIP-497)"},
 	{broker.FPBeforeProduceResp,
-		"handleProduce (acks=1) or completeProduce (acks=all): the produce succeeded, its answer not queued",
+		"handleProduce's answer (acks=1 at once, acks=all when HW passed it): the produce succeeded, its answer not queued",
 		"the classic unknown outcome: committed yet unanswered; retries duplicate without idempotence"},
 	{broker.FPProducerStateUpdate,
 		"apply, before appending batches of an idempotent producer: the replica's producer state already counts them",

@@ -89,15 +89,28 @@ func (b *Broker) applyState(h *hosted, roleBefore partition.Role, epochBefore in
 }
 
 // apply carries out a replica's Ready: truncate, write the epoch cache,
-// append, checkpoint HW, and only then send and answer. Each boundary has a
-// failpoint; a failpoint that fires stops here, as a crash would.
+// append, checkpoint HW (persist), advance the replica, and only then send
+// and answer (send). Each boundary has a failpoint; a failpoint that fires
+// stops here, as a crash would.
 func (b *Broker) apply(h *hosted) error {
 	r := h.replica
 	if !r.HasReady() {
 		return nil
 	}
 	rd := r.Ready()
-	defer r.Advance()
+	err := b.persist(h, &rd)
+	// Advance before sending: what follows touches no storage of the
+	// replica's, and a held fetch the Ready wakes reads the replica again.
+	r.Advance()
+	if err != nil {
+		return err
+	}
+	return b.sendReady(h, &rd)
+}
+
+// persist does the storage part of a replica's Ready, in order.
+func (b *Broker) persist(h *hosted, rd *partition.Ready) error {
+	r := h.replica
 	if rd.ReadErr != nil {
 		// A batch failed its checks where recovery trusted the file, or
 		// the disk failed: crash rather than serve it.
@@ -204,6 +217,15 @@ func (b *Broker) apply(h *hosted) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// sendReady sends what a replica's Ready asks, once it is persisted: its
+// messages to other nodes; the answers to requests that waited in the
+// replica; the held fetches that the new HW may satisfy; and last the
+// answers to the input at hand (Kafka completes its delayed produces and
+// fetches when HW moves, before it answers the request that moved it).
+func (b *Broker) sendReady(h *hosted, rd *partition.Ready) error {
 	for _, m := range rd.Messages {
 		to := NodeID(m.Destination())
 		if to == ControllerID {
@@ -216,14 +238,25 @@ func (b *Broker) apply(h *hosted) error {
 		}
 		b.send(to, m)
 	}
-	for _, c := range rd.Completions {
-		if err := b.completeProduce(c); err != nil {
-			return err
+	for _, a := range rd.Answers {
+		if a.Waited {
+			if err := b.deliver(a); err != nil {
+				return err
+			}
 		}
 	}
 	if rd.HWChanged {
 		// Held consumer fetches on tp may have enough data now.
-		b.retryFetches(h.tp, false)
+		if err := b.retryFetches(h.tp, false); err != nil {
+			return err
+		}
+	}
+	for _, a := range rd.Answers {
+		if !a.Waited {
+			if err := b.deliver(a); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -1,8 +1,7 @@
 // Package broker is one broker of the reference implementation: it hosts
 // partition replicas (pure state machines from impl/partition), stores them
-// through impl/storage, parks requests that must wait (acks=all produces,
-// long-poll fetches, held replica fetches) and completes them on events and
-// ticks, deterministically.
+// through impl/storage, holds the fetches that wait for data (the long
+// poll, longpoll.go) and hosts the group coordinators, deterministically.
 //
 // A Broker is single-threaded and does no networking of its own: messages
 // come in through Handle, time through Tick, and what it sends waits in an
@@ -11,34 +10,31 @@
 // is applied in order: storage first, then the outbox; the failpoints sit at
 // those boundaries (see failpoints.go and failpoints/README.md).
 //
-// # Why a request's own answer is a return value, not part of Ready
+// # One core shape
 //
-// go.etcd.io/raft's RawNode puts everything a step produces in its Ready,
-// and the caller persists, sends and advances in one loop. The cores here
-// follow it for everything that changes state: records to append or truncate,
-// checkpoints, messages to other nodes, completions of produces that waited
-// (partition.Ready), group answers (group.Ready), partition states and the
-// answers to AlterPartition (controller.Ready). Each replica's Ready is
-// carried out by one function, apply, in the one order "persist, then
-// send", and then advanced (kafka.Handover): all three cores hand over and
-// are advanced the same way.
+// The three cores (impl/partition, impl/controller, impl/group) follow
+// go.etcd.io/raft's RawNode: an input changes state and queues its
+// effects; Ready hands them all over (records to append or truncate,
+// checkpoints, messages to other nodes, answers to requests); the driver
+// persists, advances and sends (kafka.Handover). No core method returns an
+// answer: a request handed to a replica carries a ref (refs.go), the
+// replica answers it exactly once in Ready.Answers, at once or after it
+// waited, and apply delivers the answer to what registered the ref. That
+// puts the one order "persist, then send" in one place for every answer:
+// an acks=1 answer, a duplicate's and a released acks=all produce's all
+// pass after the Ready that holds their records is stored, and all pass
+// the same beforeProduceResponse failpoint (produce.go). Reads go the same
+// way (ask), so a read that fails crashes the broker in apply before
+// anything answers as if the log held nothing there.
 //
-// What stays a return value is the answer to a partition request being
-// handled (partition.Replica.Produce, ReplicaFetch, EpochEnd, Read).
-// RawNode has no such thing: raft's caller never
-// waits on a particular message. A broker does, and it must decide at once
-// whether the request is answered now or parked, because parking (the
-// request's deadline, its connection, purgatory as Kafka's ReplicaManager
-// calls it) is the broker's business, not the core's, which has no clock of
-// its own. Routing those answers through Ready would make every handler
-// register a request before the call and look it up after, to learn what a
-// return value says directly. The order is still one rule in one place: a
-// handler whose call changed state calls apply (persist, then send) before
-// it answers (the controller node flushes its Ready the same way), and an answer
-// that acknowledges a write (acks=1, a duplicate) passes the same
-// beforeProduceResponse failpoint as a completion does. The failpoint tests
-// and the simulator's invariants (an acknowledged write is never lost) catch a
-// handler that answers first.
+// Within one replica's Ready, apply goes: storage (truncate and its sync,
+// the epoch cache, append, the HW checkpoint), then Advance, then messages
+// to other nodes, then the answers to requests that waited in the replica,
+// then the held fetches the new HW may satisfy, and last the answer to the
+// input at hand: Kafka completes its delayed produces and fetches when HW
+// moves, before it answers the request that moved it. Advance comes before
+// the sends because a held fetch that the Ready wakes reads the replica
+// again, which takes a new Ready.
 package broker
 
 import (
@@ -100,9 +96,9 @@ type Broker struct {
 	live      []int32
 	addresses map[int32]string
 
-	nextProduce uint64
+	nextRef     uint64
 	nextPID     int64
-	produces    map[uint64]*parkedProduce
+	waiting     map[uint64]func(partition.Reply) error // by ref (refs.go)
 	fetches     []*parkedFetch
 	replicaFets []*parkedReplicaFetch
 
@@ -141,7 +137,7 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 		now:         now,
 		parts:       map[kafka.TopicPartition]*hosted{},
 		metadata:    map[kafka.TopicPartition]kafka.PartitionState{},
-		produces:    map[uint64]*parkedProduce{},
+		waiting:     map[uint64]func(partition.Reply) error{},
 		shutdown:    shutdownState{begun: -1},
 
 		coords:       map[kafka.TopicPartition]*group.Coordinator{},
@@ -392,8 +388,9 @@ func (b *Broker) handleEpochEnd(from NodeID, m partition.EpochEndRequest) error 
 		b.send(from, partition.EpochEndResponse{TopicPartition: m.TopicPartition, ID: m.ID, Err: kafka.ErrNotLeader, Epoch: -1, EndOffset: -1})
 		return nil
 	}
-	b.send(from, h.replica.EpochEnd(m))
-	return nil
+	ref := await(b, func(a partition.EpochEndResponse) error { b.send(from, a); return nil })
+	h.replica.EpochEnd(ref, m)
+	return b.apply(h)
 }
 
 func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {
@@ -416,30 +413,36 @@ func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {
 
 // handleClientEpochEnd answers a client's OffsetForLeaderEpoch from the
 // leader's epoch cache, fenced by the epoch the client names (KIP-320).
-func (b *Broker) handleClientEpochEnd(from NodeID, m EpochEndRequest) {
+func (b *Broker) handleClientEpochEnd(from NodeID, m EpochEndRequest) error {
 	resp := EpochEndResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, LeaderEpoch: -1, EndOffset: -1}
 	h, ok := b.parts[m.TopicPartition]
-	switch {
-	case !ok:
+	if !ok {
 		resp.Err = b.unknownOrNotLeader(m.TopicPartition)
+		b.send(from, resp)
+		return nil
+	}
+	current := m.CurrentLeaderEpoch
+	if current < 0 {
+		// -1: the client does not fence (Kafka's
+		// NO_PARTITION_LEADER_EPOCH); only the role is checked.
+		current = h.replica.LeaderEpoch()
+	}
+	a, err := ask[partition.EpochEndResponse](b, h, func(ref uint64) {
+		h.replica.EpochEnd(ref, partition.EpochEndRequest{TopicPartition: m.TopicPartition, Epoch: m.LeaderEpoch, CurrentLeaderEpoch: current})
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case a.Err != nil:
+		resp.Err = a.Err
+	case h.replica.Role() != partition.RoleLeader:
+		resp.Err = kafka.ErrNotLeader
 	default:
-		current := m.CurrentLeaderEpoch
-		if current < 0 {
-			// -1: the client does not fence (Kafka's
-			// NO_PARTITION_LEADER_EPOCH); only the role is checked.
-			current = h.replica.LeaderEpoch()
-		}
-		a := h.replica.EpochEnd(partition.EpochEndRequest{TopicPartition: m.TopicPartition, Epoch: m.LeaderEpoch, CurrentLeaderEpoch: current})
-		switch {
-		case a.Err != nil:
-			resp.Err = a.Err
-		case h.replica.Role() != partition.RoleLeader:
-			resp.Err = kafka.ErrNotLeader
-		default:
-			resp.LeaderEpoch, resp.EndOffset = a.Epoch, a.EndOffset
-		}
+		resp.LeaderEpoch, resp.EndOffset = a.Epoch, a.EndOffset
 	}
 	b.send(from, resp)
+	return nil
 }
 
 func (b *Broker) unknownOrNotLeader(tp kafka.TopicPartition) error {

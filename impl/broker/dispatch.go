@@ -42,7 +42,7 @@ var brokerHandlers = sync.OnceValue(func() *kafka.Handlers[inbound] {
 	kafka.On(h, func(in inbound, m ProduceRequest) error { return in.b.handleProduce(in.from, m) })
 	kafka.On(h, func(in inbound, m FetchRequest) error { return in.b.handleFetch(in.from, m) })
 	kafka.On(h, func(in inbound, m ListOffsetsRequest) error { in.b.handleListOffsets(in.from, m); return nil })
-	kafka.On(h, func(in inbound, m EpochEndRequest) error { in.b.handleClientEpochEnd(in.from, m); return nil })
+	kafka.On(h, func(in inbound, m EpochEndRequest) error { return in.b.handleClientEpochEnd(in.from, m) })
 	kafka.On(h, func(in inbound, m MetadataRequest) error {
 		in.b.send(in.from, in.b.metadataResponse(m.Correlation))
 		return nil

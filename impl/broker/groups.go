@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/watermarkhq/watermark/impl/group"
@@ -251,27 +250,17 @@ func (b *Broker) appendGroupRecords(tp kafka.TopicPartition, c *group.Coordinato
 	for i, r := range a.Records {
 		recs[i] = record.Record{Key: r.Key, Value: r.Value, Timestamp: b.now}
 	}
-	b.nextProduce++
-	id := b.nextProduce
 	batch := record.Batch{ProducerID: record.NoProducerID, BaseSequence: record.NoSequence, Records: recs}
-	res := h.replica.Produce(partition.ProduceRequest{ID: id, Acks: partition.AcksAll, Batch: batch}, b.now)
-	if res.Parked {
-		b.produces[id] = &parkedProduce{tp: tp, deadline: b.now + b.cfg.OffsetsCommitTimeoutMs, groupAppend: a.ID}
-	} else {
-		err := res.Err
-		if err == nil {
-			err = errors.New("offsets append completed without waiting for the ISR")
+	ref := await(b, func(p partition.ProduceAnswer) error {
+		// The coordinator of tp now, which is not c if tp's leadership
+		// moved while the append waited.
+		if c, ok := b.coords[tp]; ok {
+			c.AppendDone(a.ID, p.Err, b.now)
 		}
-		c.AppendDone(a.ID, err, b.now)
-	}
+		return nil
+	})
+	h.replica.Produce(ref, partition.ProduceRequest{Acks: partition.AcksAll, Batch: batch, Deadline: b.now + b.cfg.OffsetsCommitTimeoutMs}, b.now)
 	return b.apply(h)
-}
-
-// groupAppendDone reports an internal append's fate to its coordinator.
-func (b *Broker) groupAppendDone(p *parkedProduce, err error) {
-	if c, ok := b.coords[p.tp]; ok {
-		c.AppendDone(p.groupAppend, err, b.now)
-	}
 }
 
 // tickGroups advances the coordinators' clocks, in partition order.

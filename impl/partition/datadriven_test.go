@@ -155,7 +155,7 @@ func runCommand(t *testing.T, cp **cluster, d *datadriven.TestData) string {
 		d.ScanArgs(t, "offset", &offset)
 		d.MaybeScanArgs(t, "epoch", &epoch)
 		d.MaybeScanArgs(t, "max-bytes", &maxBytes)
-		res := c.replica(id).Read(int64(offset), maxBytes, int32(epoch))
+		res := readAt(c.replica(id), int64(offset), maxBytes, int32(epoch))
 		c.logf("read: %s hw=%d leo=%d %s", formatLog(res.Batches), res.HW, res.LEO, errString(res.Err))
 	case "describe":
 		show = true

@@ -23,7 +23,7 @@ func divergedLeader(t *testing.T) *Replica {
 }
 
 func fetchNaming(r *Replica, offset int64, last int32) FetchResponse {
-	return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, ID: 7, ReplicaID: 2, To: 1, FetchOffset: offset,
+	return replicaFetchAt(r, FetchRequest{TopicPartition: testTP, ID: 7, ReplicaID: 2, To: 1, FetchOffset: offset,
 		CurrentLeaderEpoch: 4, LastFetchedEpoch: last, MaxBytes: 1 << 20}, 10)
 }
 

@@ -121,7 +121,8 @@ type cluster struct {
 	incarnations int64 // processes started so far
 	nextProduce  uint64
 	completions  map[uint64]Completion
-	out          []string // what happened, for scenario files
+	answeredNow  map[uint64]bool // produces answered by the call itself
+	out          []string        // what happened, for scenario files
 }
 
 // newCluster starts replicas with empty logs; none has a role until the
@@ -131,7 +132,7 @@ func newCluster(t testing.TB, cfg func(id int32) Config, ids ...int32) *cluster 
 	if cfg == nil {
 		cfg = testConfig
 	}
-	c := &cluster{t: t, cfg: cfg, ids: ids, nodes: map[int32]*node{}, completions: map[uint64]Completion{}}
+	c := &cluster{t: t, cfg: cfg, ids: ids, nodes: map[int32]*node{}, completions: map[uint64]Completion{}, answeredNow: map[uint64]bool{}}
 	c.ctrl = kafka.PartitionState{Leader: -1, LeaderEpoch: 0, ISR: slices.Clone(ids), Replicas: slices.Clone(ids)}
 	for _, id := range ids {
 		n := &node{id: id, lastEp: -1}
@@ -241,9 +242,9 @@ func (c *cluster) apply(n *node) {
 	for _, e := range rd.Events {
 		c.logf("%d: %s: %s", n.id, e.Kind, e.Detail)
 	}
-	for _, comp := range rd.Completions {
-		if _, dup := c.completions[comp.ID]; dup {
-			c.t.Fatalf("broker %d: produce %d completed twice", n.id, comp.ID)
+	for _, comp := range completions(rd) {
+		if _, dup := c.completions[comp.ID]; dup || c.answeredNow[comp.ID] {
+			c.t.Fatalf("broker %d: produce %d answered twice", n.id, comp.ID)
 		}
 		c.completions[comp.ID] = comp
 		c.logf("complete id=%d offset=%d %s", comp.ID, comp.BaseOffset, errString(comp.Err))
@@ -348,7 +349,8 @@ func (c *cluster) produce(id int32, acks Acks, values ...string) (uint64, Produc
 	}
 	n := c.nodes[id]
 	require.NotNil(c.t, n.r, "broker %d is down", id)
-	res := n.r.Produce(ProduceRequest{ID: c.nextProduce, Acks: acks, Batch: b}, c.now)
+	res := produceAt(n.r, c.nextProduce, ProduceRequest{Acks: acks, Batch: b}, c.now)
+	c.answeredNow[c.nextProduce] = !res.Parked
 	c.apply(n)
 	return c.nextProduce, res
 }

@@ -59,11 +59,14 @@ type pendingISR struct {
 	sentAt int64
 }
 
-// parkedProduce is an acks=all produce waiting for HW to pass it.
+// parkedProduce is an acks=all produce waiting for HW to pass it: the one
+// place a produce waits.
 type parkedProduce struct {
-	id       uint64
-	base     int64
-	required int64 // HW must reach this (the batch's next offset)
+	ref       uint64
+	base      int64
+	required  int64 // HW must reach this (the batch's next offset)
+	deadline  int64 // 0: none
+	duplicate bool
 }
 
 // leaderState exists while the replica leads.
@@ -77,20 +80,12 @@ type leaderState struct {
 
 // ProduceRequest appends one batch. The replica takes ownership of Batch.
 type ProduceRequest struct {
-	ID    uint64
 	Acks  Acks
 	Batch record.Batch
-}
-
-// ProduceResult is the immediate answer to a produce. A parked produce is
-// answered later by a Completion with the same ID.
-type ProduceResult struct {
-	BaseOffset int64
-	Err        error
-	Parked     bool
-	// Duplicate says the batch was a retry of one already in the log:
-	// nothing was appended, BaseOffset is the original's.
-	Duplicate bool
+	// Deadline, when not 0, is when an acks=all produce stops waiting for
+	// HW: the first Tick at or after it answers REQUEST_TIMED_OUT (the
+	// produce request's timeout). The records may still commit.
+	Deadline int64
 }
 
 func (r *Replica) becomeLeader(epoch int32, now int64) {
@@ -114,33 +109,39 @@ func (r *Replica) becomeLeader(epoch int32, now int64) {
 	r.maybeAdvanceHW()
 }
 
-// Produce appends a batch as leader. Acks 0 and 1 are answered at once (the
-// caller sends the answer after persisting the Ready); acks=all parks until
-// HW passes the batch.
-func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
+// Produce appends a batch as leader and answers ref in Ready.Answers:
+// acks 0 and 1 and refusals at once (the driver sends the answer after
+// persisting the Ready), acks=all when HW passes the batch.
+func (r *Replica) Produce(ref uint64, req ProduceRequest, now int64) {
+	refuse := func(err error) { r.answer(ref, ProduceAnswer{BaseOffset: -1, Err: err}) }
 	if r.role != RoleLeader {
-		return ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}
+		refuse(kafka.ErrNotLeader)
+		return
 	}
 	if req.Batch.Len() <= 0 {
-		return ProduceResult{BaseOffset: -1, Err: kafka.ErrInvalidRecord}
+		refuse(kafka.ErrInvalidRecord)
+		return
 	}
 	if req.Acks == AcksAll && len(r.isr) < r.minISR() {
-		return ProduceResult{BaseOffset: -1, Err: kafka.ErrNotEnoughReplicas}
+		refuse(kafka.ErrNotEnoughReplicas)
+		return
 	}
 	b := req.Batch
 	if b.ProducerID != record.NoProducerID {
 		dup, err := r.producers.check(&b, r.cfg.ProducerState == ProducerStateLeaderOnly)
 		if err != nil {
-			return ProduceResult{BaseOffset: -1, Err: err}
+			refuse(err)
+			return
 		}
 		if dup != nil {
 			// A retry of a batch already in the log: answer with its
 			// offset, once it is as committed as acks asks.
 			if req.Acks != AcksAll || r.hw > dup.last {
-				return ProduceResult{BaseOffset: dup.base, Duplicate: true}
+				r.answer(ref, ProduceAnswer{BaseOffset: dup.base, Duplicate: true})
+				return
 			}
-			r.leader.produces = append(r.leader.produces, parkedProduce{id: req.ID, base: dup.base, required: dup.last + 1})
-			return ProduceResult{BaseOffset: dup.base, Parked: true, Duplicate: true}
+			r.leader.produces = append(r.leader.produces, parkedProduce{ref: ref, base: dup.base, required: dup.last + 1, deadline: req.Deadline, duplicate: true})
+			return
 		}
 	}
 	b.BaseOffset = r.leo()
@@ -148,21 +149,26 @@ func (r *Replica) Produce(req ProduceRequest, now int64) ProduceResult {
 	r.append(b)
 	if req.Acks != AcksAll {
 		r.maybeAdvanceHW()
-		return ProduceResult{BaseOffset: b.BaseOffset}
+		r.answer(ref, ProduceAnswer{BaseOffset: b.BaseOffset})
+		return
 	}
-	r.leader.produces = append(r.leader.produces, parkedProduce{id: req.ID, base: b.BaseOffset, required: b.NextOffset()})
+	r.leader.produces = append(r.leader.produces, parkedProduce{ref: ref, base: b.BaseOffset, required: b.NextOffset(), deadline: req.Deadline})
 	r.maybeAdvanceHW()
-	return ProduceResult{BaseOffset: b.BaseOffset, Parked: true}
 }
 
 // ReplicaFetch serves a follower's fetch: it records the follower's LEO (its
 // fetch offset), may expand the ISR and advance HW, and returns the batches
-// from the fetch offset. Call it again when a held fetch completes; it is
-// safe to repeat for the same offset. A fetch whose LastFetchedEpoch shows
+// from the fetch offset, answering ref in Ready.Answers. Call it again when
+// a held fetch completes; it is safe to repeat for the same offset. A fetch whose LastFetchedEpoch shows
 // the follower's log diverging from ours gets a DivergingEpoch answer and
 // counts for nothing (Kafka's Partition.fetchRecords skips the follower's
 // fetch state then).
-func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
+func (r *Replica) ReplicaFetch(ref uint64, req FetchRequest, now int64) {
+	resp := r.replicaFetch(req, now)
+	r.answer(ref, resp)
+}
+
+func (r *Replica) replicaFetch(req FetchRequest, now int64) FetchResponse {
 	resp := FetchResponse{TopicPartition: req.TopicPartition, ID: req.ID, HW: -1, LEO: -1,
 		DivergingEpoch: noEpoch, DivergingEndOffset: storage.UndefinedEpochOffset}
 	if err := r.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
@@ -224,8 +230,13 @@ func (r *Replica) ReplicaFetch(req FetchRequest, now int64) FetchResponse {
 	return resp
 }
 
-// EpochEnd answers OffsetsForLeaderEpoch for a follower (KIP-101, KIP-279).
-func (r *Replica) EpochEnd(req EpochEndRequest) EpochEndResponse {
+// EpochEnd answers OffsetsForLeaderEpoch for a follower (KIP-101, KIP-279)
+// or a client (KIP-320), under ref in Ready.Answers.
+func (r *Replica) EpochEnd(ref uint64, req EpochEndRequest) {
+	r.answer(ref, r.epochEnd(req))
+}
+
+func (r *Replica) epochEnd(req EpochEndRequest) EpochEndResponse {
 	resp := EpochEndResponse{TopicPartition: req.TopicPartition, ID: req.ID, Epoch: -1, EndOffset: -1}
 	if err := r.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
 		resp.Err = err
@@ -241,33 +252,26 @@ func (r *Replica) EpochEnd(req EpochEndRequest) EpochEndResponse {
 	return resp
 }
 
-// ReadResult answers a consumer fetch.
-type ReadResult struct {
-	Batches []record.Batch
-	HW      int64
-	LEO     int64
-	// LogStart is the replica's log start offset (-1 when fenced).
-	LogStart int64
-	Err      error
+// Read serves a consumer, under ref in Ready.Answers: only batches wholly
+// below HW. An offset in [HW, LEO] returns nothing; past LEO, or below the
+// log start offset (retention deleted it), is kafka.ErrOffsetOutOfRange.
+func (r *Replica) Read(ref uint64, req ReadRequest) {
+	r.answer(ref, r.readAt(req))
 }
 
-// Read serves a consumer: only batches wholly below HW. An offset in
-// [HW, LEO] returns nothing; past LEO, or below the log start offset
-// (retention deleted it), is kafka.ErrOffsetOutOfRange. A
-// currentLeaderEpoch of -1 skips KIP-320's fencing check.
-func (r *Replica) Read(offset int64, maxBytes int, currentLeaderEpoch int32) ReadResult {
-	if currentLeaderEpoch >= 0 {
-		if err := r.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+func (r *Replica) readAt(req ReadRequest) ReadResult {
+	if req.CurrentLeaderEpoch >= 0 {
+		if err := r.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
 			return ReadResult{Err: err, HW: -1, LEO: -1, LogStart: -1}
 		}
 	} else if r.role != RoleLeader {
 		return ReadResult{Err: kafka.ErrNotLeader, HW: -1, LEO: -1, LogStart: -1}
 	}
 	leo, start := r.leo(), r.logStart()
-	if offset < start || offset > leo {
+	if req.Offset < start || req.Offset > leo {
 		return ReadResult{Err: kafka.ErrOffsetOutOfRange, HW: r.hw, LEO: leo, LogStart: start}
 	}
-	return ReadResult{Batches: r.read(offset, r.hw, maxBytes), HW: r.hw, LEO: leo, LogStart: start}
+	return ReadResult{Batches: r.read(req.Offset, r.hw, req.MaxBytes), HW: r.hw, LEO: leo, LogStart: start}
 }
 
 // checkLeaderEpoch fences requests made in another epoch (KIP-320). As in
@@ -344,6 +348,7 @@ func (r *Replica) Tick(now int64) {
 			r.resendAlterPartition(p, now)
 		}
 		r.maybeShrinkISR(now)
+		r.expireProduces(now)
 	case RoleFollower:
 		r.tickFollower(now)
 	}
@@ -484,7 +489,7 @@ func (r *Replica) completeProduces() {
 		if len(r.isr) < r.minISR() {
 			err = kafka.ErrNotEnoughReplicasAfterAppend
 		}
-		r.ready.Completions = append(r.ready.Completions, Completion{ID: p.id, BaseOffset: p.base, Err: err})
+		r.release(p, err)
 	}
 	r.leader.produces = r.leader.produces[:n]
 }
@@ -493,20 +498,24 @@ func (r *Replica) completeProduces() {
 // commit under the next leader, so callers must treat err as indefinite.
 func (r *Replica) failPending(err error) {
 	for _, p := range r.leader.produces {
-		r.ready.Completions = append(r.ready.Completions, Completion{ID: p.id, BaseOffset: p.base, Err: err})
+		r.release(p, err)
 	}
 	r.leader.produces = nil
 }
 
-// ExpireProduce answers a parked produce with err (the broker's request
-// timeout) and forgets it. It reports whether the produce was parked.
-func (r *Replica) ExpireProduce(id uint64, err error) bool {
-	for i, p := range r.leader.produces {
-		if p.id == id {
-			r.leader.produces = slices.Delete(r.leader.produces, i, i+1)
-			r.ready.Completions = append(r.ready.Completions, Completion{ID: id, BaseOffset: p.base, Err: err})
-			return true
+// expireProduces answers the parked produces whose deadline passed with
+// REQUEST_TIMED_OUT: their records may still commit, so the client must
+// treat the answer as unknown.
+func (r *Replica) expireProduces(now int64) {
+	n := 0
+	for _, p := range r.leader.produces {
+		if p.deadline == 0 || now < p.deadline {
+			r.leader.produces[n] = p
+			n++
+			continue
 		}
+		r.release(p, kafka.ErrRequestTimedOut)
 	}
-	return false
+	clear(r.leader.produces[n:])
+	r.leader.produces = r.leader.produces[:n]
 }

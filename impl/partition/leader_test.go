@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,13 +71,13 @@ func TestAcksAllCompletesWhenHWPassesTheBatch(t *testing.T) {
 // Reference: spec/SEMANTICS.md, Producer ("HW has passed it").
 func TestAcksAllWaitsForTheBatchLastOffset(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a")
-	require.True(t, r.Produce(ProduceRequest{ID: 5, Acks: AcksAll, Batch: batch("b", "c", "d")}, 0).Parked)
+	require.True(t, produceAt(r, 5, ProduceRequest{Acks: AcksAll, Batch: batch("b", "c", "d")}, 0).Parked)
 	drain(r)
 	fetchAt(r, 2, 3, 1)
 	require.Equal(t, int64(3), r.HW(), "HW inside the batch 1-3")
-	assert.Empty(t, drain(r).Completions)
+	assert.Empty(t, completions(drain(r)))
 	fetchAt(r, 2, 4, 2)
-	assert.Equal(t, []Completion{{ID: 5, BaseOffset: 1}}, drain(r).Completions)
+	assert.Equal(t, []Completion{{ID: 5, BaseOffset: 1}}, completions(drain(r)))
 }
 
 // "With min.insync.replicas = M, a produce is refused with
@@ -89,12 +88,14 @@ func TestAcksAllRefusedWhenISRBelowMin(t *testing.T) {
 	cfg.MinInsyncReplicas = 2
 	r := leaderOf(t, cfg, []int32{1})
 
-	res := r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0)
+	res := produceAt(r, 1, ProduceRequest{Acks: AcksAll, Batch: batch("a")}, 0)
 	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotEnoughReplicas}, res)
 	assert.Equal(t, int64(0), r.LEO())
-	assert.False(t, r.HasReady(), "nothing to store or send")
+	rd := drain(r)
+	assert.Empty(t, rd.Append, "nothing to store")
+	assert.Empty(t, rd.Messages, "nothing to send")
 
-	res = r.Produce(ProduceRequest{ID: 2, Acks: AcksLeader, Batch: batch("b")}, 0)
+	res = produceAt(r, 2, ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 0)
 	assert.Equal(t, ProduceResult{BaseOffset: 0}, res)
 	assert.Equal(t, int64(0), r.HW(), "below min ISR HW does not advance (KIP-966)")
 }
@@ -110,14 +111,14 @@ func TestMinISRCappedAtReplicationFactor(t *testing.T) {
 	r := newReplica(t, cfg, nil, 0, storage.EpochCache{})
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1}, PartitionEpoch: 1}, 0)
 	drain(r)
-	res := r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0)
+	res := produceAt(r, 1, ProduceRequest{Acks: AcksAll, Batch: batch("a")}, 0)
 	require.NoError(t, res.Err)
 	rd := drain(r)
 	assert.Equal(t, int64(1), r.HW(), "the one replica is the whole ISR the topic can have")
-	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0}}, rd.Completions)
+	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0}}, completions(rd))
 
 	r3 := leaderOf(t, cfg, []int32{1})
-	res = r3.Produce(ProduceRequest{ID: 2, Acks: AcksAll, Batch: batch("b")}, 0)
+	res = produceAt(r3, 2, ProduceRequest{Acks: AcksAll, Batch: batch("b")}, 0)
 	assert.Equal(t, kafka.ErrNotEnoughReplicas, res.Err, "three replicas: the cap is 2")
 }
 
@@ -131,14 +132,14 @@ func TestNotEnoughReplicasAfterAppend(t *testing.T) {
 	cfg.AdvanceHWBelowMinISR = true
 	r := leaderOf(t, cfg, []int32{1, 2})
 	fetchAt(r, 2, 0, 0)
-	res := r.Produce(ProduceRequest{ID: 7, Acks: AcksAll, Batch: batch("a")}, 0)
+	res := produceAt(r, 7, ProduceRequest{Acks: AcksAll, Batch: batch("a")}, 0)
 	require.True(t, res.Parked)
 	drain(r)
 
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
 	rd := drain(r)
 	assert.Equal(t, int64(1), r.HW())
-	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
+	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, completions(rd))
 }
 
 // "Last replica standing": with the safe default, a leader alone in the ISR
@@ -153,16 +154,15 @@ func TestHWStaysWhileISRBelowMin(t *testing.T) {
 	cfg.MinInsyncReplicas = 2
 	r := leaderOf(t, cfg, []int32{1, 2})
 	fetchAt(r, 2, 0, 0)
-	require.True(t, r.Produce(ProduceRequest{ID: 7, Acks: AcksAll, Batch: batch("a")}, 0).Parked)
+	require.True(t, produceAt(r, 7, ProduceRequest{Acks: AcksAll, Batch: batch("a")}, 0).Parked)
 	drain(r)
 
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 10)
 	rd := drain(r)
 	assert.Equal(t, int64(0), r.HW())
-	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, rd.Completions)
+	assert.Equal(t, []Completion{{ID: 7, BaseOffset: 0, Err: kafka.ErrNotEnoughReplicasAfterAppend}}, completions(rd))
 
-	timeout := errors.New("request timed out")
-	assert.False(t, r.ExpireProduce(7, timeout), "answered once only")
+	assert.Empty(t, r.leader.produces, "answered once only")
 	assert.False(t, r.HasReady())
 }
 
@@ -171,20 +171,20 @@ func TestHWStaysWhileISRBelowMin(t *testing.T) {
 // Reference: spec/SEMANTICS.md, Producer; KIP-101 (batches carry the epoch).
 func TestProduceRefusals(t *testing.T) {
 	f := newReplica(t, testConfig(2), nil, 0, epochCache(t))
-	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}, produceAt(f, 0, ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
 		"a replica without a role")
 	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}, f.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrNotLeader}, produceAt(f, 0, ProduceRequest{Acks: AcksLeader, Batch: batch("a")}, 0),
 		"a follower")
 
 	r := leaderOf(t, testConfig(1), []int32{1})
-	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrInvalidRecord}, r.Produce(ProduceRequest{Acks: AcksAll, Batch: batch()}, 0))
+	assert.Equal(t, ProduceResult{BaseOffset: -1, Err: kafka.ErrInvalidRecord}, produceAt(r, 0, ProduceRequest{Acks: AcksAll, Batch: batch()}, 0))
 	assert.Equal(t, int64(0), r.LEO())
 
 	// The leader assigns offsets and its epoch, whatever the client sent.
 	b := batch("x")
 	b.BaseOffset, b.LeaderEpoch = 42, 9
-	assert.Equal(t, ProduceResult{BaseOffset: 0}, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: b}, 0))
+	assert.Equal(t, ProduceResult{BaseOffset: 0}, produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: b}, 0))
 	assert.Equal(t, int64(0), r.Log()[0].BaseOffset)
 	assert.Equal(t, int32(1), r.Log()[0].LeaderEpoch)
 }
@@ -254,7 +254,7 @@ func TestISRShrinksAfterLagTime(t *testing.T) {
 	// had at its previous fetch, 3 fetches but stays one more batch behind.
 	for now := int64(100); now <= 1000; now += 100 {
 		prev := r.LEO()
-		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("x")}, now)
+		produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: batch("x")}, now)
 		fetchAt(r, 2, prev, now)
 		fetchAt(r, 3, max(prev-1, 0), now)
 		r.Tick(now)
@@ -279,7 +279,7 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 		fetchAt(r, 2, 1, 1000)
 		r.Tick(1001)
 		require.Len(t, messages[kafka.AlterPartition](drain(r)), 1)
-		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1001)
+		produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1001)
 		fetchAt(r, 2, 2, 1001)
 		assert.Equal(t, int64(0), r.HW(), "3 may still be in the ISR the controller holds")
 
@@ -297,7 +297,7 @@ func TestHWUsesMaximalISRWhileAlterISRInFlight(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Equal(t, []int32{1, 2, 3}, got[0].NewISR)
 
-		r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1)
+		produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 1)
 		fetchAt(r, 2, 2, 1)
 		assert.Equal(t, int64(1), r.HW(), "3 may already be in the ISR the controller holds")
 		fetchAt(r, 3, 2, 2)
@@ -358,15 +358,15 @@ func TestNewLeaderGivesFollowersALagWindow(t *testing.T) {
 // is never stuck behind a large one. Reference: KIP-74.
 func TestReplicaFetchByteLimit(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b", "c")
-	resp := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1}, 0)
+	resp := replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1}, 0)
 	assert.Equal(t, []string{"a"}, values(resp.Batches))
-	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
+	resp = replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
 	assert.Equal(t, []string{"b", "c"}, values(resp.Batches))
 
 	cfg := testConfig(1)
 	cfg.ReplicaFetchMaxBytes = 1
 	r = leaderOf(t, cfg, []int32{1, 2}, "a", "b")
-	resp = r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
+	resp = replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
 	assert.Equal(t, []string{"a"}, values(resp.Batches))
 }
 
@@ -406,14 +406,14 @@ func TestLeaderChangeFailsParkedProduces(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := leaderOf(t, testConfig(1), []int32{1, 2})
-			require.True(t, r.Produce(ProduceRequest{ID: 1, Acks: AcksAll, Batch: batch("a")}, 0).Parked)
-			require.True(t, r.Produce(ProduceRequest{ID: 2, Acks: AcksAll, Batch: batch("b")}, 0).Parked)
+			require.True(t, produceAt(r, 1, ProduceRequest{Acks: AcksAll, Batch: batch("a")}, 0).Parked)
+			require.True(t, produceAt(r, 2, ProduceRequest{Acks: AcksAll, Batch: batch("b")}, 0).Parked)
 			drain(r)
 			r.UpdateState(next, 1)
 			assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: kafka.ErrLeaderChanged}, {ID: 2, BaseOffset: 1, Err: kafka.ErrLeaderChanged}},
-				drain(r).Completions)
+				completions(drain(r)))
 			assert.NotEqual(t, RoleLeader, r.Role())
-			assert.False(t, r.ExpireProduce(1, kafka.ErrLeaderChanged), "nothing stays parked")
+			assert.Empty(t, r.leader.produces, "nothing stays parked")
 		})
 	}
 }
@@ -438,7 +438,7 @@ func assertAlterISR(t *testing.T, got kafka.AlterPartition, epoch, pe int32, isr
 func TestResentISRExpansionNamesTheProcessItWasDecidedOn(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2}, "a", "b")
 	fetch := func(inc, offset int64) {
-		r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: 3, ReplicaIncarnation: inc, To: 1,
+		replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: 3, ReplicaIncarnation: inc, To: 1,
 			FetchOffset: offset, CurrentLeaderEpoch: r.LeaderEpoch(), MaxBytes: 1 << 20}, 10)
 	}
 	fetchAt(r, 2, 2, 10)
@@ -456,4 +456,21 @@ func TestResentISRExpansionNamesTheProcessItWasDecidedOn(t *testing.T) {
 	assert.NotEqual(t, sent[0].ProposalID, resent[0].ProposalID)
 	assert.Equal(t, []int64{sent[0].NewISRIncarnations[0], sent[0].NewISRIncarnations[1], 7}, resent[0].NewISRIncarnations,
 		"the resend names process 7, which caught up, not process 8")
+}
+
+// An acks=all produce waits in its replica until HW passes it or its
+// deadline (the request's timeout) does: the first Tick at or after the
+// deadline answers REQUEST_TIMED_OUT, once; a produce without a deadline
+// waits on. Reference: spec/SEMANTICS.md, Producer.
+func TestParkedProduceExpiresAtItsDeadline(t *testing.T) {
+	r := leaderOf(t, testConfig(1), []int32{1, 2})
+	require.True(t, produceAt(r, 1, ProduceRequest{Acks: AcksAll, Batch: batch("a"), Deadline: 100}, 0).Parked)
+	require.True(t, produceAt(r, 2, ProduceRequest{Acks: AcksAll, Batch: batch("b")}, 0).Parked)
+	drain(r)
+	r.Tick(99)
+	assert.Empty(t, completions(drain(r)), "before its deadline")
+	r.Tick(100)
+	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: kafka.ErrRequestTimedOut}}, completions(drain(r)))
+	fetchAt(r, 2, 2, 101)
+	assert.Equal(t, []Completion{{ID: 2, BaseOffset: 1}}, completions(drain(r)), "the expired produce is not answered again")
 }

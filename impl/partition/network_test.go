@@ -53,7 +53,7 @@ func (c *cluster) deliverOne(e envelope) {
 	switch m := e.msg.(type) {
 	case FetchRequest:
 		mark := len(c.out)
-		resp := r.ReplicaFetch(m, c.now)
+		resp := replicaFetchAt(r, m, c.now)
 		c.apply(n)
 		line := formatEnvelope(e)
 		hold := !e.force && c.wouldHold(m, resp)
@@ -76,7 +76,7 @@ func (c *cluster) deliverOne(e envelope) {
 		}
 	case EpochEndRequest:
 		c.logf("%s", formatEnvelope(e))
-		c.send(n.id, e.from, r.EpochEnd(m))
+		c.send(n.id, e.from, epochEndAt(r, m))
 	case FetchResponse:
 		c.logf("%s", formatEnvelope(e))
 		r.HandleFetchResponse(m, c.now)

@@ -49,7 +49,7 @@ type producer struct {
 // replica's Ready is left to the caller.
 func (p *producer) send(acks Acks, b record.Batch) ProduceResult {
 	p.id++
-	return p.r.Produce(ProduceRequest{ID: p.id, Acks: acks, Batch: b}, 0)
+	return produceAt(p.r, p.id, ProduceRequest{Acks: acks, Batch: b}, 0)
 }
 
 // ok produces b with acks=1 and requires it appended at want.
@@ -213,14 +213,14 @@ func TestIdempotentDuplicateOfUncommittedBatchWaitsForHW(t *testing.T) {
 
 	fetchAt(r, 2, 2, 10) // HW 2: inside the batch
 	require.Equal(t, int64(2), r.HW())
-	assert.Empty(t, drain(r).Completions, "HW has not passed the batch's last offset")
+	assert.Empty(t, completions(drain(r)), "HW has not passed the batch's last offset")
 	assert.True(t, p.dup(AcksAll, orig, 1).Parked, "HW 2 has not passed the original's last offset")
 	inside := p.id
 
 	fetchAt(r, 2, 3, 20)
 	require.Equal(t, int64(3), r.HW())
 	assert.ElementsMatch(t, []Completion{{ID: origID, BaseOffset: 1}, {ID: retryID, BaseOffset: 1}, {ID: inside, BaseOffset: 1}},
-		drain(r).Completions)
+		completions(drain(r)))
 
 	late := p.dup(AcksAll, orig, 1)
 	assert.False(t, late.Parked, "committed: answered at once")
@@ -237,7 +237,7 @@ func TestIdempotentParkedDuplicateFailsOnLeaderChange(t *testing.T) {
 	require.True(t, p.dup(AcksAll, idem(pidP, 0, 0, "a"), 0).Parked)
 	r.UpdateState(kafka.PartitionState{Leader: 2, LeaderEpoch: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}, 1)
 	assert.Equal(t, []Completion{{ID: 1, BaseOffset: 0, Err: kafka.ErrLeaderChanged}, {ID: 2, BaseOffset: 0, Err: kafka.ErrLeaderChanged}},
-		drain(r).Completions)
+		completions(drain(r)))
 }
 
 // "an older epoch with INVALID_PRODUCER_EPOCH; a new epoch must start at
@@ -271,7 +271,8 @@ func produceIdem(c *cluster, id int32, acks Acks, b record.Batch) (uint64, Produ
 	c.nextProduce++
 	n := c.nodes[id]
 	require.NotNil(c.t, n.r, "broker %d is down", id)
-	res := n.r.Produce(ProduceRequest{ID: c.nextProduce, Acks: acks, Batch: b.Clone()}, c.now)
+	res := produceAt(n.r, c.nextProduce, ProduceRequest{Acks: acks, Batch: b.Clone()}, c.now)
+	c.answeredNow[c.nextProduce] = !res.Parked
 	c.apply(n)
 	return c.nextProduce, res
 }

@@ -17,7 +17,7 @@ import (
 func TestReadOnlyBelowHW(t *testing.T) {
 	r := leaderOf(t, testConfig(1), []int32{1, 2})
 	for _, vals := range [][]string{{"a"}, {"b", "c"}, {"d"}, {"e", "f"}} {
-		require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch(vals...)}, 0).Err)
+		require.NoError(t, produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: batch(vals...)}, 0).Err)
 	}
 	fetchAt(r, 2, 4, 0) // 2 holds a, b-c, d: HW 4
 	require.Equal(t, int64(4), r.HW())
@@ -39,7 +39,7 @@ func TestReadOnlyBelowHW(t *testing.T) {
 		{-1, nil, kafka.ErrOffsetOutOfRange},
 	}
 	for _, tc := range cases {
-		res := r.Read(tc.offset, 1<<20, -1)
+		res := readAt(r, tc.offset, 1<<20, -1)
 		assert.ErrorIs(t, res.Err, tc.err, "offset %d", tc.offset)
 		if tc.err == nil {
 			assert.NoError(t, res.Err, "offset %d", tc.offset)
@@ -50,9 +50,9 @@ func TestReadOnlyBelowHW(t *testing.T) {
 	}
 
 	// maxBytes bounds the answer but never below one batch.
-	one := r.Read(0, 1, -1)
+	one := readAt(r, 0, 1, -1)
 	assert.Equal(t, []string{"a"}, values(one.Batches))
-	two := r.Read(0, one.Batches[0].Size()+r.Log()[1].Size(), -1)
+	two := readAt(r, 0, one.Batches[0].Size()+r.Log()[1].Size(), -1)
 	assert.Equal(t, []string{"a", "b", "c"}, values(two.Batches))
 }
 
@@ -70,9 +70,9 @@ func TestLeaderEpochFencing(t *testing.T) {
 		epoch int32
 		err   error
 	}{{2, kafka.ErrFencedLeaderEpoch}, {4, kafka.ErrUnknownLeaderEpoch}, {3, nil}} {
-		read := r.Read(0, 1<<20, tc.epoch)
-		fetch := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 9, ReplicaID: 2, To: 1, FetchOffset: 0, CurrentLeaderEpoch: tc.epoch, MaxBytes: 1 << 20}, 0)
-		end := r.EpochEnd(EpochEndRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, Epoch: 1, CurrentLeaderEpoch: tc.epoch})
+		read := readAt(r, 0, 1<<20, tc.epoch)
+		fetch := replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 9, ReplicaID: 2, To: 1, FetchOffset: 0, CurrentLeaderEpoch: tc.epoch, MaxBytes: 1 << 20}, 0)
+		end := epochEndAt(r, EpochEndRequest{TopicPartition: testTP, ID: 9, ReplicaID: 2, To: 1, Epoch: 1, CurrentLeaderEpoch: tc.epoch})
 		if tc.err == nil {
 			assert.NoError(t, read.Err)
 			assert.Equal(t, []string{"a"}, values(read.Batches))
@@ -91,24 +91,24 @@ func TestLeaderEpochFencing(t *testing.T) {
 		assert.Equal(t, int32(-1), end.Epoch)
 		assert.Equal(t, int64(-1), end.EndOffset)
 	}
-	assert.NoError(t, r.Read(0, 1<<20, -1).Err, "-1 skips the check")
+	assert.NoError(t, readAt(r, 0, 1<<20, -1).Err, "-1 skips the check")
 
 	f := newReplica(t, testConfig(2), stored([]int32{1}, "a"), 1, epochCache(t, entry(1, 0)))
 	f.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, PartitionEpoch: 1}, 0)
-	assert.ErrorIs(t, f.Read(0, 1<<20, 3).Err, kafka.ErrNotLeader)
-	assert.ErrorIs(t, f.Read(0, 1<<20, -1).Err, kafka.ErrNotLeader)
-	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
-	assert.ErrorIs(t, f.EpochEnd(EpochEndRequest{TopicPartition: testTP, ReplicaID: 3, Epoch: 1, CurrentLeaderEpoch: 3}).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, readAt(f, 0, 1<<20, 3).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, readAt(f, 0, 1<<20, -1).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, replicaFetchAt(f, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, epochEndAt(f, EpochEndRequest{TopicPartition: testTP, ReplicaID: 3, Epoch: 1, CurrentLeaderEpoch: 3}).Err, kafka.ErrNotLeader)
 	// The epoch is checked before the role, as Kafka does: a follower
 	// fences a request from an epoch it has left.
-	assert.ErrorIs(t, f.Read(0, 1<<20, 2).Err, kafka.ErrFencedLeaderEpoch)
-	assert.ErrorIs(t, f.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 2}, 0).Err, kafka.ErrFencedLeaderEpoch)
-	assert.ErrorIs(t, f.Read(0, 1<<20, 4).Err, kafka.ErrUnknownLeaderEpoch)
+	assert.ErrorIs(t, readAt(f, 0, 1<<20, 2).Err, kafka.ErrFencedLeaderEpoch)
+	assert.ErrorIs(t, replicaFetchAt(f, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 3, FetchOffset: 0, CurrentLeaderEpoch: 2}, 0).Err, kafka.ErrFencedLeaderEpoch)
+	assert.ErrorIs(t, readAt(f, 0, 1<<20, 4).Err, kafka.ErrUnknownLeaderEpoch)
 
 	// A fetch from a broker that holds no replica of the partition.
-	assert.ErrorIs(t, r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
+	assert.ErrorIs(t, replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 7, FetchOffset: 0, CurrentLeaderEpoch: 3}, 0).Err, kafka.ErrNotLeader)
 	// A follower fetching past the leader's LEO learns the LEO.
-	oor := r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3}, 0)
+	oor := replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3}, 0)
 	assert.ErrorIs(t, oor.Err, kafka.ErrOffsetOutOfRange)
 	assert.Equal(t, int64(1), oor.LEO)
 }
@@ -177,7 +177,7 @@ func TestFollowerIncarnationFencing(t *testing.T) {
 	cfg.Incarnation = 10
 	r := leaderOf(t, cfg, []int32{1, 2}, "a", "b")
 	fetch := func(id int32, inc, offset int64) FetchResponse {
-		return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: id, ReplicaIncarnation: inc, To: 1,
+		return replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: id, ReplicaIncarnation: inc, To: 1,
 			FetchOffset: offset, CurrentLeaderEpoch: 1, MaxBytes: 1 << 20}, 0)
 	}
 	require.NoError(t, fetch(2, 5, 1).Err)

@@ -29,8 +29,9 @@ type Ready struct {
 	EpochsChanged bool
 	// Messages go to other brokers or the controller.
 	Messages []Message
-	// Completions finish produce requests that were waiting.
-	Completions []Completion
+	// Answers reply to the requests handed in (Produce, ReplicaFetch,
+	// EpochEnd, Read), each under its ref, in the order given.
+	Answers []Answer
 	// Events describe what happened, for traces and reports.
 	Events []Event
 	// ReadErr, when set, is a read of the replica's Log that failed: its
@@ -120,13 +121,6 @@ type EpochEndResponse struct {
 	Err       error
 	Epoch     int32
 	EndOffset int64
-}
-
-// Completion finishes a produce that was parked until HW passed it.
-type Completion struct {
-	ID         uint64
-	BaseOffset int64
-	Err        error
 }
 
 // EventKind classifies an Event.

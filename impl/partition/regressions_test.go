@@ -36,10 +36,10 @@ func TestRegressionStaleAlterISRAnswerDropsInFlightExpansion(t *testing.T) {
 	require.Equal(t, [][]int32{{1, 2, 3}}, proposals(drain(r)))
 	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, State: shrunk}, 1004) // the shrink's late answer
 
-	require.True(t, r.Produce(ProduceRequest{ID: 9, Acks: AcksAll, Batch: batch("m")}, 1005).Parked)
+	require.True(t, produceAt(r, 9, ProduceRequest{Acks: AcksAll, Batch: batch("m")}, 1005).Parked)
 	fetchAt(r, 2, 2, 1006)
 	assert.Equal(t, int64(1), r.HW(), "HW passed m while {1 2 3}, with 3 lacking m, may be committed")
-	assert.Empty(t, drain(r).Completions, "m acknowledged on copies that an election can skip")
+	assert.Empty(t, completions(drain(r)), "m acknowledged on copies that an election can skip")
 }
 
 // Bug 1b. The same hole through a retry: the controller commits an
@@ -62,7 +62,7 @@ func TestRegressionRefusedRetryDropsCommittedExpansion(t *testing.T) {
 	committed := kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}
 	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, Err: errInvalidVersion, State: committed}, cfg.RequestTimeoutMs+1)
 
-	require.True(t, r.Produce(ProduceRequest{ID: 9, Acks: AcksAll, Batch: batch("m")}, cfg.RequestTimeoutMs+2).Parked)
+	require.True(t, produceAt(r, 9, ProduceRequest{Acks: AcksAll, Batch: batch("m")}, cfg.RequestTimeoutMs+2).Parked)
 	fetchAt(r, 2, 2, cfg.RequestTimeoutMs+3)
 	assert.Equal(t, int64(1), r.HW(), "HW passed m while the controller's ISR {1 2 3} has 3 without m")
 }
@@ -228,7 +228,7 @@ func TestRegressionRefusedResendDoesNotEndNewerProposal(t *testing.T) {
 	fetchAt(r, 3, 1, 0)
 	drain(r)
 	// 3 falls behind: shrink #1, unanswered, resent as #1'.
-	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 10).Err)
+	require.NoError(t, produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: batch("b")}, 10).Err)
 	fetchAt(r, 2, 2, 1500)
 	r.Tick(1500)
 	shrink := messages[kafka.AlterPartition](drain(r))
@@ -248,7 +248,7 @@ func TestRegressionRefusedResendDoesNotEndNewerProposal(t *testing.T) {
 	r.HandleAlterPartitionAnswer(kafka.AlterPartitionAnswer{TopicPartition: testTP, ProposalID: resent[0].ProposalID,
 		Err: kafka.ErrFencedLeaderEpoch, State: kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}, PartitionEpoch: 2}}, 2030)
 	// A new record that 2 copies but 3 does not: HW must not pass it.
-	require.NoError(t, r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch("c")}, 2040).Err)
+	require.NoError(t, produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: batch("c")}, 2040).Err)
 	fetchAt(r, 2, 3, 2050)
 	assert.Equal(t, int64(2), r.HW(), "HW passed a record that 3, being added to the ISR, lacks")
 }

@@ -422,8 +422,8 @@ func (r *Replica) becomeOffline(epoch int32) {
 }
 
 // Ready hands over what the caller must do next (kafka.Handover). Apply
-// it in field order: Truncate, Append, checkpoints, then Messages and
-// Completions; then call Advance.
+// it in field order: the log (StartAt, Truncate, Append), checkpoints,
+// then Messages and Answers; then call Advance.
 func (r *Replica) Ready() Ready {
 	r.handover.Take("partition " + r.tp.String())
 	rd := r.ready
@@ -439,7 +439,7 @@ func (r *Replica) Advance() { r.handover.Done("partition " + r.tp.String()) }
 func (r *Replica) HasReady() bool {
 	rd := &r.ready
 	return rd.StartAt >= 0 || rd.Truncate >= 0 || len(rd.Append) > 0 || rd.HWChanged || rd.EpochsChanged ||
-		len(rd.Messages) > 0 || len(rd.Completions) > 0 || len(rd.Events) > 0 || r.log.err != nil
+		len(rd.Messages) > 0 || len(rd.Answers) > 0 || len(rd.Events) > 0 || r.log.err != nil
 }
 
 // truncate drops every batch holding an offset >= offset and returns the new

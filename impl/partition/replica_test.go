@@ -66,7 +66,7 @@ func leaderOf(t testing.TB, cfg Config, isr []int32, values ...string) *Replica 
 	r := newReplica(t, cfg, nil, 0, storage.EpochCache{})
 	r.UpdateState(kafka.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: isr, Replicas: []int32{1, 2, 3}, PartitionEpoch: 1}, 0)
 	for _, v := range values {
-		res := r.Produce(ProduceRequest{Acks: AcksLeader, Batch: batch(v)}, 0)
+		res := produceAt(r, 0, ProduceRequest{Acks: AcksLeader, Batch: batch(v)}, 0)
 		require.NoError(t, res.Err)
 	}
 	drain(r)
@@ -75,7 +75,7 @@ func leaderOf(t testing.TB, cfg Config, isr []int32, values ...string) *Replica 
 
 // fetchAt is a replica fetch from follower in the leader's epoch.
 func fetchAt(r *Replica, follower int32, offset, now int64) FetchResponse {
-	return r.ReplicaFetch(FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: follower, To: r.cfg.BrokerID,
+	return replicaFetchAt(r, FetchRequest{TopicPartition: testTP, LastFetchedEpoch: -1, ID: 1, ReplicaID: follower, To: r.cfg.BrokerID,
 		FetchOffset: offset, CurrentLeaderEpoch: r.LeaderEpoch(), MaxBytes: 1 << 20}, now)
 }
 
