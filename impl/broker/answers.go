@@ -7,14 +7,6 @@ import "github.com/watermarkhq/watermark/impl/kafka"
 // epochs and HWs are -1, no leader is named.
 
 // Corr implements Request.
-func (r CreateTopic) Corr() uint64 { return r.Correlation }
-
-// Refuse implements Request.
-func (r CreateTopic) Refuse(err error) kafka.Answer {
-	return CreateTopicResponse{Correlation: r.Correlation, Err: err}
-}
-
-// Corr implements Request.
 func (r MetadataRequest) Corr() uint64 { return r.Correlation }
 
 // Refuse implements Request.
@@ -79,12 +71,6 @@ func (r GroupRequest) Corr() uint64 { return r.Correlation }
 func (r GroupRequest) Refuse(err error) kafka.Answer {
 	return GroupResponse{Correlation: r.Correlation, Resp: r.Req.Refuse(err)}
 }
-
-// Corr implements kafka.Answer.
-func (a CreateTopicResponse) Corr() uint64 { return a.Correlation }
-
-// Failure implements kafka.Answer.
-func (a CreateTopicResponse) Failure() error { return a.Err }
 
 // Corr implements kafka.Answer.
 func (a MetadataResponse) Corr() uint64 { return a.Correlation }

@@ -157,9 +157,8 @@ var controllerHandlers = sync.OnceValue(func() *kafka.Handlers[fromBroker] {
 		return nil
 	})
 	kafka.On(h, func(in fromBroker, m CreateTopic) error {
-		err := in.n.c.CreateTopicWithConfig(m.Name, m.Partitions, m.ReplicationFactor, m.Config, in.now)
-		in.n.flush()
-		in.n.send(in.from, CreateTopicResponse{Correlation: m.Correlation, Err: err})
+		in.n.c.CreateTopic(int32(in.from), m, in.now)
+		in.n.flush() // the states, then the answer
 		return nil
 	})
 	kafka.On(h, func(in fromBroker, m MetadataRequest) error {

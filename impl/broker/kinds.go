@@ -26,8 +26,6 @@ func init() {
 		kafka.Row{Kind: "heartbeat", Proto: Heartbeat{}, Wire: true},
 		kafka.Row{Kind: "shutdown-answer", Proto: ShutdownAnswer{}, Wire: true},
 		kafka.Row{Kind: "state-update", Proto: StateUpdate{}, Wire: true},
-		kafka.Row{Kind: "create-topic", Proto: CreateTopic{}, Answer: "create-topic-response", Wire: true},
-		kafka.Row{Kind: "create-topic-response", Proto: CreateTopicResponse{}, Wire: true},
 		kafka.Row{Kind: "metadata", Proto: MetadataRequest{}, Answer: "metadata-response", Wire: true},
 		kafka.Row{Kind: "metadata-response", Proto: MetadataResponse{}, Wire: true},
 		kafka.Row{Kind: "produce", Proto: ProduceRequest{}, Answer: "produce-response"},
@@ -61,12 +59,6 @@ func (ShutdownAnswer) Kind() kafka.Kind { return "shutdown-answer" }
 
 // Kind implements kafka.Message.
 func (StateUpdate) Kind() kafka.Kind { return "state-update" }
-
-// Kind implements kafka.Message.
-func (CreateTopic) Kind() kafka.Kind { return "create-topic" }
-
-// Kind implements kafka.Message.
-func (CreateTopicResponse) Kind() kafka.Kind { return "create-topic-response" }
 
 // Kind implements kafka.Message.
 func (MetadataRequest) Kind() kafka.Kind { return "metadata" }

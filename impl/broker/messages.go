@@ -95,20 +95,11 @@ type StateUpdate struct {
 	TopicConfigs map[string]kafka.TopicConfig
 }
 
-// CreateTopic asks the controller for a new topic.
-type CreateTopic struct {
-	Correlation       uint64
-	Name              string
-	Partitions        int32
-	ReplicationFactor int
-	Config            kafka.TopicConfig
-}
+// CreateTopic asks the controller for a new topic (kafka.CreateTopic).
+type CreateTopic = kafka.CreateTopic
 
 // CreateTopicResponse answers CreateTopic.
-type CreateTopicResponse struct {
-	Correlation uint64
-	Err         error
-}
+type CreateTopicResponse = kafka.CreateTopicResponse
 
 // Client plane: clients -> brokers.
 

@@ -24,7 +24,7 @@ func TestNewRejectsNonPositiveSessionTimeout(t *testing.T) {
 // Reference: spec/SEMANTICS.md, Replication (Controller).
 func TestCreateTopicSpreadsLeaders(t *testing.T) {
 	h := newHarness(t, Config{}, 3, 1, 2)
-	require.NoError(t, h.c.CreateTopic("t", 6, 2, h.now))
+	require.NoError(t, createTopic(h.c, "t", 6, 2, kafka.TopicConfig{}, h.now))
 
 	leaders := map[int32]int{}
 	for _, s := range h.c.Metadata() {
@@ -68,10 +68,10 @@ func TestCreateTopicValidates(t *testing.T) {
 		{"rf above live brokers", "t", 1, 3, kafka.ErrInvalidReplicationFactor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.ErrorIs(t, h.c.CreateTopic(tc.topic, tc.partitions, tc.rf, h.now), tc.err)
+			require.ErrorIs(t, createTopic(h.c, tc.topic, tc.partitions, tc.rf, kafka.TopicConfig{}, h.now), tc.err)
 		})
 	}
-	require.NoError(t, h.c.CreateTopic("t", 1, 2, h.now))
+	require.NoError(t, createTopic(h.c, "t", 1, 2, kafka.TopicConfig{}, h.now))
 	assert.Equal(t, []string{"t", "taken"}, h.c.Topics())
 }
 
@@ -438,7 +438,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 // controller's state through what it hands out.
 func TestOutputsDoNotAliasState(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2)
-	require.NoError(t, h.c.CreateTopic("t", 1, 2, h.now))
+	require.NoError(t, createTopic(h.c, "t", 1, 2, kafka.TopicConfig{}, h.now))
 	rd := drain(h.c)
 	rd.Updates[0].States[0].ISR[0] = 9
 	rd.Events[0].State.Replicas[0] = 9
@@ -495,7 +495,7 @@ func runScript(t *testing.T, seed uint64) string {
 		case op < 8:
 			name := fmt.Sprintf("t%d", topics%4)
 			topics++
-			err := h.c.CreateTopic(name, int32(1+rng.IntN(4)), 1+rng.IntN(3), h.now)
+			err := createTopic(h.c, name, int32(1+rng.IntN(4)), 1+rng.IntN(3), kafka.TopicConfig{}, h.now)
 			fmt.Fprintf(&out, "create %s: %v\n", name, err)
 		default: // a leader, possibly stale, proposes an ISR
 			md := h.c.Metadata()

@@ -91,7 +91,7 @@ func runControllerCommand(t *testing.T, hp **harness, d *datadriven.TestData) (s
 		d.ScanArgs(t, "name", &name)
 		d.ScanArgs(t, "partitions", &partitions)
 		d.ScanArgs(t, "rf", &rf)
-		if err := h.c.CreateTopic(name, int32(partitions), rf, h.now); err != nil {
+		if err := createTopic(h.c, name, int32(partitions), rf, kafka.TopicConfig{}, h.now); err != nil {
 			return "", err
 		}
 	case "kill":

@@ -17,15 +17,19 @@ func drain(c *Controller) Ready {
 	return rd
 }
 
-// answerTo has c decide req and returns its answer, from the Ready it
-// drains (events and updates included).
+// answerTo has c decide req and returns its answer, the last of the Ready
+// it drains (events, updates and earlier answers included).
 func answerTo(c *Controller, req kafka.AlterPartition, now int64) kafka.AlterPartitionAnswer {
 	c.AlterPartition(req, now)
 	rd := drain(c)
-	if len(rd.Answers) != 1 {
-		panic(fmt.Sprintf("want one answer in the Ready, got %d", len(rd.Answers)))
+	if len(rd.Answers) == 0 {
+		panic("no answer in the Ready")
 	}
-	return rd.Answers[0].Msg.(kafka.AlterPartitionAnswer)
+	a, ok := rd.Answers[len(rd.Answers)-1].Msg.(kafka.AlterPartitionAnswer)
+	if !ok {
+		panic(fmt.Sprintf("the last answer is %T, not an AlterPartition's", rd.Answers[len(rd.Answers)-1].Msg))
+	}
+	return a
 }
 
 func TestReadyIsHandedOverOnceUntilAdvanced(t *testing.T) {
@@ -35,4 +39,12 @@ func TestReadyIsHandedOverOnceUntilAdvanced(t *testing.T) {
 	assert.Panics(t, func() { c.Ready() }, "a second Ready before Advance")
 	c.Advance()
 	assert.NotPanics(t, func() { c.Ready() })
+}
+
+// createTopic asks c for a topic as broker 0 would and returns the
+// controller's answer, leaving the Ready to the test (white-box: the
+// answer is the last one queued).
+func createTopic(c *Controller, name string, partitions int32, rf int, cfg kafka.TopicConfig, now int64) error {
+	c.CreateTopic(0, kafka.CreateTopic{Name: name, Partitions: partitions, ReplicationFactor: rf, Config: cfg}, now)
+	return c.answers[len(c.answers)-1].Msg.Failure()
 }

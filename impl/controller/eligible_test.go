@@ -131,9 +131,9 @@ func TestInvariantsKnowELR(t *testing.T) {
 // a negative size is refused.
 func TestTopicConfigs(t *testing.T) {
 	h := newHarness(t, Config{}, 1, 2, 3)
-	require.NoError(t, h.c.CreateTopicWithConfig("big", 1, 3, kafka.TopicConfig{MaxMessageBytes: 5 << 20}, h.now))
+	require.NoError(t, createTopic(h.c, "big", 1, 3, kafka.TopicConfig{MaxMessageBytes: 5 << 20}, h.now))
 	h.createTopic("plain", 1, 3)
-	require.ErrorIs(t, h.c.CreateTopicWithConfig("bad", 1, 3, kafka.TopicConfig{MaxMessageBytes: -1}, h.now), kafka.ErrInvalidConfig)
+	require.ErrorIs(t, createTopic(h.c, "bad", 1, 3, kafka.TopicConfig{MaxMessageBytes: -1}, h.now), kafka.ErrInvalidConfig)
 	want := map[string]kafka.TopicConfig{"big": {MaxMessageBytes: 5 << 20}}
 	assert.Equal(t, want, h.c.TopicConfigs(), "only topics with settings of their own")
 	r, err := Restore(h.c.cfg, h.c.Snapshot(), h.now)
@@ -197,8 +197,8 @@ func TestUncleanLastISRMemberWaitsForAnEligibleReplica(t *testing.T) {
 func TestTopicConfigsReplaceTheBrokers(t *testing.T) {
 	h := newHarness(t, Config{EligibleMinISR: 2}, 1, 2)
 	yes := true
-	require.NoError(t, h.c.CreateTopicWithConfig("own", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1}, h.now))
-	require.NoError(t, h.c.CreateTopicWithConfig("loose", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1, UncleanLeaderElection: &yes}, h.now))
+	require.NoError(t, createTopic(h.c, "own", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1}, h.now))
+	require.NoError(t, createTopic(h.c, "loose", 1, 2, kafka.TopicConfig{MinInsyncReplicas: 1, UncleanLeaderElection: &yes}, h.now))
 	h.createTopic("shared", 1, 2)
 	drain(h.c)
 	own, loose, shared := tp("own", 0), tp("loose", 0), tp("shared", 0)

@@ -62,7 +62,7 @@ func (h *harness) check() {
 // createTopic creates a topic and drains the resulting Ready.
 func (h *harness) createTopic(name string, partitions int32, rf int) {
 	h.t.Helper()
-	require.NoError(h.t, h.c.CreateTopic(name, partitions, rf, h.now))
+	require.NoError(h.t, createTopic(h.c, name, partitions, rf, kafka.TopicConfig{}, h.now))
 	drain(h.c)
 	h.check()
 }

@@ -152,7 +152,7 @@ func TestRecoveryIsOffByDefaultAndReplacesUncleanElection(t *testing.T) {
 
 	yes := true
 	h = newHarness(t, recoveryConfig(RecoveryBalanced), 1, 2, 3)
-	require.NoError(t, h.c.CreateTopicWithConfig("u", 1, 3, kafka.TopicConfig{UncleanLeaderElection: &yes}, h.now))
+	require.NoError(t, createTopic(h.c, "u", 1, 3, kafka.TopicConfig{UncleanLeaderElection: &yes}, h.now))
 	require.NoError(t, h.alter(tp("u", 0), 1).Err)
 	h.kill(1)
 	assert.Equal(t, kafka.NoLeader, h.state(tp("u", 0)).Leader, "nor for a topic that enables it")

@@ -13,7 +13,7 @@ func TestSnapshotRestoreKeepsEpochsAndIncarnations(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		require.NoError(t, c.RegisterBroker(id, int64(id)*10, 0))
 	}
-	require.NoError(t, c.CreateTopic("t", 2, 3, 0))
+	require.NoError(t, createTopic(c, "t", 2, 3, kafka.TopicConfig{}, 0))
 	c.Tick(50)
 	require.NoError(t, c.Heartbeat(2, 20, 90))
 	require.NoError(t, c.Heartbeat(3, 30, 90))
@@ -41,7 +41,7 @@ func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
 	c, err := New(Config{SessionTimeoutMs: 100})
 	require.NoError(t, err)
 	require.NoError(t, c.RegisterBroker(1, 1, 0))
-	require.NoError(t, c.CreateTopic("t", 1, 1, 0))
+	require.NoError(t, createTopic(c, "t", 1, 1, kafka.TopicConfig{}, 0))
 	s := c.Snapshot()
 	s.Partitions[0].ISR = []int32{7}
 	_, err = Restore(Config{SessionTimeoutMs: 100}, s, 0)

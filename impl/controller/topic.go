@@ -7,8 +7,11 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
-// CreateTopic creates a topic with the given number of partitions, each
-// replicated on replicationFactor of the live brokers.
+// CreateTopic creates the topic req asks for, with req.Partitions
+// partitions, each replicated on req.ReplicationFactor of the live brokers,
+// and answers the broker from in Ready.Answers, after the partition states
+// it made. The topic's own settings (req.Config) go to every broker with
+// the states (TopicConfigs).
 //
 // Replicas are assigned round-robin over the live brokers sorted by id, as
 // Kafka's default assignment does without its random start: partition p's
@@ -16,13 +19,12 @@ import (
 // order, so preferred leaders, and thus leaders, are spread evenly. Every
 // replica is alive, so the ISR is the whole replica set (kept sorted), and
 // Replicas[0] leads at leader epoch 0.
-func (c *Controller) CreateTopic(name string, partitions int32, replicationFactor int, now int64) error {
-	return c.CreateTopicWithConfig(name, partitions, replicationFactor, kafka.TopicConfig{}, now)
+func (c *Controller) CreateTopic(from int32, req kafka.CreateTopic, now int64) {
+	err := c.createTopic(req.Name, req.Partitions, req.ReplicationFactor, req.Config, now)
+	c.answers = append(c.answers, Answer{Broker: from, Msg: kafka.CreateTopicResponse{Correlation: req.Correlation, Err: err}})
 }
 
-// CreateTopicWithConfig is CreateTopic with the topic's own settings,
-// which the controller publishes to every broker (TopicConfigs).
-func (c *Controller) CreateTopicWithConfig(name string, partitions int32, replicationFactor int, cfg kafka.TopicConfig, now int64) error {
+func (c *Controller) createTopic(name string, partitions int32, replicationFactor int, cfg kafka.TopicConfig, now int64) error {
 	if name == "" {
 		return kafka.With(kafka.ErrInvalidTopic, "create topic %q", name)
 	}

@@ -6,9 +6,12 @@
 // writes to disk. Every input (a produce, a replica fetch, a response, a tick
 // of logical time, a new partition state from the controller) is a method
 // call that mutates the replica and queues what must happen next; Ready hands
-// that over (kafka.Handover). The caller applies a Ready in order: truncate,
-// append and write checkpoints first, then send messages and complete
-// requests; then it calls Advance. A follower's
+// that over (kafka.Handover). No method returns an answer: a request
+// (Produce, ReplicaFetch, EpochEnd, Read) carries the caller's ref and is
+// answered exactly once in Ready.Answers, at once or, for an acks=all
+// produce, when HW passes it (answers.go). The caller applies a Ready in
+// order: truncate, append and write checkpoints first, then send messages
+// and deliver answers; it calls Advance once the storage part is done. A follower's
 // next fetch is what tells the leader it holds the records, so "persist, then
 // send" is exactly "never acknowledge what is not written".
 //
