@@ -84,6 +84,25 @@ func (a ProduceResponse) Corr() uint64 { return a.Correlation }
 // Failure implements kafka.Answer.
 func (a ProduceResponse) Failure() error { return a.Err }
 
+// Corr implements Request.
+func (r FetchManyRequest) Corr() uint64 { return r.Correlation }
+
+// Refuse implements Request: every partition refused with err.
+func (r FetchManyRequest) Refuse(err error) kafka.Answer {
+	out := FetchManyResponse{Correlation: r.Correlation, Partitions: make([]FetchResponse, len(r.Partitions))}
+	for i, p := range r.Partitions {
+		out.Partitions[i] = FetchResponse{Correlation: r.Correlation, TopicPartition: p.TopicPartition, HW: -1, LEO: -1, LogStart: -1, Err: err}
+	}
+	return out
+}
+
+// Corr implements kafka.Answer.
+func (a FetchManyResponse) Corr() uint64 { return a.Correlation }
+
+// Failure implements kafka.Answer: the answer as a whole does not fail;
+// its partitions may.
+func (a FetchManyResponse) Failure() error { return nil }
+
 // Corr implements kafka.Answer.
 func (a FetchResponse) Corr() uint64 { return a.Correlation }
 

@@ -99,7 +99,7 @@ type Broker struct {
 	nextRef     uint64
 	nextPID     int64
 	waiting     map[uint64]func(partition.Reply) error // by ref (refs.go)
-	fetches     []*parkedFetch
+	fetches     []*heldFetch
 	replicaFets []*parkedReplicaFetch
 
 	// Group coordinators, one per offsets partition this broker leads.

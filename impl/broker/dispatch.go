@@ -41,6 +41,7 @@ var brokerHandlers = sync.OnceValue(func() *kafka.Handlers[inbound] {
 	// Clients.
 	kafka.On(h, func(in inbound, m ProduceRequest) error { return in.b.handleProduce(in.from, m) })
 	kafka.On(h, func(in inbound, m FetchRequest) error { return in.b.handleFetch(in.from, m) })
+	kafka.On(h, func(in inbound, m FetchManyRequest) error { return in.b.handleFetchMany(in.from, m) })
 	kafka.On(h, func(in inbound, m ListOffsetsRequest) error { in.b.handleListOffsets(in.from, m); return nil })
 	kafka.On(h, func(in inbound, m EpochEndRequest) error { return in.b.handleClientEpochEnd(in.from, m) })
 	kafka.On(h, func(in inbound, m MetadataRequest) error {

@@ -32,6 +32,8 @@ func init() {
 		kafka.Row{Kind: "produce-response", Proto: ProduceResponse{}},
 		kafka.Row{Kind: "fetch", Proto: FetchRequest{}, Answer: "fetch-response"},
 		kafka.Row{Kind: "fetch-response", Proto: FetchResponse{}},
+		kafka.Row{Kind: "fetch-many", Proto: FetchManyRequest{}, Answer: "fetch-many-response"},
+		kafka.Row{Kind: "fetch-many-response", Proto: FetchManyResponse{}},
 		kafka.Row{Kind: "init-producer-id", Proto: InitProducerIDRequest{}, Answer: "init-producer-id-response"},
 		kafka.Row{Kind: "init-producer-id-response", Proto: InitProducerIDResponse{}},
 		kafka.Row{Kind: "list-offsets", Proto: ListOffsetsRequest{}, Answer: "list-offsets-response"},
@@ -77,6 +79,12 @@ func (FetchRequest) Kind() kafka.Kind { return "fetch" }
 
 // Kind implements kafka.Message.
 func (FetchResponse) Kind() kafka.Kind { return "fetch-response" }
+
+// Kind implements kafka.Message.
+func (FetchManyRequest) Kind() kafka.Kind { return "fetch-many" }
+
+// Kind implements kafka.Message.
+func (FetchManyResponse) Kind() kafka.Kind { return "fetch-many-response" }
 
 // Kind implements kafka.Message.
 func (InitProducerIDRequest) Kind() kafka.Kind { return "init-producer-id" }

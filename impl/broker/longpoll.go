@@ -7,9 +7,13 @@ import (
 )
 
 // The long poll: fetches that found too little wait here, as in Kafka's
-// fetch purgatory (ReplicaManager, not Partition). A consumer's fetch
-// waits for fetch.min.bytes until its max wait; it is read again when its
-// partition's HW moves (apply) and at every tick. A follower's fetch that
+// fetch purgatory (ReplicaManager, not Partition). A consumer's fetch, of
+// one partition (FetchRequest) or of several answered as one
+// (FetchManyRequest, Kafka's Fetch as the wire server passes it on),
+// waits until its partitions together hold fetch.min.bytes, one of them
+// fails, or its max wait passes; it is read again when one of its
+// partitions' HW moves (apply) and at every tick. There is no other wait:
+// the wire server sends one request and waits for its one answer. A follower's fetch that
 // found nothing new waits until the leader's LEO moves or
 // replica.fetch.wait.max.ms passes, checked after every message and tick,
 // and is then run again through the replica, so that the follower's
@@ -17,11 +21,16 @@ import (
 // the replica's Ready (refs.go's ask): a read that fails crashes the
 // broker before anything answers as if the log held nothing there.
 
-// parkedFetch is a consumer fetch held for fetch.min.bytes / max wait.
-type parkedFetch struct {
+// heldFetch is a consumer fetch in the long poll: a FetchRequest (one
+// partition) or a FetchManyRequest (several, answered as one), waiting
+// until its partitions together hold MinBytes or its deadline passes.
+type heldFetch struct {
 	from     NodeID
-	req      FetchRequest
+	corr     uint64
+	parts    []FetchPartition
+	minBytes int
 	deadline int64
+	many     bool // answer with a FetchManyResponse
 }
 
 // parkedReplicaFetch is a follower's fetch that found nothing new, held
@@ -34,28 +43,63 @@ type parkedReplicaFetch struct {
 }
 
 func (b *Broker) handleFetch(from NodeID, m FetchRequest) error {
-	h, ok := b.parts[m.TopicPartition]
-	if !ok {
-		b.send(from, FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1, LogStart: -1, Err: b.unknownOrNotLeader(m.TopicPartition)})
-		return nil
-	}
-	// A read that failed (a batch failing its checks) crashes the broker
-	// in apply, before anything answers as if the log held nothing there.
-	res, err := ask[partition.ReadResult](b, h, func(ref uint64) { h.replica.Read(ref, m.read()) })
+	return b.fetch(&heldFetch{from: from, corr: m.Correlation, parts: []FetchPartition{m.partition()}, minBytes: m.MinBytes}, m.MaxWaitMs)
+}
+
+func (b *Broker) handleFetchMany(from NodeID, m FetchManyRequest) error {
+	return b.fetch(&heldFetch{from: from, corr: m.Correlation, parts: m.Partitions, minBytes: m.MinBytes, many: true}, m.MaxWaitMs)
+}
+
+// fetch reads f's partitions and answers at once when they hold enough,
+// one failed or f may not wait; otherwise f waits in the long poll.
+func (b *Broker) fetch(f *heldFetch, maxWaitMs int64) error {
+	res, enough, err := b.readHeld(f)
 	if err != nil {
 		return err
 	}
-	if res.Err == nil && m.MaxWaitMs > 0 && size(res.Batches, m.Offset) < max(m.MinBytes, 1) {
-		b.fetches = append(b.fetches, &parkedFetch{from: from, req: m, deadline: b.now + m.MaxWaitMs})
+	if !enough && maxWaitMs > 0 {
+		f.deadline = b.now + maxWaitMs
+		b.fetches = append(b.fetches, f)
 		return nil
 	}
-	b.answerFetch(from, m, res)
+	b.answerFetch(f, res)
 	return nil
 }
 
+// readHeld reads every partition of f through its replica and reports
+// whether the answer is enough to send: MinBytes (at least one byte)
+// readable over all of them, or an error on one (Kafka's DelayedFetch
+// completes then too).
+func (b *Broker) readHeld(f *heldFetch) ([]FetchResponse, bool, error) {
+	out := make([]FetchResponse, len(f.parts))
+	total, failed := 0, false
+	for i, p := range f.parts {
+		r := FetchResponse{Correlation: f.corr, TopicPartition: p.TopicPartition, HW: -1, LEO: -1, LogStart: -1}
+		h, ok := b.parts[p.TopicPartition]
+		if !ok {
+			r.Err = b.unknownOrNotLeader(p.TopicPartition)
+		} else {
+			res, err := ask[partition.ReadResult](b, h, func(ref uint64) { h.replica.Read(ref, p.read()) })
+			if err != nil {
+				return nil, false, err
+			}
+			r.Batches, r.HW, r.LEO, r.LogStart, r.Err = res.Batches, res.HW, res.LEO, res.LogStart, res.Err
+		}
+		failed = failed || r.Err != nil
+		total += size(r.Batches, p.Offset)
+		out[i] = r
+	}
+	return out, failed || total >= max(f.minBytes, 1), nil
+}
+
+// partition is the one partition a FetchRequest reads.
+func (m FetchRequest) partition() FetchPartition {
+	return FetchPartition{TopicPartition: m.TopicPartition, Offset: m.Offset, MaxBytes: m.MaxBytes, CurrentLeaderEpoch: m.CurrentLeaderEpoch}
+}
+
 // read is the replica's part of a consumer fetch.
-func (m FetchRequest) read() partition.ReadRequest {
-	return partition.ReadRequest{Offset: m.Offset, MaxBytes: m.MaxBytes, CurrentLeaderEpoch: m.CurrentLeaderEpoch}
+func (p FetchPartition) read() partition.ReadRequest {
+	return partition.ReadRequest{Offset: p.Offset, MaxBytes: p.MaxBytes, CurrentLeaderEpoch: p.CurrentLeaderEpoch}
 }
 
 // size counts the bytes of records at or after offset.
@@ -69,9 +113,22 @@ func size(batches []record.Batch, offset int64) int {
 	return n
 }
 
-func (b *Broker) answerFetch(to NodeID, m FetchRequest, res partition.ReadResult) {
-	b.send(to, FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition,
-		Batches: res.Batches, HW: res.HW, LEO: res.LEO, LogStart: res.LogStart, Err: res.Err})
+func (b *Broker) answerFetch(f *heldFetch, res []FetchResponse) {
+	if f.many {
+		b.send(f.from, FetchManyResponse{Correlation: f.corr, Partitions: res})
+		return
+	}
+	b.send(f.from, res[0])
+}
+
+// reads reports whether f reads tp.
+func (f *heldFetch) reads(tp kafka.TopicPartition) bool {
+	for _, p := range f.parts {
+		if p.TopicPartition == tp {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error {
@@ -101,32 +158,28 @@ func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error
 func (b *Broker) retryFetches(tp kafka.TopicPartition, all bool) error {
 	n := 0
 	for i, f := range b.fetches {
-		if !all && f.req.TopicPartition != tp {
+		if !all && !f.reads(tp) {
 			b.fetches[n] = f
 			n++
 			continue
 		}
-		h, ok := b.parts[f.req.TopicPartition]
-		res := partition.ReadResult{Err: kafka.ErrUnknownTopicOrPartition, HW: -1, LEO: -1}
-		if ok {
-			var err error
-			// A read that failed is not answered as if the log held
-			// nothing there: the broker crashes here.
-			if res, err = ask[partition.ReadResult](b, h, func(ref uint64) { h.replica.Read(ref, f.req.read()) }); err != nil {
-				// Keep the fetches not yet looked at: the error may be
-				// a failpoint that does not stop the broker.
-				n += copy(b.fetches[n:], b.fetches[i:])
-				clear(b.fetches[n:])
-				b.fetches = b.fetches[:n]
-				return err
-			}
+		// A read that failed is not answered as if the log held nothing
+		// there: the broker crashes here.
+		res, enough, err := b.readHeld(f)
+		if err != nil {
+			// Keep the fetches not yet looked at: the error may be a
+			// failpoint that does not stop the broker.
+			n += copy(b.fetches[n:], b.fetches[i:])
+			clear(b.fetches[n:])
+			b.fetches = b.fetches[:n]
+			return err
 		}
-		if res.Err == nil && b.now < f.deadline && size(res.Batches, f.req.Offset) < max(f.req.MinBytes, 1) {
+		if !enough && b.now < f.deadline {
 			b.fetches[n] = f
 			n++
 			continue
 		}
-		b.answerFetch(f.from, f.req, res)
+		b.answerFetch(f, res)
 	}
 	clear(b.fetches[n:])
 	b.fetches = b.fetches[:n]

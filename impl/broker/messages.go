@@ -180,6 +180,32 @@ type FetchResponse struct {
 	Err      error
 }
 
+// FetchManyRequest is a consumer's fetch of several partitions answered
+// as one, as Kafka's Fetch is: MinBytes and MaxWaitMs apply to the whole
+// answer, so the broker holds it until its partitions together hold
+// MinBytes, one of them fails, or MaxWaitMs pass.
+type FetchManyRequest struct {
+	Correlation uint64
+	Partitions  []FetchPartition
+	MinBytes    int
+	MaxWaitMs   int64
+}
+
+// FetchPartition is one partition of a FetchManyRequest.
+type FetchPartition struct {
+	kafka.TopicPartition
+	Offset             int64
+	MaxBytes           int
+	CurrentLeaderEpoch int32 // -1: do not check (KIP-320)
+}
+
+// FetchManyResponse answers a FetchManyRequest, one FetchResponse per
+// partition in the request's order.
+type FetchManyResponse struct {
+	Correlation uint64
+	Partitions  []FetchResponse
+}
+
 // ListOffsetsRequest asks for the earliest offset or the latest visible one.
 type ListOffsetsRequest struct {
 	Correlation uint64

@@ -234,21 +234,17 @@ func TestFetchMinBytesOverTheWholeResponse(t *testing.T) {
 		resp, err := req.RequestWith(ctx, fc.SeedBrokers()[0])
 		done <- fetchResult{resp, err}
 	}()
-	// Both partitions are held at the broker before partition 1 gets its
-	// record (see TestFetchLongPoll).
-	held := map[int32]heldFetch{}
-	for range 2 {
-		h := w.nextHeld(t)
-		require.Equal(t, "two", h.tp.Topic)
-		held[h.tp.Partition] = h
-	}
-	require.Len(t, held, 2, "one held fetch for each partition")
+	// The fetch, both partitions in one request, is held at the broker
+	// before partition 1 gets its record (see TestFetchLongPoll): one
+	// long poll for the whole response.
+	held := w.nextHeld(t)
+	require.Equal(t, "two", held.tp.Topic)
+	require.Equal(t, 2, held.partitions, "one held fetch for both partitions")
 	requireNotAnswered(t, done, "before anything was produced: the broker did not hold it")
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("one")}).FirstErr())
 	r := awaitFetch(t, done, maxWait*time.Millisecond/2)
 	require.NoError(t, r.err)
-	require.True(t, w.answered(held[1]), "the server answered without the broker's answer for partition 1")
-	require.False(t, w.answered(held[0]), "partition 0 was no longer held at the broker when the fetch was answered")
+	require.True(t, w.answered(held), "the server answered without the broker's answer to the held fetch")
 	ps := r.resp.Topics[0].Partitions
 	require.Len(t, ps, 2)
 	require.Empty(t, ps[0].RecordBatches)
@@ -298,11 +294,13 @@ type fetchWatch struct {
 	answers map[heldFetch]bool
 }
 
-// heldFetch is one fetch the server sent the broker with a wait.
+// heldFetch is one fetch the server sent the broker with a wait: its
+// first partition and how many it reads.
 type heldFetch struct {
-	session broker.NodeID
-	corr    uint64
-	tp      kafka.TopicPartition
+	session    broker.NodeID
+	corr       uint64
+	tp         kafka.TopicPartition
+	partitions int
 }
 
 func startFetchWatch(t *testing.T, c *testCluster) *fetchWatch {
@@ -349,9 +347,9 @@ type watchedSession struct {
 
 func (s watchedSession) Send(to broker.NodeID, msg kafka.Message) {
 	s.Session.Send(to, msg)
-	if f, ok := msg.(broker.FetchRequest); ok && f.MaxWaitMs > 0 {
+	if f, ok := msg.(broker.FetchManyRequest); ok && f.MaxWaitMs > 0 && len(f.Partitions) > 0 {
 		select {
-		case s.w.held <- heldFetch{s.ID(), f.Correlation, f.TopicPartition}:
+		case s.w.held <- heldFetch{s.ID(), f.Correlation, f.Partitions[0].TopicPartition, len(f.Partitions)}:
 		default: // more than any test waits for
 		}
 	}
@@ -359,9 +357,9 @@ func (s watchedSession) Send(to broker.NodeID, msg kafka.Message) {
 
 func (s watchedSession) Recv(ctx context.Context) (broker.Envelope, error) {
 	env, err := s.Session.Recv(ctx)
-	if f, ok := env.Msg.(broker.FetchResponse); ok && err == nil {
+	if f, ok := env.Msg.(broker.FetchManyResponse); ok && err == nil && len(f.Partitions) > 0 {
 		s.w.mu.Lock()
-		s.w.answers[heldFetch{s.ID(), f.Correlation, f.TopicPartition}] = true
+		s.w.answers[heldFetch{s.ID(), f.Correlation, f.Partitions[0].TopicPartition, len(f.Partitions)}] = true
 		s.w.mu.Unlock()
 	}
 	return env, err

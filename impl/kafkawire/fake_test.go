@@ -105,18 +105,10 @@ func (s *fakeSession) Send(to broker.NodeID, msg kafka.Message) {
 			a.BaseOffset, a.Err = -1, kafka.ErrUnknownTopicOrPartition
 		}
 		answer = a
-	case broker.FetchRequest:
-		a := broker.FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: fakeHW, LEO: fakeHW}
-		switch {
-		case !fakeKnown(m.TopicPartition):
-			a.HW, a.LEO, a.Err = -1, -1, kafka.ErrUnknownTopicOrPartition
-		case m.Offset < 0 || m.Offset > fakeHW:
-			a.Err = kafka.ErrOffsetOutOfRange
-		default:
-			for o := m.Offset; o < fakeHW; o++ {
-				a.Batches = append(a.Batches, record.Batch{BaseOffset: o, LeaderEpoch: 3, ProducerID: record.NoProducerID,
-					BaseSequence: record.NoSequence, Records: []record.Record{{Value: []byte{byte(o)}, Timestamp: 1000 + o}}})
-			}
+	case broker.FetchManyRequest:
+		a := broker.FetchManyResponse{Correlation: m.Correlation}
+		for _, p := range m.Partitions {
+			a.Partitions = append(a.Partitions, fakeFetch(m.Correlation, p))
 		}
 		answer = a
 	case broker.ListOffsetsRequest:
@@ -289,4 +281,22 @@ func fakeGroupAnswer(req group.Request) group.Response {
 		return a
 	}
 	return nil
+}
+
+// fakeFetch answers one partition of a fetch: every offset below fakeHW
+// holds one record.
+func fakeFetch(corr uint64, p broker.FetchPartition) broker.FetchResponse {
+	a := broker.FetchResponse{Correlation: corr, TopicPartition: p.TopicPartition, HW: fakeHW, LEO: fakeHW}
+	switch {
+	case !fakeKnown(p.TopicPartition):
+		a.HW, a.LEO, a.Err = -1, -1, kafka.ErrUnknownTopicOrPartition
+	case p.Offset < 0 || p.Offset > fakeHW:
+		a.Err = kafka.ErrOffsetOutOfRange
+	default:
+		for o := p.Offset; o < fakeHW; o++ {
+			a.Batches = append(a.Batches, record.Batch{BaseOffset: o, LeaderEpoch: 3, ProducerID: record.NoProducerID,
+				BaseSequence: record.NoSequence, Records: []record.Record{{Value: []byte{byte(o)}, Timestamp: 1000 + o}}})
+		}
+	}
+	return a
 }
