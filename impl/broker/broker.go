@@ -27,6 +27,10 @@
 // way (ask), so a read that fails crashes the broker in apply before
 // anything answers as if the log held nothing there.
 //
+// Every input ends in the broker's one loop (loop.go), which carries out
+// the Ready of every replica and group coordinator until none has one, in
+// an order it documents step by step.
+//
 // Within one replica's Ready, apply goes: storage (truncate and its sync,
 // the epoch cache, append, the HW checkpoint), then Advance, then messages
 // to other nodes, then the answers to requests that waited in the replica,
@@ -227,30 +231,19 @@ func (b *Broker) Handle(env Envelope, now int64) error {
 	if err := b.dispatch(env); err != nil {
 		return b.finish(err)
 	}
-	if err := b.afterStep(); err != nil {
+	if err := b.settle(); err != nil {
 		return b.finish(err)
 	}
 	// Whatever this message changed may release held follower fetches.
 	return b.finish(b.releaseReplicaFetches())
 }
 
-// afterStep lets the group coordinators follow what the step changed:
-// leadership of offsets partitions, and their own output.
-func (b *Broker) afterStep() error {
-	if err := b.syncCoordinators(); err != nil {
-		return err
-	}
-	return b.flushGroups()
-}
-
-// withReplica runs fn on tp's replica and applies what it produced.
+// withReplica gives tp's replica an input; the loop applies what it made.
 func (b *Broker) withReplica(tp kafka.TopicPartition, fn func(*partition.Replica)) error {
-	h, ok := b.parts[tp]
-	if !ok {
-		return nil
+	if h, ok := b.parts[tp]; ok {
+		fn(h.replica)
 	}
-	fn(h.replica)
-	return b.apply(h)
+	return nil
 }
 
 // Tick advances logical time: heartbeats, replica timers, parked requests
@@ -260,7 +253,7 @@ func (b *Broker) Tick(now int64) error {
 		return b.finish(err)
 	}
 	b.tickGroups()
-	return b.finish(b.afterStep())
+	return b.finish(b.settle())
 }
 
 func (b *Broker) tick(now int64) error {
@@ -272,11 +265,12 @@ func (b *Broker) tick(now int64) error {
 		b.sendHeartbeat()
 	}
 	for _, tp := range b.order {
-		h := b.parts[tp]
-		h.replica.Tick(b.now)
-		if err := b.apply(h); err != nil {
-			return err
-		}
+		b.parts[tp].replica.Tick(b.now)
+	}
+	// The loop's first step ahead of time: held fetches expire against
+	// what the ticks stored and sent.
+	if err := b.settleReplicas(); err != nil {
+		return err
 	}
 	if err := b.expireParked(); err != nil {
 		return err
@@ -390,7 +384,7 @@ func (b *Broker) handleEpochEnd(from NodeID, m partition.EpochEndRequest) error 
 	}
 	ref := await(b, func(a partition.EpochEndResponse) error { b.send(from, a); return nil })
 	h.replica.EpochEnd(ref, m)
-	return b.apply(h)
+	return nil
 }
 
 func (b *Broker) handleListOffsets(from NodeID, m ListOffsetsRequest) {

@@ -178,36 +178,6 @@ func offsetRecords(log []record.Batch) ([]group.Record, error) {
 	return out, nil
 }
 
-// flushGroupRounds bounds flushGroups: a round's output is answers and
-// appends, and only a failed append feeds back (its answers), so draining
-// ends in a few rounds; more means a coordinator that feeds itself.
-const flushGroupRounds = 100
-
-// flushGroups drains every coordinator's Ready: answers go out, appends
-// go to the offsets partition (a failed append is reported at once, which
-// can make more to drain). A coordinator still producing output after
-// flushGroupRounds rounds is a bug, reported as an error (the process
-// crashes, loudly) rather than left half-drained.
-func (b *Broker) flushGroups() error {
-	for range flushGroupRounds {
-		busy := false
-		for _, tp := range b.order {
-			c, ok := b.coords[tp]
-			if !ok || !c.HasReady() {
-				continue
-			}
-			busy = true
-			if err := b.flushCoordinator(tp, c); err != nil {
-				return err
-			}
-		}
-		if !busy {
-			return nil
-		}
-	}
-	return fmt.Errorf("group coordinators still had output after %d rounds of draining: a coordinator that answers its own output with more", flushGroupRounds)
-}
-
 func (b *Broker) flushCoordinator(tp kafka.TopicPartition, c *group.Coordinator) error {
 	rd := c.Ready()
 	defer c.Advance()

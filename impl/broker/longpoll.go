@@ -149,7 +149,7 @@ func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error
 		return nil
 	})
 	h.replica.ReplicaFetch(ref, m, b.now)
-	return b.apply(h)
+	return nil // the loop applies the replica's Ready
 }
 
 // retryFetches re-reads held consumer fetches on tp (all partitions when

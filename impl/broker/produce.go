@@ -42,7 +42,7 @@ func (b *Broker) handleProduce(from NodeID, m ProduceRequest) error {
 		return nil
 	})
 	h.replica.Produce(ref, partition.ProduceRequest{Acks: m.Acks, Batch: m.Batch, Deadline: b.now + m.TimeoutMs}, b.now)
-	return b.apply(h)
+	return nil // the loop applies the replica's Ready
 }
 
 func (b *Broker) answerProduce(from NodeID, m ProduceRequest, base int64, err error) {
