@@ -126,7 +126,7 @@ func (b *Broker) syncCoordinators() error {
 		case leading && (!hosted || b.coordEpoch[tp] != h.replica.LeaderEpoch()):
 			if !hosted {
 				var err error
-				if c, err = group.New(b.cfg.Settings.GroupSettings.Config); err != nil {
+				if c, err = group.New(b.cfg.Settings.BrokerGroups.Config); err != nil {
 					return &FailpointError{Name: "group", Action: ActionCrash, Cause: err}
 				}
 				b.coords[tp] = c
