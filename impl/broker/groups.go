@@ -17,7 +17,7 @@ import (
 // Coordinator failover is therefore leader failover: the new leader loads
 // the partition's records and serves the same groups, with the same
 // generations and offsets.
-const OffsetsTopic = "__consumer_offsets"
+const OffsetsTopic = kafka.OffsetsTopic
 
 // Group plane: clients -> a group's coordinator.
 
