@@ -209,24 +209,6 @@ func (b *Broker) TakeFaults() []*FailpointError {
 	return f
 }
 
-// CheckFailpointTerm reports whether term parses as a pingcap/failpoint
-// term, on a failpoint of its own: nothing process-wide is switched on.
-// The library's parser panics on some malformed terms (an argument cut
-// short, "(0"); that is an error here too.
-func CheckFailpointTerm(term string) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("failpoint: the term parser gave up on it (%v)", p)
-		}
-	}()
-	var fp failpoint.Failpoint
-	if err := fp.Enable(term); err != nil {
-		return err
-	}
-	fp.Disable()
-	return nil
-}
-
 // FailpointsCompiled reports whether this binary was built with the
 // failpoint markers rewritten (failpoint-toolexec); in a plain build they are
 // inert and every failpoint-driven scenario would silently do nothing.
