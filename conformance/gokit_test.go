@@ -10,6 +10,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance"
 	"github.com/watermarkhq/watermark/conformance/cases"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafkaclient"
 	"github.com/watermarkhq/watermark/impl/node"
 )
@@ -48,7 +49,7 @@ func TestAGoImplementationChecksItself(t *testing.T) {
 	lc, err := node.StartLocalCluster(node.LocalOptions{
 		Brokers:    3,
 		Dir:        t.TempDir(),
-		Broker:     d.BrokerConfig,
+		Broker:     func(int) broker.Config { return broker.Config{Settings: d.Broker} },
 		Controller: d.Controller,
 	})
 	require.NoError(t, err)

@@ -2,16 +2,17 @@
 // named points in impl/broker where a test makes a broker crash, lose power
 // or pause at one exact step of the replication protocol.
 //
-// The markers themselves live in impl/broker (failpoints.go for the names,
-// apply.go, produce.go and broker.go for the boundaries); this package says
-// where each sits and what a crash there exercises. README.md in this
-// directory is the full reference: value syntax, how the markers are
-// compiled in, how the simulator scopes a failpoint to one broker and keeps
-// runs reproducible, GO_FAILPOINTS and the HTTP endpoint for real
-// processes, and the repro library (repro/, in the run-file format of
-// RUNFILE.md). Catalogue holds the same entries in short, for tools that
-// list them; Require and RequireBinary are for tests that need a failpoint
-// build.
+// The markers themselves live in impl/broker (apply.go, produce.go and
+// broker.go for the boundaries; failpoints.go re-exports the names, which
+// are impl/fpname's so that run files are checked without the broker);
+// this package says where each sits and what a crash there exercises.
+// README.md in this directory is the full reference: value syntax, how the
+// markers are compiled in, how the simulator scopes a failpoint to one
+// broker and keeps runs reproducible, GO_FAILPOINTS and the HTTP endpoint
+// for real processes, and the repro library (repro/, in the run-file
+// format of RUNFILE.md). Catalogue holds the same entries in short, for
+// tools that list them; Require and RequireBinary are for tests that need
+// a failpoint build.
 //
 // In brief:
 //

@@ -43,7 +43,7 @@ func startCluster(tb testing.TB) *node.LocalCluster {
 		Brokers: brokers,
 		Dir:     tb.TempDir(),
 		Broker: func(id int) broker.Config {
-			cfg := run.DefaultSettings().BrokerConfig(id)
+			cfg := broker.Config{Settings: run.DefaultSettings().Broker, ID: broker.NodeID(id)}
 			cfg.MinInsyncReplicas = minInsyncReplicas
 			cfg.OffsetsTopicReplicationFactor = replicationFactor
 			cfg.Config = group.Config{MinSessionTimeoutMs: 1000, MaxSessionTimeoutMs: 60_000}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/live"
 	"github.com/watermarkhq/watermark/conformance/run"
+	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafkaclient"
 	"github.com/watermarkhq/watermark/impl/node"
 	"github.com/watermarkhq/watermark/linearizability"
@@ -29,7 +30,7 @@ func startLocal(t *testing.T, cfg run.Spec) *node.LocalCluster {
 	lc, err := node.StartLocalCluster(node.LocalOptions{
 		Brokers:    cfg.Brokers,
 		Dir:        t.TempDir(),
-		Broker:     cfg.BrokerConfig,
+		Broker:     func(int) broker.Config { return broker.Config{Settings: cfg.Broker} },
 		Controller: cfg.Controller,
 	})
 	require.NoError(t, err)

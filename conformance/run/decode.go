@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pingcap/failpoint"
 	"gopkg.in/yaml.v3"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/fpname"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -17,7 +18,7 @@ import (
 // check themselves.
 var enums = map[string]func() []string{
 	"assignor":  func() []string { return Assignors },
-	"failpoint": func() []string { return broker.Failpoints },
+	"failpoint": func() []string { return fpname.All },
 	"expect":    ExpectNames,
 }
 
@@ -33,9 +34,27 @@ func checkTerm(term string) error {
 	if err != nil {
 		return err
 	}
-	if err := broker.CheckFailpointTerm(rest); err != nil {
+	if err := parseTerm(rest); err != nil {
 		return fmt.Errorf("%q is not a failpoint term (%v): want e.g. 1*return(\"crash\"), 50%%return(\"pause:2\") or off (failpoints/RUNFILE.md)", term, err)
 	}
+	return nil
+}
+
+// parseTerm reports whether term parses as a pingcap/failpoint term, on a
+// failpoint of its own: nothing process-wide is switched on. The
+// library's parser panics on some malformed terms (an argument cut short,
+// "(0"); that is an error here too.
+func parseTerm(term string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("failpoint: the term parser gave up on it (%v)", p)
+		}
+	}()
+	var fp failpoint.Failpoint
+	if err := fp.Enable(term); err != nil {
+		return err
+	}
+	fp.Disable()
 	return nil
 }
 

@@ -4,7 +4,8 @@
 // `watermark serve` flags, and run files.
 //
 // A Spec is a whole run: the cluster's shape, its protocol Settings (every
-// broker's and the controller's, the types impl/ itself runs with), the
+// broker's and the controller's, the types impl/ itself runs with, from
+// impl/settings, so that a run is described without compiling a core), the
 // network, the clients' workload, the faults and failpoints, and the
 // run's bounds. A run file (File, failpoints/RUNFILE.md) is a Spec in
 // YAML with what the run must show. A Result is what a run produced.
@@ -16,7 +17,7 @@
 // live runner look a fault up instead of switching on its kind.
 //
 // Adding a broker setting is one field with its yaml and doc tags in
-// impl/ (partition.Settings, broker.Settings, controller.Config), and its
-// use: run files, flags and the process cluster find it by reflection
+// impl/settings (Partition, Broker, Group, Controller), and its use in
+// impl/: run files, flags and the process cluster find it by reflection
 // (Fields).
 package run

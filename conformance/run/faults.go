@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/fpname"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -325,7 +325,7 @@ func (f Fault) validate(brokers int) error {
 
 // Failpoint switches on one of the broker's failpoints.
 type Failpoint struct {
-	// Name is one of broker.Failpoints.
+	// Name is one of impl/fpname.All (broker.Failpoints).
 	Name string `yaml:"name" one_of:"failpoint"`
 	// Term is a pingcap/failpoint term, e.g. `1*return("crash")` or
 	// `return("crash:2")`. A leading "P%" is taken out of the term and drawn
@@ -341,8 +341,8 @@ type Failpoint struct {
 }
 
 func (fp Failpoint) validate(brokers int) error {
-	if !slices.Contains(broker.Failpoints, fp.Name) {
-		return fmt.Errorf("unknown failpoint %q: want one of %s", fp.Name, strings.Join(broker.Failpoints, ", "))
+	if !slices.Contains(fpname.All, fp.Name) {
+		return fmt.Errorf("unknown failpoint %q: want one of %s", fp.Name, strings.Join(fpname.All, ", "))
 	}
 	if fp.DownMs < 0 {
 		return fmt.Errorf("failpoint %s: negative down time %d ms", fp.Name, fp.DownMs)

@@ -5,11 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/controller"
-	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
@@ -75,8 +72,8 @@ type Topic struct {
 // Settings are a cluster's protocol settings: every broker's and the
 // controller's.
 type Settings struct {
-	Broker     broker.Settings   `yaml:"broker"`
-	Controller controller.Config `yaml:"controller"`
+	Broker     settings.Broker     `yaml:"broker"`
+	Controller settings.Controller `yaml:"controller"`
 }
 
 // Network shapes message delivery.
@@ -122,9 +119,9 @@ func (s *Spec) DropsAnswer(now int64, rng interface{ Float64() float64 }) bool {
 // `watermark cluster --fast` take them; without --fast they take
 // KafkaSettings.
 func DefaultSettings() Settings {
-	b := broker.DefaultSettings()
+	b := settings.DefaultBroker()
 	b.MinInsyncReplicas = 2
-	b.Truncation = partition.TruncateToEpoch
+	b.Truncation = settings.TruncateToEpoch
 	b.ReplicaLagTimeMaxMs = 3000
 	b.ReplicaFetchWaitMaxMs = 200
 	b.RequestTimeoutMs = 2000
@@ -134,8 +131,8 @@ func DefaultSettings() Settings {
 	b.OffsetsTopicPartitions = 3
 	b.OffsetsTopicReplicationFactor = 3
 	b.OffsetsCommitTimeoutMs = 5000
-	b.Config = group.Config{MinSessionTimeoutMs: 100, MaxSessionTimeoutMs: 1_800_000}
-	return Settings{Broker: b, Controller: controller.Config{SessionTimeoutMs: 1500, UncleanRecoveryTimeoutMs: 2000}}
+	b.Config = settings.Group{MinSessionTimeoutMs: 100, MaxSessionTimeoutMs: 1_800_000}
+	return Settings{Broker: b, Controller: settings.Controller{SessionTimeoutMs: 1500, UncleanRecoveryTimeoutMs: 2000}}
 }
 
 // KafkaSettings are the strong recipe's safety settings (min ISR 2,
@@ -156,11 +153,11 @@ func KafkaSettings() Settings {
 	b.ReplicaFetchWaitMaxMs = 500
 	b.RequestTimeoutMs = 30000
 	b.HWCheckpointIntervalMs = 5000
-	b.ControlledShutdownTimeoutMs = broker.DefaultSettings().ControlledShutdownTimeoutMs
+	b.ControlledShutdownTimeoutMs = settings.DefaultBroker().ControlledShutdownTimeoutMs
 	b.OffsetsTopicPartitions = 50
 	b.Config.MinSessionTimeoutMs = 6000
-	s.Controller.SessionTimeoutMs = controller.DefaultConfig().SessionTimeoutMs
-	s.Controller.UncleanRecoveryTimeoutMs = controller.DefaultConfig().UncleanRecoveryTimeoutMs
+	s.Controller.SessionTimeoutMs = settings.DefaultController().SessionTimeoutMs
+	s.Controller.UncleanRecoveryTimeoutMs = settings.DefaultController().UncleanRecoveryTimeoutMs
 	return s
 }
 
@@ -168,7 +165,7 @@ func KafkaSettings() Settings {
 // brokers' settings: the min ISR of its eligible leader replicas, which
 // are sound only while brokers hold their HW below min ISR (none with
 // advance_hw_below_min_isr).
-func (s Settings) ControllerConfig() controller.Config {
+func (s Settings) ControllerConfig() settings.Controller {
 	c := s.Controller
 	c.EligibleMinISR = s.Broker.MinInsyncReplicas
 	if s.Broker.AdvanceHWBelowMinISR || s.Controller.NoEligibleLeaders {
@@ -192,11 +189,6 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// BrokerConfig is broker id's configuration under s.
-func (s Settings) BrokerConfig(id int) broker.Config {
-	return broker.Config{Settings: s.Broker, ID: broker.NodeID(id)}
-}
-
 // DefaultSpec is the strong-consistency recipe on three brokers (RF 3,
 // min ISR 2, acks=all, idempotence, truncation to the leader epoch, no
 // unclean election) under the harness's usual workload, with no faults.
@@ -210,7 +202,7 @@ func DefaultSpec(seed uint64) Spec {
 		Workload: Workload{
 			Producers:         2,
 			Consumers:         1,
-			Acks:              partition.AcksAll,
+			Acks:              settings.AcksAll,
 			ProduceIntervalMs: 20,
 			RequestTimeoutMs:  3000,
 			FetchMaxWaitMs:    200,
@@ -239,21 +231,21 @@ func (s *Spec) Partitions() []kafka.TopicPartition {
 // KIP-966's unclean recovery): such a run may lose them legitimately, and
 // is judged as a case that allows loss is.
 func (s *Spec) LossByDesign() bool {
-	return s.Controller.UncleanLeaderElection || s.Controller.UncleanRecovery != controller.RecoveryNone
+	return s.Controller.UncleanLeaderElection || s.Controller.UncleanRecovery != settings.RecoveryNone
 }
 
 // GroupPartition is the offsets-topic partition that coordinates the
 // workload's group.
 func (s *Spec) GroupPartition() kafka.TopicPartition {
-	return kafka.TopicPartition{Topic: broker.OffsetsTopic, Partition: group.PartitionFor(s.Workload.Group, s.Broker.OffsetsTopicPartitions)}
+	return kafka.TopicPartition{Topic: kafka.OffsetsTopic, Partition: kafka.OffsetsPartition(s.Workload.Group, s.Broker.OffsetsTopicPartitions)}
 }
 
 // Validate reports what is wrong with s, all at once.
 func (s *Spec) Validate() error {
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	if s.Brokers < 1 || s.Brokers >= int(broker.ClientIDBase)-1 {
-		bad("brokers = %d: want 1..%d", s.Brokers, broker.ClientIDBase-2)
+	if s.Brokers < 1 || s.Brokers >= settings.ClientIDBase-1 {
+		bad("brokers = %d: want 1..%d", s.Brokers, settings.ClientIDBase-2)
 	}
 	if len(s.Topics) == 0 {
 		bad("no topics: want at least one")

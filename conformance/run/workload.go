@@ -4,18 +4,17 @@ import (
 	"fmt"
 	"slices"
 
-	refclient "github.com/watermarkhq/watermark/impl/client"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // Workload is what the harness's clients do: producers writing unique
 // values round-robin over the partitions, plain consumers reading them,
 // and group consumers, all recorded in the run's history.
 type Workload struct {
-	Producers         int            `yaml:"producers"`
-	Consumers         int            `yaml:"consumers"`
-	Acks              partition.Acks `yaml:"acks"`
-	ProduceIntervalMs int64          `yaml:"produce_interval_ms"`
+	Producers         int           `yaml:"producers"`
+	Consumers         int           `yaml:"consumers"`
+	Acks              settings.Acks `yaml:"acks"`
+	ProduceIntervalMs int64         `yaml:"produce_interval_ms"`
 	// RequestTimeoutMs is the broker's produce timeout; clients wait a
 	// little longer.
 	RequestTimeoutMs int64 `yaml:"request_timeout_ms"`
@@ -105,7 +104,7 @@ func (m *CommitMode) UnmarshalText(b []byte) error {
 }
 
 // Assignors are the values Workload.Assignor takes.
-var Assignors = []string{"", refclient.AssignorRange, refclient.AssignorRoundRobin}
+var Assignors = []string{"", settings.AssignorRange, settings.AssignorRoundRobin}
 
 func (s *Spec) validateWorkload() []string {
 	var errs []string
@@ -139,10 +138,10 @@ func (s *Spec) validateWorkload() []string {
 }
 
 // ProducerConfig is the reference producer's configuration for the
-// workload.
-func (s *Spec) ProducerConfig() refclient.Config {
+// workload (impl/client.Config).
+func (s *Spec) ProducerConfig() settings.Producer {
 	w := s.Workload
-	pc := refclient.DefaultConfig()
+	pc := settings.DefaultProducer()
 	pc.Acks = w.Acks
 	pc.Idempotent = w.Idempotent
 	pc.Retries = w.Retries
@@ -163,10 +162,11 @@ func (s *Spec) ProducerConfig() refclient.Config {
 }
 
 // ConsumerConfig is the reference consumer's configuration for a group
-// member of the workload, subscribed to every topic.
-func (s *Spec) ConsumerConfig() refclient.ConsumerConfig {
+// member of the workload, subscribed to every topic
+// (impl/client.ConsumerConfig).
+func (s *Spec) ConsumerConfig() settings.Consumer {
 	w := s.Workload
-	cc := refclient.DefaultConsumerConfig()
+	cc := settings.DefaultConsumer()
 	cc.Group = w.Group
 	for _, t := range s.Topics {
 		cc.Topics = append(cc.Topics, t.Name)
@@ -174,7 +174,7 @@ func (s *Spec) ConsumerConfig() refclient.ConsumerConfig {
 	if w.Assignor != "" {
 		cc.Assignor = w.Assignor
 	}
-	cc.AutoOffsetReset = refclient.ResetEarliest
+	cc.AutoOffsetReset = settings.ResetEarliest
 	if w.ConsumerSessionTimeoutMs > 0 {
 		cc.SessionTimeoutMs = w.ConsumerSessionTimeoutMs
 		cc.RebalanceTimeoutMs = w.ConsumerSessionTimeoutMs

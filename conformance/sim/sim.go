@@ -180,7 +180,7 @@ func newSim(cfg run.Spec) (*Sim, error) {
 	s.ctrl = ctrl
 	s.nodes = make([]*node, cfg.Brokers+1)
 	for id := 1; id <= cfg.Brokers; id++ {
-		bc := cfg.BrokerConfig(id)
+		bc := broker.Config{Settings: cfg.Broker, ID: broker.NodeID(id)}
 		bc.MirrorLogs = true // the invariants read every log after every step
 		n := &node{id: broker.NodeID(id), cfg: bc, disk: storage.NewSimDisk()}
 		n.fpctx = failpoint.WithHook(context.Background(), s.failpointHook(n.id))

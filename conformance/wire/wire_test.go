@@ -27,7 +27,7 @@ func TestReferencePassesTheWireStage(t *testing.T) {
 	lc, err := node.StartLocalCluster(node.LocalOptions{
 		Brokers: 1, Dir: t.TempDir(),
 		Broker: func(id int) broker.Config {
-			cfg := run.DefaultSettings().BrokerConfig(id)
+			cfg := broker.Config{Settings: run.DefaultSettings().Broker, ID: broker.NodeID(id)}
 			cfg.MinInsyncReplicas, cfg.OffsetsTopicReplicationFactor = 1, 1
 			return cfg
 		},

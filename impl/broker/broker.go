@@ -134,7 +134,7 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 	}
 	b := &Broker{
 		cfg:         cfg,
-		replicaCfg:  partition.Config{Settings: cfg.Settings.Settings, BrokerID: int32(cfg.ID), Incarnation: incarnation},
+		replicaCfg:  partition.Config{Settings: cfg.Settings.Partition, BrokerID: int32(cfg.ID), Incarnation: incarnation},
 		disk:        disk,
 		incarnation: incarnation,
 		fpctx:       fpctx,

@@ -8,50 +8,46 @@ import (
 	"sync"
 
 	"github.com/pingcap/failpoint"
+
+	"github.com/watermarkhq/watermark/impl/fpname"
 )
 
 // Failpoint names, relative to this package's import path (FailpointPath
 // gives the full name that failpoint.Enable and GO_FAILPOINTS take). Each is
-// documented in failpoints/README.md with what a crash there exercises.
+// documented in failpoints/README.md with what a crash there exercises; the
+// names themselves are impl/fpname's.
 const (
-	FPLeaderBeforeAppend   = "leaderBeforeAppend"
-	FPLeaderAfterAppend    = "leaderAfterAppend"
-	FPBeforeProduceResp    = "beforeProduceResponse"
-	FPFollowerBeforeAppend = "followerBeforeAppend"
-	FPFollowerAfterAppend  = "followerAfterAppend"
-	FPBeforeFsync          = "beforeFsync"
-	FPHWAdvance            = "hwAdvance"
-	FPHWCheckpointWrite    = "hwCheckpointWrite"
-	FPBeforeTruncate       = "beforeTruncate"
-	FPAfterTruncate        = "afterTruncate"
-	FPISRChange            = "isrChange"
-	FPBecomeLeader         = "becomeLeader"
-	FPBecomeFollower       = "becomeFollower"
+	FPLeaderBeforeAppend   = fpname.LeaderBeforeAppend
+	FPLeaderAfterAppend    = fpname.LeaderAfterAppend
+	FPBeforeProduceResp    = fpname.BeforeProduceResp
+	FPFollowerBeforeAppend = fpname.FollowerBeforeAppend
+	FPFollowerAfterAppend  = fpname.FollowerAfterAppend
+	FPBeforeFsync          = fpname.BeforeFsync
+	FPHWAdvance            = fpname.HWAdvance
+	FPHWCheckpointWrite    = fpname.HWCheckpointWrite
+	FPBeforeTruncate       = fpname.BeforeTruncate
+	FPAfterTruncate        = fpname.AfterTruncate
+	FPISRChange            = fpname.ISRChange
+	FPBecomeLeader         = fpname.BecomeLeader
+	FPBecomeFollower       = fpname.BecomeFollower
 	// Producer state (the idempotent producer).
-	FPProducerStateUpdate    = "producerStateUpdate"
-	FPBeforeProducerSnapshot = "beforeProducerSnapshot"
-	FPAfterProducerSnapshot  = "afterProducerSnapshot"
+	FPProducerStateUpdate    = fpname.ProducerStateUpdate
+	FPBeforeProducerSnapshot = fpname.BeforeProducerSnapshot
+	FPAfterProducerSnapshot  = fpname.AfterProducerSnapshot
 	// A clean shutdown (Shutdown): before the logs are flushed, and
 	// before the clean-shutdown marker is written after them.
-	FPShutdownBeforeFlush  = "shutdownBeforeFlush"
-	FPShutdownBeforeMarker = "shutdownBeforeMarker"
+	FPShutdownBeforeFlush  = fpname.ShutdownBeforeFlush
+	FPShutdownBeforeMarker = fpname.ShutdownBeforeMarker
 )
 
-// Failpoints lists every failpoint name of this package.
-var Failpoints = []string{
-	FPLeaderBeforeAppend, FPLeaderAfterAppend, FPBeforeProduceResp,
-	FPFollowerBeforeAppend, FPFollowerAfterAppend, FPBeforeFsync,
-	FPHWAdvance, FPHWCheckpointWrite, FPBeforeTruncate, FPAfterTruncate,
-	FPISRChange, FPBecomeLeader, FPBecomeFollower,
-	FPProducerStateUpdate, FPBeforeProducerSnapshot, FPAfterProducerSnapshot,
-	FPShutdownBeforeFlush, FPShutdownBeforeMarker,
-}
+// Failpoints lists every failpoint name of this package (fpname.All).
+var Failpoints = fpname.All
 
 // PackagePath is the import path that prefixes this package's failpoints.
-const PackagePath = "github.com/watermarkhq/watermark/impl/broker"
+const PackagePath = fpname.PackagePath
 
 // FailpointPath is the full failpoint name for name.
-func FailpointPath(name string) string { return PackagePath + "/" + name }
+func FailpointPath(name string) string { return fpname.Path(name) }
 
 // Action is what a fired failpoint does to a node.
 type Action string
@@ -211,24 +207,6 @@ func (b *Broker) TakeFaults() []*FailpointError {
 	f := b.faults
 	b.faults = nil
 	return f
-}
-
-// CheckFailpointTerm reports whether term parses as a pingcap/failpoint
-// term, on a failpoint of its own: nothing process-wide is switched on.
-// The library's parser panics on some malformed terms (an argument cut
-// short, "(0"); that is an error here too.
-func CheckFailpointTerm(term string) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("failpoint: the term parser gave up on it (%v)", p)
-		}
-	}()
-	var fp failpoint.Failpoint
-	if err := fp.Enable(term); err != nil {
-		return err
-	}
-	fp.Disable()
-	return nil
 }
 
 // FailpointsCompiled reports whether this binary was built with the

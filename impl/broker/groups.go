@@ -17,7 +17,7 @@ import (
 // Coordinator failover is therefore leader failover: the new leader loads
 // the partition's records and serves the same groups, with the same
 // generations and offsets.
-const OffsetsTopic = "__consumer_offsets"
+const OffsetsTopic = kafka.OffsetsTopic
 
 // Group plane: clients -> a group's coordinator.
 
@@ -126,7 +126,7 @@ func (b *Broker) syncCoordinators() error {
 		case leading && (!hosted || b.coordEpoch[tp] != h.replica.LeaderEpoch()):
 			if !hosted {
 				var err error
-				if c, err = group.New(b.cfg.Settings.GroupSettings.Config); err != nil {
+				if c, err = group.New(b.cfg.Settings.BrokerGroups.Config); err != nil {
 					return &FailpointError{Name: "group", Action: ActionCrash, Cause: err}
 				}
 				b.coords[tp] = c

@@ -126,7 +126,7 @@ func (b *Broker) loadOnce(tp kafka.TopicPartition, verify bool) (*hosted, error)
 // (missing, damaged, or out of step with the scanned epochs) makes the
 // broker read those too.
 func (b *Broker) openLog(tp kafka.TopicPartition, dir string, verify bool) (*storage.Log, storage.Recovery, storage.EpochCache, error) {
-	lc := b.cfg.LogConfig()
+	lc := logConfig(b.cfg.Settings)
 	lc.Mirror = b.cfg.MirrorLogs
 	open := storage.OpenLogScan
 	if verify {

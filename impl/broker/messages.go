@@ -4,16 +4,17 @@ import (
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // NodeID names a node: the controller, a broker or a client.
 type NodeID int32
 
 // ControllerID is the controller's node id. Brokers are 1..N; clients use
-// ids from ClientIDBase up.
+// ids from ClientIDBase up (settings.ControllerID, settings.ClientIDBase).
 const (
-	ControllerID NodeID = 0
-	ClientIDBase NodeID = 1000
+	ControllerID NodeID = settings.ControllerID
+	ClientIDBase NodeID = settings.ClientIDBase
 )
 
 // Envelope is one message on the network.

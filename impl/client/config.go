@@ -33,14 +33,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // Errors a Result can carry besides the brokers' own (partition.Err...,
 // broker.Err...). Callers branch on them with errors.Is.
 var (
 	// ErrInvalidConfig wraps every Config.Validate error.
-	ErrInvalidConfig = errors.New("invalid producer config")
+	ErrInvalidConfig = settings.ErrInvalidProducer
 	// ErrInvalidMessage: the message names no topic or a partition < -1.
 	ErrInvalidMessage = errors.New("invalid message")
 	// ErrDeliveryTimeout: DeliveryTimeoutMs passed before the send
@@ -60,93 +60,16 @@ var (
 // MaxIdempotentInFlight is the most batches per partition an idempotent
 // producer may have unresolved: the broker deduplicates a retry only against
 // its last partition.DedupWindow batches of the producer.
-const MaxIdempotentInFlight = partition.DedupWindow
+const MaxIdempotentInFlight = settings.MaxIdempotentInFlight
 
-// Config is the producer configuration. Names follow the Java client's
-// settings where there is one.
-type Config struct {
-	// Acks is acks: 0, 1 or all (-1).
-	Acks partition.Acks
-	// Idempotent is enable.idempotence. It requires Acks == AcksAll,
-	// Retries, and MaxInFlight <= MaxIdempotentInFlight, as the Java client
-	// does when the user sets it explicitly.
-	Idempotent bool
-	// MaxInFlight bounds, per partition, the batches sent and not yet
-	// completed to the caller (max.in.flight.requests.per.connection, but
-	// per partition). Without idempotence, ordering under retries holds
-	// only with MaxInFlight == 1, as in Kafka.
-	MaxInFlight int
-	// Retries allows resending a batch after a retriable error. Off, a
-	// batch is sent once.
-	Retries bool
-	// RetryBackoffMs is the pause before resending a batch, and between
-	// metadata or producer-id requests after an answer (retry.backoff.ms).
-	RetryBackoffMs int64
-	// RequestTimeoutMs is the produce timeout the broker is given: how long
-	// an acks=all produce may wait for the ISR.
-	RequestTimeoutMs int64
-	// ResponseSlackMs is how much longer than RequestTimeoutMs the producer
-	// waits for a produce answer before it counts the attempt as lost.
-	ResponseSlackMs int64
-	// MetadataTimeoutMs is how long the producer waits for a metadata or
-	// InitProducerID answer before asking another broker.
-	MetadataTimeoutMs int64
-	// DeliveryTimeoutMs bounds a send from Send to its Result
-	// (delivery.timeout.ms): no attempt starts after it. An attempt in
-	// flight at the deadline is allowed to finish, so a Result can come up
-	// to RequestTimeoutMs + ResponseSlackMs late.
-	DeliveryTimeoutMs int64
-	// Bootstrap lists brokers to ask for metadata and producer ids until a
-	// metadata answer names the live ones. Empty: wait for UpdateMetadata.
-	Bootstrap []int32
-	// UnsafeAnyAcks lets an idempotent producer use acks=0 or 1, which
-	// Kafka's clients refuse. Only repros set it, to show what a broker does
-	// with sequences when acks=1 loses an acknowledged batch.
-	UnsafeAnyAcks bool
-}
+// Config is the producer configuration (settings.Producer, with the Java
+// client's defaults and its validation).
+type Config = settings.Producer
 
 // DefaultConfig returns the Java client's defaults (acks=all, idempotence
-// on, 5 in flight, retries on, 100 ms backoff), with timeouts scaled for the
-// simulator's logical milliseconds.
-func DefaultConfig() Config {
-	return Config{
-		Acks:              partition.AcksAll,
-		Idempotent:        true,
-		MaxInFlight:       MaxIdempotentInFlight,
-		Retries:           true,
-		RetryBackoffMs:    100,
-		RequestTimeoutMs:  3000,
-		ResponseSlackMs:   1000,
-		MetadataTimeoutMs: 1000,
-		DeliveryTimeoutMs: 10000,
-	}
-}
-
-// Validate reports a configuration the producer cannot run with.
-func (c Config) Validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case c.Acks != partition.AcksNone && c.Acks != partition.AcksLeader && c.Acks != partition.AcksAll:
-		return bad("acks %d: want 0, 1 or -1 (all)", c.Acks)
-	case c.MaxInFlight < 1:
-		return bad("max in flight %d: want >= 1", c.MaxInFlight)
-	case c.Idempotent && c.Acks != partition.AcksAll && !c.UnsafeAnyAcks:
-		return bad("idempotence requires acks=all, not acks=%d", c.Acks)
-	case c.Idempotent && !c.Retries:
-		return bad("idempotence requires retries")
-	case c.Idempotent && c.MaxInFlight > MaxIdempotentInFlight:
-		return bad("idempotence allows at most %d batches in flight per partition, not %d", MaxIdempotentInFlight, c.MaxInFlight)
-	case c.RetryBackoffMs < 0, c.ResponseSlackMs < 0:
-		return bad("negative backoff or slack")
-	case c.RequestTimeoutMs <= 0, c.MetadataTimeoutMs <= 0:
-		return bad("request and metadata timeouts must be positive")
-	case c.DeliveryTimeoutMs < c.RequestTimeoutMs:
-		return bad("delivery timeout %d ms is shorter than the request timeout %d ms", c.DeliveryTimeoutMs, c.RequestTimeoutMs)
-	}
-	return nil
-}
+// on, 5 in flight, retries on, 100 ms backoff), with timeouts scaled for
+// the simulator's logical milliseconds.
+func DefaultConfig() Config { return settings.DefaultProducer() }
 
 // Message is one record to send.
 type Message struct {

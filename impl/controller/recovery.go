@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // Unclean recovery (KIP-966, part 2; not in Kafka 4.1, whose
@@ -63,49 +63,15 @@ import (
 // manual recovery (KIP-966's None with kafka-leader-election) exists.
 
 // RecoveryStrategy says whether and how an offline partition recovers
-// uncleanly (Config.UncleanRecovery).
-type RecoveryStrategy int8
+// uncleanly (Config.UncleanRecovery; settings.RecoveryStrategy).
+type RecoveryStrategy = settings.RecoveryStrategy
 
 // The strategies, by KIP-966's names.
 const (
-	// RecoveryNone: no unclean recovery; UncleanLeaderElection decides.
-	RecoveryNone RecoveryStrategy = iota
-	// RecoveryBalanced waits for every last-known member to answer.
-	RecoveryBalanced
-	// RecoveryAggressive decides on the live replicas' answers alone.
-	RecoveryAggressive
+	RecoveryNone       = settings.RecoveryNone
+	RecoveryBalanced   = settings.RecoveryBalanced
+	RecoveryAggressive = settings.RecoveryAggressive
 )
-
-var recoveryNames = map[RecoveryStrategy]string{
-	RecoveryNone:       "none",
-	RecoveryBalanced:   "balanced",
-	RecoveryAggressive: "aggressive",
-}
-
-// String names the strategy as run files and flags spell it.
-func (s RecoveryStrategy) String() string {
-	if n, ok := recoveryNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("RecoveryStrategy(%d)", int8(s))
-}
-
-// Values lists the names a RecoveryStrategy takes.
-func (RecoveryStrategy) Values() []string { return []string{"none", "balanced", "aggressive"} }
-
-// MarshalText writes the strategy's name.
-func (s RecoveryStrategy) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText reads one of Values.
-func (s *RecoveryStrategy) UnmarshalText(b []byte) error {
-	for v, n := range recoveryNames {
-		if n == string(b) {
-			*s = v
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown unclean recovery %q: want one of %s", b, strings.Join(RecoveryStrategy(0).Values(), ", "))
-}
 
 // ErrNotAsked is an answer no recovery in flight asked for.
 var ErrNotAsked = errors.New("answer to no unclean recovery in flight")

@@ -359,27 +359,6 @@ func (c *Coordinator) Tick(now int64) {
 }
 
 // PartitionFor returns the offsets-topic partition that serves group among
-// n partitions: Java's String.hashCode of the group id (UTF-16 code units,
-// h = 31*h + u, in int32 arithmetic), made non-negative as Kafka's
-// Utils.abs does (|h|, and 0 for MinInt32), modulo n; so a group lands where
-// a Kafka cluster with n offsets partitions would serve it. n must be
-// positive.
-func PartitionFor(group string, n int32) int32 {
-	var h int32
-	for _, r := range group {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	switch {
-	case h == -1<<31:
-		h = 0
-	case h < 0:
-		h = -h
-	}
-	return h % n
-}
+// n partitions, as Kafka maps a group id (kafka.OffsetsPartition). n must
+// be positive.
+func PartitionFor(group string, n int32) int32 { return kafka.OffsetsPartition(group, n) }

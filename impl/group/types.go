@@ -6,49 +6,22 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // Sentinel errors; callers branch on them with errors.Is.
 var (
-	ErrInvalidConfig = errors.New("invalid group coordinator config")
+	ErrInvalidConfig = settings.ErrInvalidGroup
 	ErrBadRecord     = errors.New("malformed offsets-topic record")
 )
 
-// Config holds the coordinator's settings, named after Kafka's broker
-// configs. The tags name them in run files and as flags, as a broker's
-// other settings (impl/broker.Settings).
-type Config struct {
-	// MinSessionTimeoutMs and MaxSessionTimeoutMs bound a member's
-	// session.timeout.ms; a JoinGroup outside them gets
-	// INVALID_SESSION_TIMEOUT.
-	MinSessionTimeoutMs int64 `yaml:"group_min_session_timeout_ms" doc:"the shortest session.timeout.ms a group member may ask for (group.min.session.timeout.ms)"`
-	MaxSessionTimeoutMs int64 `yaml:"group_max_session_timeout_ms" doc:"the longest session.timeout.ms a group member may ask for (group.max.session.timeout.ms)"`
-	// InitialRebalanceDelayMs holds the first rebalance of an Empty group
-	// open at least this long so that more members can join it. Kafka
-	// defaults to 3000; the reference defaults to 0 so that scenarios
-	// complete without ticking.
-	InitialRebalanceDelayMs int64 `yaml:"group_initial_rebalance_delay_ms" doc:"how long the first rebalance of an empty group waits for more members (group.initial.rebalance.delay.ms)"`
-}
+// Config holds the coordinator's settings (settings.Group, with their
+// run-file names, Kafka's defaults and their validation).
+type Config = settings.Group
 
 // DefaultConfig returns Kafka's session bounds (6 s, 30 min) and no initial
 // rebalance delay.
-func DefaultConfig() Config {
-	return Config{MinSessionTimeoutMs: 6000, MaxSessionTimeoutMs: 1800000}
-}
-
-// Validate reports whether cfg can run a coordinator.
-func (cfg Config) Validate() error {
-	switch {
-	case cfg.MinSessionTimeoutMs <= 0:
-		return fmt.Errorf("%w: group_min_session_timeout_ms %d must be positive", ErrInvalidConfig, cfg.MinSessionTimeoutMs)
-	case cfg.MaxSessionTimeoutMs < cfg.MinSessionTimeoutMs:
-		return fmt.Errorf("%w: group_max_session_timeout_ms %d below group_min_session_timeout_ms %d",
-			ErrInvalidConfig, cfg.MaxSessionTimeoutMs, cfg.MinSessionTimeoutMs)
-	case cfg.InitialRebalanceDelayMs < 0:
-		return fmt.Errorf("%w: group_initial_rebalance_delay_ms %d is negative", ErrInvalidConfig, cfg.InitialRebalanceDelayMs)
-	}
-	return nil
-}
+func DefaultConfig() Config { return settings.DefaultGroup() }
 
 // State is a group's state, as Kafka's classic GroupCoordinator names it.
 // Kafka's Dead state is a group that is gone: here it is absent from the map.

@@ -54,7 +54,7 @@ func (r *Replica) becomeFollower(epoch, leader int32, now int64) {
 		return
 	}
 	latest, ok := r.epochs.Latest()
-	if !ok || r.cfg.Truncation.onFetch() {
+	if !ok || r.cfg.Truncation.OnFetch() {
 		// Kafka since KAFKA-10554: a replica with an epoch cache fetches
 		// from its LEO at once (ReplicaManager's initial fetch offset) and
 		// learns of a divergence from the answer. Without epochs there is
@@ -93,7 +93,7 @@ func (r *Replica) sendFetch(now int64) {
 	r.follower.sentAt = now
 	r.follower.retryAt = 0
 	last := noEpoch
-	if e, ok := r.epochs.Latest(); ok && r.cfg.Truncation.onFetch() {
+	if e, ok := r.epochs.Latest(); ok && r.cfg.Truncation.OnFetch() {
 		last = e
 	}
 	r.ready.Messages = append(r.ready.Messages, FetchRequest{
@@ -208,7 +208,7 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, now int64) {
 			switch {
 			case r.cfg.Truncation == TruncateToHW:
 				r.truncate(resp.LEO)
-			case ok && !r.cfg.Truncation.onFetch():
+			case ok && !r.cfg.Truncation.OnFetch():
 				r.sendEpochQuery(e, now)
 				return
 			default:

@@ -5,35 +5,19 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
-// Acks is the producer's acks setting.
-type Acks int8
+// Acks is the producer's acks setting (settings.Acks).
+type Acks = settings.Acks
 
 // The three acks levels of spec/SEMANTICS.md.
 const (
-	AcksNone   Acks = 0
-	AcksLeader Acks = 1
-	AcksAll    Acks = -1
+	AcksNone   = settings.AcksNone
+	AcksLeader = settings.AcksLeader
+	AcksAll    = settings.AcksAll
 )
-
-var acksNames = names[Acks]{{AcksAll, "all"}, {AcksLeader, "1"}, {AcksNone, "0"}}
-
-// String names the level as Kafka's producer config does: all, 1 or 0.
-func (a Acks) String() string { return acksNames.format(a) }
-
-// Values lists the names an Acks takes.
-func (Acks) Values() []string { return acksNames.list() }
-
-// MarshalText writes the level's name.
-func (a Acks) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
-
-// UnmarshalText reads one of Values.
-func (a *Acks) UnmarshalText(b []byte) (err error) {
-	*a, err = acksNames.parse("acks", string(b))
-	return err
-}
 
 // followerProgress is the leader's view of one follower.
 //

@@ -9,49 +9,23 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // DedupWindow is how many of a producer's latest batches a partition
-// remembers: a retry of any of them is answered with the original offset.
-// Kafka's client keeps at most 5 batches in flight per partition for the
-// same reason.
-const DedupWindow = 5
+// remembers: a retry of any of them is answered with the original offset
+// (settings.DedupWindow).
+const DedupWindow = settings.DedupWindow
 
 // ProducerState says how producer state (PID, epoch, recent sequences) is
-// kept.
-type ProducerState int
+// kept (settings.ProducerState, where each variant is described).
+type ProducerState = settings.ProducerState
 
+// The producer-state variants.
 const (
-	// ProducerStateReplicated: every replica rebuilds producer state from
-	// the batches it appends, leader and follower alike, so a new leader
-	// deduplicates as the old one did. Correct.
-	ProducerStateReplicated ProducerState = iota
-	// ProducerStateLeaderOnly: only the leader that appended a batch learns
-	// of it; followers do not rebuild. A new leader knows nothing of a
-	// producer and takes its retry as a new producer's first batch. This is
-	// the "dedup across leader change" bug of spec/SEMANTICS.md.
-	ProducerStateLeaderOnly
+	ProducerStateReplicated = settings.ProducerStateReplicated
+	ProducerStateLeaderOnly = settings.ProducerStateLeaderOnly
 )
-
-var producerStateNames = names[ProducerState]{
-	{ProducerStateReplicated, "replicated"},
-	{ProducerStateLeaderOnly, "leader-only"},
-}
-
-// String names the variant as run files and flags spell it.
-func (v ProducerState) String() string { return producerStateNames.format(v) }
-
-// Values lists the names a ProducerState takes.
-func (ProducerState) Values() []string { return producerStateNames.list() }
-
-// MarshalText writes the variant's name.
-func (v ProducerState) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
-
-// UnmarshalText reads one of Values.
-func (v *ProducerState) UnmarshalText(b []byte) (err error) {
-	*v, err = producerStateNames.parse("producer state", string(b))
-	return err
-}
 
 // producerBatch is one batch a partition remembers for a producer.
 type producerBatch struct {

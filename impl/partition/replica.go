@@ -27,6 +27,7 @@ import (
 
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
@@ -35,138 +36,24 @@ import (
 var errUnexpectedBatch = errors.New("fetched batch does not start at the follower's LEO")
 
 // Truncation selects how a follower finds where its log diverges from its
-// leader's.
-type Truncation int
+// leader's (settings.Truncation, where each variant is described).
+type Truncation = settings.Truncation
 
+// The truncation variants.
 const (
-	// TruncateToEpoch is truncation on fetch, Kafka's follower path since
-	// KAFKA-10554 (2.7, always so in 4.x): the follower fetches from its
-	// LEO naming the latest epoch in its cache (LastFetchedEpoch, KIP-595's
-	// Fetch v12 field); a leader that does not hold that epoch up to the
-	// fetch offset answers with the largest epoch it holds at or below it
-	// and that epoch's end (DivergingEpoch) and no records, and the
-	// follower truncates by KIP-279's rule (HandleFetchResponse). Safe.
-	TruncateToEpoch Truncation = iota
-	// TruncateToHW truncates to the replica's own high watermark, as Kafka
-	// did before 0.11. Loses committed data in KIP-101's scenarios.
-	TruncateToHW
-	// TruncateToEpochKIP101 is KIP-101 as shipped in Kafka 0.11, without
-	// KIP-279: the leader answers OffsetsForLeaderEpoch with an end offset
-	// only (storage.EndOffsetKIP101) and the follower truncates to
-	// min(that offset, its LEO) in one round, without comparing epochs.
-	// Unsafe: a follower asking about an epoch the leader never saw keeps
-	// records the leader does not have (KAFKA-6361). The deviation lives in
-	// EpochEnd (leader.go) and HandleEpochEndResponse (follower.go).
-	TruncateToEpochKIP101
-	// TruncateToEpochNoBump is TruncateToEpochQuery except that a follower
-	// told to follow the same leader in a newer epoch keeps fetching
-	// without the truncation step, as Kafka did before KAFKA-7164's fix.
-	// Unsafe: a follower that missed the epochs in between keeps records
-	// the leader no longer has. The deviation lives in becomeFollower
-	// (follower.go).
-	TruncateToEpochNoBump
-	// TruncateToEpochQuery asks the leader where the replica's last leader
-	// epoch ended (OffsetsForLeaderEpoch) when it becomes a follower, and
-	// truncates there before it fetches (KIP-101 with KIP-279's iteration),
-	// as Kafka did before truncation on fetch (KAFKA-10554). Safe. The
-	// variants hw, epoch-kip101 and epoch-no-bump are built on this path.
-	TruncateToEpochQuery
+	TruncateToEpoch       = settings.TruncateToEpoch
+	TruncateToHW          = settings.TruncateToHW
+	TruncateToEpochKIP101 = settings.TruncateToEpochKIP101
+	TruncateToEpochNoBump = settings.TruncateToEpochNoBump
+	TruncateToEpochQuery  = settings.TruncateToEpochQuery
 )
 
-// onFetch reports whether followers settle divergence on the fetch
-// answer (LastFetchedEpoch and DivergingEpoch) rather than by asking
-// OffsetsForLeaderEpoch first.
-func (t Truncation) onFetch() bool { return t == TruncateToEpoch }
-
-var truncationNames = names[Truncation]{
-	{TruncateToEpoch, "epoch"},
-	{TruncateToHW, "hw"},
-	{TruncateToEpochKIP101, "epoch-kip101"},
-	{TruncateToEpochNoBump, "epoch-no-bump"},
-	{TruncateToEpochQuery, "epoch-query"},
-}
-
-// String names the variant as run files and flags spell it.
-func (t Truncation) String() string { return truncationNames.format(t) }
-
-// Values lists the names a Truncation takes.
-func (Truncation) Values() []string { return truncationNames.list() }
-
-// MarshalText writes the variant's name.
-func (t Truncation) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
-
-// UnmarshalText reads one of Values.
-func (t *Truncation) UnmarshalText(b []byte) (err error) {
-	*t, err = truncationNames.parse("truncation", string(b))
-	return err
-}
-
-// Settings are a replica's protocol settings; every replica of a broker
-// runs with the same. Each field's yaml tag is its name in run files and,
-// with dashes for underscores, its `watermark serve` flag; its doc tag is
-// its help line. Kafka's broker config of the same meaning is named in the
-// doc where there is one.
-type Settings struct {
-	MinInsyncReplicas int        `yaml:"min_insync_replicas" doc:"ISR members an acks=all produce needs (min.insync.replicas)"`
-	Truncation        Truncation `yaml:"truncation" doc:"how a follower finds where its log diverges from its leader's"`
-	// ReplicaLagTimeMaxMs: a follower that has not caught up with the
-	// leader's LEO for this long leaves the ISR.
-	ReplicaLagTimeMaxMs int64 `yaml:"replica_lag_time_max_ms" doc:"a follower this long behind the leader leaves the ISR (replica.lag.time.max.ms)"`
-	// ReplicaFetchWaitMaxMs is how long a leader may hold a follower's
-	// fetch that found nothing new.
-	ReplicaFetchWaitMaxMs int64 `yaml:"replica_fetch_wait_max_ms" doc:"how long a leader holds a follower's fetch that found nothing new (replica.fetch.wait.max.ms)"`
-	ReplicaFetchMaxBytes  int   `yaml:"replica_fetch_max_bytes" doc:"the most a replica fetch answer carries, at least one batch (replica.fetch.max.bytes)"`
-	// RequestTimeoutMs is how long a follower waits for a fetch or epoch
-	// answer, and a leader for the controller's ISR answer, before asking
-	// again. Messages can be lost; the protocol must not stall. It also
-	// bounds how long a broker holds an acks=all produce.
-	RequestTimeoutMs int64 `yaml:"request_timeout_ms" doc:"how long a replica waits for an answer before asking again"`
-	RetryBackoffMs   int64 `yaml:"retry_backoff_ms" doc:"the pause after an error answer before a replica retries (retry.backoff.ms)"`
-	// AdvanceHWBelowMinISR lets the leader advance HW while the ISR is
-	// smaller than min.insync.replicas. Kafka did this before KIP-966; it is
-	// the "last replica standing" bug. Off is the safe default.
-	AdvanceHWBelowMinISR bool `yaml:"advance_hw_below_min_isr" doc:"let HW advance while the ISR is below min.insync.replicas (the last-replica-standing bug; unsafe)"`
-	// ProducerState says whether followers rebuild idempotent-producer
-	// state from what they replicate (they must; see ProducerStateLeaderOnly).
-	ProducerState ProducerState `yaml:"producer_state" doc:"who keeps idempotent-producer state (leader-only is the dedup-across-leader-change bug)"`
-}
+// Settings are a replica's protocol settings (settings.Partition, with
+// their run-file names, Kafka's defaults and their validation).
+type Settings = settings.Partition
 
 // DefaultSettings are Kafka's defaults.
-func DefaultSettings() Settings {
-	return Settings{
-		MinInsyncReplicas:     1,
-		Truncation:            TruncateToEpoch,
-		ReplicaLagTimeMaxMs:   30000,
-		ReplicaFetchWaitMaxMs: 500,
-		ReplicaFetchMaxBytes:  1 << 20,
-		RequestTimeoutMs:      30000,
-		RetryBackoffMs:        100,
-	}
-}
-
-// Validate reports settings the protocol cannot run with.
-func (c Settings) Validate() error {
-	if c.ReplicaLagTimeMaxMs <= 0 {
-		return fmt.Errorf("replica_lag_time_max_ms must be > 0, got %d", c.ReplicaLagTimeMaxMs)
-	}
-	if c.MinInsyncReplicas < 1 {
-		return fmt.Errorf("min_insync_replicas must be >= 1, got %d", c.MinInsyncReplicas)
-	}
-	if c.ReplicaFetchMaxBytes <= 0 {
-		return fmt.Errorf("replica_fetch_max_bytes must be > 0, got %d", c.ReplicaFetchMaxBytes)
-	}
-	if c.ReplicaFetchWaitMaxMs < 0 {
-		return fmt.Errorf("replica_fetch_wait_max_ms must be >= 0, got %d", c.ReplicaFetchWaitMaxMs)
-	}
-	if c.RequestTimeoutMs <= c.ReplicaFetchWaitMaxMs {
-		return fmt.Errorf("request_timeout_ms (%d) must exceed replica_fetch_wait_max_ms (%d), or every held fetch times out",
-			c.RequestTimeoutMs, c.ReplicaFetchWaitMaxMs)
-	}
-	if c.RetryBackoffMs <= 0 {
-		return fmt.Errorf("retry_backoff_ms must be > 0, got %d", c.RetryBackoffMs)
-	}
-	return nil
-}
+func DefaultSettings() Settings { return settings.DefaultPartition() }
 
 // Config is one replica's configuration: its broker's settings and who it
 // is.
@@ -342,7 +229,7 @@ func (r *Replica) Resolved() bool {
 		return true
 	case r.role != RoleFollower:
 		return false
-	case r.cfg.Truncation.onFetch():
+	case r.cfg.Truncation.OnFetch():
 		return r.follower.matched || r.leo() == r.logStart()
 	}
 	return !r.follower.awaitingEpoch

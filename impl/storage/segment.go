@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // A log is a run of segments in its partition's directory, as Kafka lays
@@ -31,8 +32,6 @@ const (
 	segmentSuffix  = ".log"
 	indexSuffix    = ".index"
 	indexEntrySize = 8
-	// maxSegmentBytes caps log.segment.bytes: an index position is a uint32.
-	maxSegmentBytes = math.MaxInt32
 )
 
 // RecoveryPointFile is the checkpoint holding a log's recovery point.
@@ -102,13 +101,13 @@ type LogConfig struct {
 	Mirror bool
 }
 
-// Kafka's defaults.
+// Kafka's defaults (settings.Log).
 const (
-	DefaultSegmentBytes       = 1 << 30
-	DefaultIndexIntervalBytes = 4096
-	DefaultRollMs             = 7 * 24 * 3600 * 1000
-	DefaultRetentionMs        = 7 * 24 * 3600 * 1000
-	DefaultRetentionBytes     = -1
+	DefaultSegmentBytes       = settings.DefaultSegmentBytes
+	DefaultIndexIntervalBytes = settings.DefaultIndexIntervalBytes
+	DefaultRollMs             = settings.DefaultRollMs
+	DefaultRetentionMs        = settings.DefaultRetentionMs
+	DefaultRetentionBytes     = settings.DefaultRetentionBytes
 )
 
 // withDefaults fills the zero fields with Kafka's defaults.
@@ -131,21 +130,12 @@ func (c LogConfig) withDefaults() LogConfig {
 	return c
 }
 
-// Validate reports a setting out of range, naming Kafka's setting.
+// Validate reports a setting out of range, naming Kafka's setting
+// (settings.Log.Validate; a segment is at most settings.MaxSegmentBytes,
+// since an index position is a uint32).
 func (c LogConfig) Validate() error {
-	switch {
-	case c.SegmentBytes < 0 || c.SegmentBytes > maxSegmentBytes:
-		return fmt.Errorf("log.segment.bytes %d: want 1 to %d (0 for the default, %d)", c.SegmentBytes, maxSegmentBytes, DefaultSegmentBytes)
-	case c.IndexIntervalBytes < 0:
-		return fmt.Errorf("log.index.interval.bytes %d: want 1 or more (0 for the default, %d)", c.IndexIntervalBytes, DefaultIndexIntervalBytes)
-	case c.RollMs < 0:
-		return fmt.Errorf("log.roll.ms %d: want 1 or more (0 for the default, %d)", c.RollMs, DefaultRollMs)
-	case c.RetentionMs < -1:
-		return fmt.Errorf("log.retention.ms %d: want 1 or more, or -1 for no limit (0 for the default, %d)", c.RetentionMs, DefaultRetentionMs)
-	case c.RetentionBytes < -1:
-		return fmt.Errorf("log.retention.bytes %d: want 1 or more, or -1 for no limit (the default)", c.RetentionBytes)
-	}
-	return nil
+	return settings.Log{SegmentBytes: c.SegmentBytes, IndexIntervalBytes: c.IndexIntervalBytes, RollMs: c.RollMs,
+		RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes}.Validate()
 }
 
 // segment is what a Log keeps in memory of one segment: a few words, and

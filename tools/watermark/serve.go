@@ -173,7 +173,7 @@ func serve(stops <-chan struct{}, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(err)
 	}
-	bcfg := settings.BrokerConfig(*id)
+	bcfg := brokerConfig(settings, *id)
 	logf := nodeLogf(stderr, fmt.Sprintf("broker %d: ", *id), *verbose)
 
 	if *fpHTTP != "" {
@@ -215,6 +215,11 @@ func serve(stops <-chan struct{}, args []string, stdout, stderr io.Writer) int {
 	case <-b.Done():
 	}
 	return stopped(fmt.Sprintf("broker %d", *id), b.Err(), stderr)
+}
+
+// brokerConfig is broker id's configuration under s.
+func brokerConfig(s run.Settings, id int) broker.Config {
+	return broker.Config{Settings: s.Broker, ID: broker.NodeID(id)}
 }
 
 // stopBroker stops b cleanly (node.Broker.Stop), or at once on a second

@@ -164,7 +164,7 @@ func TestSettingsFlagsReachTheNodes(t *testing.T) {
 	got, err := sf.settings()
 	require.NoError(t, err)
 	require.Equal(t, s, got)
-	bc := got.BrokerConfig(2)
+	bc := brokerConfig(got, 2)
 	require.Equal(t, broker.NodeID(2), bc.ID)
 	require.Equal(t, 1, bc.MinInsyncReplicas)
 	// A bool flag alone means true, as flags do.
