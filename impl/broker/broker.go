@@ -100,11 +100,11 @@ type Broker struct {
 	live      []int32
 	addresses map[int32]string
 
-	nextRef     uint64
-	nextPID     int64
-	waiting     map[uint64]func(partition.Reply) error // by ref (refs.go)
-	fetches     []*heldFetch
-	replicaFets []*parkedReplicaFetch
+	nextRef      uint64
+	nextPID      int64
+	waiting      map[uint64]func(partition.Reply) error // by ref (refs.go)
+	fetches      []*heldFetch
+	heldReplicas []*heldReplicaFetch
 
 	// Group coordinators, one per offsets partition this broker leads.
 	coords       map[kafka.TopicPartition]*group.Coordinator

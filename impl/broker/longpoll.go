@@ -33,9 +33,9 @@ type heldFetch struct {
 	many     bool // answer with a FetchManyResponse
 }
 
-// parkedReplicaFetch is a follower's fetch that found nothing new, held
+// heldReplicaFetch is a follower's fetch that found nothing new, held
 // until the leader's LEO moves or replica.fetch.wait.max.ms passes.
-type parkedReplicaFetch struct {
+type heldReplicaFetch struct {
 	from     NodeID
 	req      partition.FetchRequest
 	leo      int64
@@ -142,7 +142,7 @@ func (b *Broker) handleReplicaFetch(from NodeID, m partition.FetchRequest) error
 		// A divergence is answered at once, as Kafka does: the follower
 		// truncates before it can catch up.
 		if resp.Err == nil && !resp.Diverging && len(resp.Batches) == 0 && wait > 0 {
-			b.replicaFets = append(b.replicaFets, &parkedReplicaFetch{from: from, req: m, leo: resp.LEO, deadline: b.now + wait})
+			b.heldReplicas = append(b.heldReplicas, &heldReplicaFetch{from: from, req: m, leo: resp.LEO, deadline: b.now + wait})
 			return nil
 		}
 		b.send(from, resp)
@@ -191,18 +191,18 @@ func (b *Broker) retryFetches(tp kafka.TopicPartition, all bool) error {
 // follower's progress is recorded at the time of the answer.
 func (b *Broker) releaseReplicaFetches() error {
 	n := 0
-	var due []*parkedReplicaFetch
-	for _, f := range b.replicaFets {
+	var due []*heldReplicaFetch
+	for _, f := range b.heldReplicas {
 		h, ok := b.parts[f.req.TopicPartition]
 		if ok && h.replica.LEO() == f.leo && h.replica.Role() == partition.RoleLeader && b.now < f.deadline {
-			b.replicaFets[n] = f
+			b.heldReplicas[n] = f
 			n++
 			continue
 		}
 		due = append(due, f)
 	}
-	clear(b.replicaFets[n:])
-	b.replicaFets = b.replicaFets[:n]
+	clear(b.heldReplicas[n:])
+	b.heldReplicas = b.heldReplicas[:n]
 	for _, f := range due {
 		h, ok := b.parts[f.req.TopicPartition]
 		if !ok {
