@@ -1,4 +1,4 @@
-package broker
+package clientmsg
 
 import "github.com/watermarkhq/watermark/impl/kafka"
 
@@ -67,7 +67,7 @@ func (r FindCoordinatorRequest) Refuse(err error) kafka.Answer {
 func (r GroupRequest) Corr() uint64 { return r.Correlation }
 
 // Refuse implements Request: the group request's own refusal
-// (group.Request.Refuse).
+// (groupmsg.Request.Refuse).
 func (r GroupRequest) Refuse(err error) kafka.Answer {
 	return GroupResponse{Correlation: r.Correlation, Resp: r.Req.Refuse(err)}
 }

@@ -1,4 +1,4 @@
-package group
+package groupmsg
 
 import (
 	"encoding/binary"
@@ -12,7 +12,7 @@ import (
 // as Kafka does. For protocol type "consumer", clients encode them in
 // Kafka's ConsumerProtocol schemas; the functions below read and write the
 // fields every version shares, for tests, the reference client and
-// CheckInvariants' double-assignment check.
+// impl/group's CheckInvariants' double-assignment check.
 //
 //	Subscription: Version int16, Topics [string], UserData nullable bytes,
 //	              then (v1+) fields ignored here.
@@ -162,4 +162,13 @@ func (r *reader) bytes() []byte {
 		return nil
 	}
 	return r.take(n)
+}
+
+// DescribeAssignment renders a ConsumerProtocol assignment decoded, and
+// any other one as quoted bytes.
+func DescribeAssignment(b []byte) string {
+	if a, err := DecodeConsumerAssignment(b); err == nil {
+		return fmt.Sprint(a)
+	}
+	return fmt.Sprintf("%q", b)
 }
