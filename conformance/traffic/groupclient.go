@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
 	refclient "github.com/watermarkhq/watermark/impl/client"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -106,7 +106,7 @@ func (c *client) tickGroup() {
 			continue // revoked since it was polled (Revoked drops these too)
 		}
 		s.recordAt(linearizability.Op{
-			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProcess,
+			Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindProcess,
 			Group: s.Spec.Workload.Group, Generation: q.gen, Member: g.member,
 			Topic: q.tp.Topic, Partition: q.tp.Partition, Offset: q.rec.Offset, Value: string(q.rec.Value),
 			Outcome: linearizability.OutcomeOK,
@@ -140,7 +140,7 @@ func (c *client) tickGroup() {
 	c.flushGroup()
 }
 
-func (c *client) handleGroup(env broker.Envelope) {
+func (c *client) handleGroup(env clientmsg.Envelope) {
 	g := c.group
 	if g.down {
 		return
@@ -158,7 +158,7 @@ func (c *client) flushGroup() {
 	for _, env := range out {
 		s.send(env)
 	}
-	h := groupEvents{c: c, client: int(c.id - broker.ClientIDBase), group: s.Spec.Workload.Group}
+	h := groupEvents{c: c, client: int(c.id - clientmsg.ClientIDBase), group: s.Spec.Workload.Group}
 	for _, e := range events {
 		e.Tell(h)
 	}
@@ -301,7 +301,7 @@ func (c *client) commit(tp kafka.TopicPartition, next int64) uint64 {
 	if gen < 0 || member == "" {
 		gen, member = linearizability.NoGeneration, ""
 	}
-	op := s.record(linearizability.Op{Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindCommit,
+	op := s.record(linearizability.Op{Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindCommit,
 		Group: s.Spec.Workload.Group, Generation: gen, Member: member, Topic: tp.Topic, Partition: tp.Partition, Offset: next})
 	g.commitOps[id] = append(g.commitOps[id], op)
 	return id
