@@ -36,8 +36,8 @@ import (
 	"github.com/watermarkhq/watermark/impl/settings"
 )
 
-// Errors a Result can carry besides the brokers' own (partition.Err...,
-// broker.Err...). Callers branch on them with errors.Is.
+// Errors a Result can carry besides the brokers' own (kafka.Err...).
+// Callers branch on them with errors.Is.
 var (
 	// ErrInvalidConfig wraps every Config.Validate error.
 	ErrInvalidConfig = settings.ErrInvalidProducer
@@ -59,7 +59,7 @@ var (
 
 // MaxIdempotentInFlight is the most batches per partition an idempotent
 // producer may have unresolved: the broker deduplicates a retry only against
-// its last partition.DedupWindow batches of the producer.
+// its last settings.DedupWindow batches of the producer.
 const MaxIdempotentInFlight = settings.MaxIdempotentInFlight
 
 // Config is the producer configuration (settings.Producer, with the Java
@@ -120,7 +120,7 @@ type Result struct {
 	Offset  int64
 	Outcome Outcome
 	// Err is nil for OutcomeOK and for an acks=0 send; otherwise the
-	// reason, matching a partition.Err..., broker.Err... or client Err...
+	// reason, matching a kafka.Err... or client Err...
 	// sentinel with errors.Is.
 	Err error
 	// Attempts counts the produce requests sent for the record.

@@ -27,7 +27,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -37,7 +37,7 @@ import (
 // Invariant: corr == 0 <=> no request in flight.
 type ctl struct {
 	corr     uint64
-	to       broker.NodeID
+	to       clientmsg.NodeID
 	sent     int64
 	deadline int64
 }
@@ -80,7 +80,7 @@ type consumedPart struct {
 // Consumer is the reference consumer. It is not safe for concurrent use:
 // the caller serializes every call.
 type Consumer struct {
-	id   broker.NodeID
+	id   clientmsg.NodeID
 	cfg  ConsumerConfig
 	rng  *rand.Rand
 	now  int64
@@ -102,14 +102,14 @@ type Consumer struct {
 	order  []*consumedPart // sorted by topic, partition
 	closed bool
 
-	out    []broker.Envelope
+	out    []clientmsg.Envelope
 	events []ConsumerEvent
 }
 
 // NewConsumer returns a consumer that sends as node id, drawing every
 // random choice (which broker to ask) from rng. With cfg.Group and
 // cfg.Topics it starts joining the group at the first call carrying time.
-func NewConsumer(id broker.NodeID, cfg ConsumerConfig, rng *rand.Rand) (*Consumer, error) {
+func NewConsumer(id clientmsg.NodeID, cfg ConsumerConfig, rng *rand.Rand) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (c *Consumer) Position(tp kafka.TopicPartition) (int64, bool) {
 // ListOffsetsResponse. Answers to requests the consumer no longer waits
 // for (timed out, superseded, for a revoked partition, from another node
 // than the one asked) are dropped.
-func (c *Consumer) Handle(from broker.NodeID, msg kafka.Message, now int64) {
+func (c *Consumer) Handle(from clientmsg.NodeID, msg kafka.Message, now int64) {
 	c.advance(now)
 	if c.closed {
 		return
@@ -266,21 +266,21 @@ func (c *Consumer) Handle(from broker.NodeID, msg kafka.Message, now int64) {
 // toConsumer is what a consumer's handler gets besides its message.
 type toConsumer struct {
 	c    *Consumer
-	from broker.NodeID
+	from clientmsg.NodeID
 }
 
 // consumerHandlers is the consumer's table of what it does with each
 // answer it receives.
 var consumerHandlers = sync.OnceValue(func() *kafka.Handlers[toConsumer] {
 	h := &kafka.Handlers[toConsumer]{}
-	kafka.On(h, func(in toConsumer, m broker.MetadataResponse) error { in.c.handleMetadata(in.from, m); return nil })
-	kafka.On(h, func(in toConsumer, m broker.FindCoordinatorResponse) error {
+	kafka.On(h, func(in toConsumer, m clientmsg.MetadataResponse) error { in.c.handleMetadata(in.from, m); return nil })
+	kafka.On(h, func(in toConsumer, m clientmsg.FindCoordinatorResponse) error {
 		in.c.handleFindCoordinator(in.from, m)
 		return nil
 	})
-	kafka.On(h, func(in toConsumer, m broker.GroupResponse) error { in.c.handleGroupResponse(in.from, m); return nil })
-	kafka.On(h, func(in toConsumer, m broker.FetchResponse) error { in.c.handleFetch(in.from, m); return nil })
-	kafka.On(h, func(in toConsumer, m broker.ListOffsetsResponse) error {
+	kafka.On(h, func(in toConsumer, m clientmsg.GroupResponse) error { in.c.handleGroupResponse(in.from, m); return nil })
+	kafka.On(h, func(in toConsumer, m clientmsg.FetchResponse) error { in.c.handleFetch(in.from, m); return nil })
+	kafka.On(h, func(in toConsumer, m clientmsg.ListOffsetsResponse) error {
 		in.c.handleListOffsets(in.from, m)
 		return nil
 	})
@@ -288,7 +288,7 @@ var consumerHandlers = sync.OnceValue(func() *kafka.Handlers[toConsumer] {
 })
 
 // handleMetadata applies the metadata a broker answered with.
-func (c *Consumer) handleMetadata(from broker.NodeID, m broker.MetadataResponse) {
+func (c *Consumer) handleMetadata(from clientmsg.NodeID, m clientmsg.MetadataResponse) {
 	if !c.meta.busy() || m.Correlation != c.meta.corr || from != c.meta.to {
 		return
 	}
@@ -328,7 +328,7 @@ func (c *Consumer) Tick(now int64) {
 
 // Ready returns the messages to send, in order, and the events since the
 // last call. The caller owns both slices.
-func (c *Consumer) Ready() ([]broker.Envelope, []ConsumerEvent) {
+func (c *Consumer) Ready() ([]clientmsg.Envelope, []ConsumerEvent) {
 	out, ev := c.out, c.events
 	c.out, c.events = nil, nil
 	return out, ev
@@ -343,7 +343,7 @@ func (c *Consumer) Close(now int64) {
 		return
 	}
 	if c.subscribed() && c.g.memberID != "" && c.g.coordKnown {
-		c.sendGroup(&ctl{}, broker.NodeID(c.g.coord), c.leaveRequest(), c.cfg.RequestTimeoutMs)
+		c.sendGroup(&ctl{}, clientmsg.NodeID(c.g.coord), c.leaveRequest(), c.cfg.RequestTimeoutMs)
 	}
 	c.revoke()
 	c.failCommits(ErrClosed)
@@ -375,8 +375,8 @@ func (c *Consumer) nextCorr() uint64 {
 	return c.corr
 }
 
-func (c *Consumer) send(to broker.NodeID, msg kafka.Message) {
-	c.out = append(c.out, broker.Envelope{From: c.id, To: to, Msg: msg})
+func (c *Consumer) send(to clientmsg.NodeID, msg kafka.Message) {
+	c.out = append(c.out, clientmsg.Envelope{From: c.id, To: to, Msg: msg})
 }
 
 func (c *Consumer) emit(e ConsumerEvent) { c.events = append(c.events, e) }
@@ -402,11 +402,11 @@ func (c *Consumer) maybeRequestMetadata() {
 	c.metaSent++
 	c.metaNumber = c.metaSent
 	c.metaWanted = false
-	c.send(to, broker.MetadataRequest{Correlation: c.meta.corr})
+	c.send(to, clientmsg.MetadataRequest{Correlation: c.meta.corr})
 }
 
 // pickBroker chooses a broker to ask for metadata or the coordinator.
-func (c *Consumer) pickBroker() (broker.NodeID, bool) { return c.pick(c.cfg.Bootstrap, c.rng) }
+func (c *Consumer) pickBroker() (clientmsg.NodeID, bool) { return c.pick(c.cfg.Bootstrap, c.rng) }
 
 // applyMetadata merges partition states (clusterView.merge), then lets a
 // leader waiting for partition counts assign.

@@ -1,7 +1,7 @@
 package client
 
 import (
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -77,7 +77,7 @@ type Joined struct {
 	MemberID   string
 	Leader     bool // this member computes the assignment
 	// Coordinator is the broker that answered.
-	Coordinator broker.NodeID
+	Coordinator clientmsg.NodeID
 }
 
 // Assigned: the member's partitions for Generation (SyncGroup's answer),
@@ -89,7 +89,7 @@ type Assigned struct {
 	Partitions []kafka.TopicPartition // sorted
 	// Coordinator is the broker that answered the SyncGroup (0 for a
 	// manual Assign).
-	Coordinator broker.NodeID
+	Coordinator clientmsg.NodeID
 }
 
 // Revoked: the consumer stopped consuming Partitions, which it held in
@@ -110,7 +110,7 @@ type OffsetsFetched struct {
 	TP     kafka.TopicPartition
 	Offset int64
 	// Coordinator is the broker that answered.
-	Coordinator broker.NodeID
+	Coordinator clientmsg.NodeID
 }
 
 // Why a position was set.
@@ -170,7 +170,7 @@ type Committed struct {
 	Unknown    bool
 	// Coordinator is the broker the commit was last sent to (0: it never
 	// was), which answered it unless its outcome is unknown.
-	Coordinator broker.NodeID
+	Coordinator clientmsg.NodeID
 }
 
 // GroupFailed: the coordinator refused the member for good (an invalid

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -36,9 +36,9 @@ func (c *Consumer) stepPart(ps *consumedPart) {
 		if !ok {
 			return
 		}
-		to := broker.NodeID(l.leader)
+		to := clientmsg.NodeID(l.leader)
 		ps.list = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.RequestTimeoutMs}
-		c.send(to, broker.ListOffsetsRequest{Correlation: ps.list.corr, TopicPartition: ps.tp, Latest: c.cfg.AutoOffsetReset == ResetLatest})
+		c.send(to, clientmsg.ListOffsetsRequest{Correlation: ps.list.corr, TopicPartition: ps.tp, Latest: c.cfg.AutoOffsetReset == ResetLatest})
 	case phaseFetch:
 		if ps.bufBytes >= c.cfg.MaxPartitionFetchBytes {
 			return
@@ -47,9 +47,9 @@ func (c *Consumer) stepPart(ps *consumedPart) {
 		if !ok {
 			return
 		}
-		to := broker.NodeID(l.leader)
+		to := clientmsg.NodeID(l.leader)
 		ps.fetch = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.FetchMaxWaitMs + c.cfg.RequestTimeoutMs}
-		c.send(to, broker.FetchRequest{
+		c.send(to, clientmsg.FetchRequest{
 			Correlation:        ps.fetch.corr,
 			TopicPartition:     ps.tp,
 			Offset:             ps.next,
@@ -95,7 +95,7 @@ func staleLeader(err error) bool {
 		errors.Is(err, kafka.ErrUnknownLeaderEpoch) || errors.Is(err, kafka.ErrUnknownTopicOrPartition)
 }
 
-func (c *Consumer) handleFetch(from broker.NodeID, m broker.FetchResponse) {
+func (c *Consumer) handleFetch(from clientmsg.NodeID, m clientmsg.FetchResponse) {
 	ps, ok := c.parts[m.TopicPartition]
 	if !ok || !ps.fetch.busy() || ps.fetch.corr != m.Correlation || ps.fetch.to != from {
 		return // revoked, sought past, or timed out
@@ -133,7 +133,7 @@ func (c *Consumer) handleFetch(from broker.NodeID, m broker.FetchResponse) {
 	}
 }
 
-func (c *Consumer) handleListOffsets(from broker.NodeID, m broker.ListOffsetsResponse) {
+func (c *Consumer) handleListOffsets(from clientmsg.NodeID, m clientmsg.ListOffsetsResponse) {
 	ps, ok := c.parts[m.TopicPartition]
 	if !ok || !ps.list.busy() || ps.list.corr != m.Correlation || ps.list.to != from {
 		return

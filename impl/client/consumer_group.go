@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
+	"github.com/watermarkhq/watermark/impl/groupmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -40,7 +40,7 @@ type pendingCommit struct {
 	offsets map[kafka.TopicPartition]int64
 	req     ctl // zero until sent
 	// to is the coordinator the commit was last sent to (0: never sent).
-	to broker.NodeID
+	to clientmsg.NodeID
 }
 
 // consumerGroup is the member's side of the group protocol.
@@ -64,9 +64,9 @@ type consumerGroup struct {
 	hbAt                   int64
 	ofetchNotBefore        int64
 
-	members     []group.JoinMember // the leader's, while it assigns
-	assignAfter uint64             // metadata answers to exceed before assigning without a topic
-	assignments map[string][]byte  // the leader's SyncGroup
+	members     []groupmsg.JoinMember // the leader's, while it assigns
+	assignAfter uint64                // metadata answers to exceed before assigning without a topic
+	assignments map[string][]byte     // the leader's SyncGroup
 
 	commits    []*pendingCommit // in Commit order
 	lastCommit uint64
@@ -161,12 +161,12 @@ func (c *Consumer) stepGroup() {
 		if !g.find.busy() && c.now >= g.findNotBefore {
 			if to, ok := c.pickBroker(); ok {
 				g.find = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + c.cfg.MetadataTimeoutMs}
-				c.send(to, broker.FindCoordinatorRequest{Correlation: g.find.corr, Group: c.cfg.Group})
+				c.send(to, clientmsg.FindCoordinatorRequest{Correlation: g.find.corr, Group: c.cfg.Group})
 			}
 		}
 		return
 	}
-	coord := broker.NodeID(g.coord)
+	coord := clientmsg.NodeID(g.coord)
 	switch g.state {
 	case gsJoining:
 		if !g.join.busy() && c.now >= g.joinNotBefore {
@@ -174,13 +174,13 @@ func (c *Consumer) stepGroup() {
 		}
 	case gsSyncing:
 		if !g.sync.busy() {
-			c.sendGroup(&g.sync, coord, group.SyncRequest{Group: c.cfg.Group, MemberID: g.memberID, Generation: g.generation,
+			c.sendGroup(&g.sync, coord, groupmsg.SyncRequest{Group: c.cfg.Group, MemberID: g.memberID, Generation: g.generation,
 				ProtocolType: consumerProtocolType, Protocol: g.protocol, Assignments: g.assignments},
 				c.cfg.RebalanceTimeoutMs+c.cfg.RequestTimeoutMs)
 		}
 	case gsStable:
 		if !g.hb.busy() && c.now >= g.hbAt {
-			c.sendGroup(&g.hb, coord, group.HeartbeatRequest{Group: c.cfg.Group, MemberID: g.memberID, Generation: g.generation},
+			c.sendGroup(&g.hb, coord, groupmsg.HeartbeatRequest{Group: c.cfg.Group, MemberID: g.memberID, Generation: g.generation},
 				c.cfg.RequestTimeoutMs)
 		}
 	}
@@ -189,42 +189,42 @@ func (c *Consumer) stepGroup() {
 		if pc.req.busy() {
 			continue
 		}
-		req := group.CommitRequest{Group: c.cfg.Group, MemberID: pc.member, Generation: pc.gen}
+		req := groupmsg.CommitRequest{Group: c.cfg.Group, MemberID: pc.member, Generation: pc.gen}
 		for _, tp := range slices.SortedFunc(maps.Keys(pc.offsets), kafka.TopicPartition.Compare) {
-			req.Offsets = append(req.Offsets, group.OffsetToCommit{TopicPartition: tp, Offset: pc.offsets[tp]})
+			req.Offsets = append(req.Offsets, groupmsg.OffsetToCommit{TopicPartition: tp, Offset: pc.offsets[tp]})
 		}
 		c.sendGroup(&pc.req, coord, req, c.cfg.RequestTimeoutMs)
 		pc.to = coord
 	}
 }
 
-func (c *Consumer) sendGroup(r *ctl, to broker.NodeID, req group.Request, timeout int64) {
+func (c *Consumer) sendGroup(r *ctl, to clientmsg.NodeID, req groupmsg.Request, timeout int64) {
 	*r = ctl{corr: c.nextCorr(), to: to, sent: c.now, deadline: c.now + timeout}
-	c.send(to, broker.GroupRequest{Correlation: r.corr, Req: req})
+	c.send(to, clientmsg.GroupRequest{Correlation: r.corr, Req: req})
 }
 
-func (c *Consumer) joinRequest() group.JoinRequest {
+func (c *Consumer) joinRequest() groupmsg.JoinRequest {
 	sub := kmsg.NewConsumerMemberMetadata()
 	sub.Version = 0
 	sub.Topics = slices.Clone(c.cfg.Topics)
-	return group.JoinRequest{
+	return groupmsg.JoinRequest{
 		Group:              c.cfg.Group,
 		MemberID:           c.g.memberID,
 		ClientID:           c.cfg.ClientID,
 		SessionTimeoutMs:   c.cfg.SessionTimeoutMs,
 		RebalanceTimeoutMs: c.cfg.RebalanceTimeoutMs,
 		ProtocolType:       consumerProtocolType,
-		Protocols:          []group.Protocol{{Name: c.cfg.Assignor, Metadata: sub.AppendTo(nil)}},
+		Protocols:          []groupmsg.Protocol{{Name: c.cfg.Assignor, Metadata: sub.AppendTo(nil)}},
 	}
 }
 
-func (c *Consumer) leaveRequest() group.LeaveRequest {
-	return group.LeaveRequest{Group: c.cfg.Group, Members: []string{c.g.memberID}}
+func (c *Consumer) leaveRequest() groupmsg.LeaveRequest {
+	return groupmsg.LeaveRequest{Group: c.cfg.Group, Members: []string{c.g.memberID}}
 }
 
 // maybeFetchOffsets sends one OffsetFetch for every partition waiting for
 // its committed offset, when none is in flight.
-func (c *Consumer) maybeFetchOffsets(coord broker.NodeID) {
+func (c *Consumer) maybeFetchOffsets(coord clientmsg.NodeID) {
 	g := &c.g
 	if g.ofetch.busy() || c.now < g.ofetchNotBefore || (c.subscribed() && g.state != gsStable) {
 		return
@@ -236,7 +236,7 @@ func (c *Consumer) maybeFetchOffsets(coord broker.NodeID) {
 		}
 	}
 	if len(tps) > 0 {
-		c.sendGroup(&g.ofetch, coord, group.FetchOffsetsRequest{Group: c.cfg.Group, Partitions: tps}, c.cfg.RequestTimeoutMs)
+		c.sendGroup(&g.ofetch, coord, groupmsg.FetchOffsetsRequest{Group: c.cfg.Group, Partitions: tps}, c.cfg.RequestTimeoutMs)
 	}
 }
 
@@ -288,7 +288,7 @@ func (c *Consumer) tickGroup() {
 	g.commits = g.commits[:n]
 }
 
-func (c *Consumer) handleFindCoordinator(from broker.NodeID, m broker.FindCoordinatorResponse) {
+func (c *Consumer) handleFindCoordinator(from clientmsg.NodeID, m clientmsg.FindCoordinatorResponse) {
 	g := &c.g
 	if !g.find.busy() || m.Correlation != g.find.corr || from != g.find.to {
 		return
@@ -301,7 +301,7 @@ func (c *Consumer) handleFindCoordinator(from broker.NodeID, m broker.FindCoordi
 	g.coord, g.coordKnown = m.Coordinator, true
 }
 
-func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupResponse) {
+func (c *Consumer) handleGroupResponse(from clientmsg.NodeID, m clientmsg.GroupResponse) {
 	g := &c.g
 	match := func(r *ctl) (int64, bool) {
 		if !r.busy() || r.corr != m.Correlation || r.to != from {
@@ -314,25 +314,25 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 	// The correlation says which request m answers; the answer's type is
 	// that request's (a broker refuses with the request's own answer).
 	if call, ok := match(&g.join); ok {
-		if resp, ok := m.Resp.(group.JoinResponse); ok && g.state == gsJoining {
+		if resp, ok := m.Resp.(groupmsg.JoinResponse); ok && g.state == gsJoining {
 			c.handleJoin(call, from, resp)
 		}
 		return
 	}
 	if call, ok := match(&g.sync); ok {
-		if resp, ok := m.Resp.(group.SyncResponse); ok && g.state == gsSyncing {
+		if resp, ok := m.Resp.(groupmsg.SyncResponse); ok && g.state == gsSyncing {
 			c.handleSync(call, from, resp)
 		}
 		return
 	}
 	if call, ok := match(&g.hb); ok {
-		if resp, ok := m.Resp.(group.HeartbeatResponse); ok && g.state == gsStable {
+		if resp, ok := m.Resp.(groupmsg.HeartbeatResponse); ok && g.state == gsStable {
 			c.handleHeartbeat(call, resp)
 		}
 		return
 	}
 	if call, ok := match(&g.ofetch); ok {
-		if resp, ok := m.Resp.(group.FetchOffsetsResponse); ok {
+		if resp, ok := m.Resp.(groupmsg.FetchOffsetsResponse); ok {
 			c.handleFetchOffsets(call, from, resp)
 		}
 		return
@@ -340,7 +340,7 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 	for i, pc := range g.commits {
 		if _, ok := match(&pc.req); ok {
 			g.commits = slices.Delete(g.commits, i, i+1)
-			if resp, ok := m.Resp.(group.CommitResponse); ok {
+			if resp, ok := m.Resp.(groupmsg.CommitResponse); ok {
 				c.handleCommit(pc, resp)
 			}
 			return
@@ -348,7 +348,7 @@ func (c *Consumer) handleGroupResponse(from broker.NodeID, m broker.GroupRespons
 	}
 }
 
-func (c *Consumer) handleJoin(call int64, from broker.NodeID, resp group.JoinResponse) {
+func (c *Consumer) handleJoin(call int64, from clientmsg.NodeID, resp groupmsg.JoinResponse) {
 	g := &c.g
 	switch e := resp.Err; {
 	case e == nil:
@@ -393,7 +393,7 @@ func (c *Consumer) maybeAssign() {
 	if g.state != gsAssigning {
 		return
 	}
-	subs := make([]group.Subscription, 0, len(g.members))
+	subs := make([]groupmsg.Subscription, 0, len(g.members))
 	known := true
 	for _, m := range g.members {
 		var meta kmsg.ConsumerMemberMetadata
@@ -404,7 +404,7 @@ func (c *Consumer) maybeAssign() {
 			_, ok := c.topics[t]
 			known = known && ok
 		}
-		subs = append(subs, group.Subscription{MemberID: m.MemberID, Topics: meta.Topics})
+		subs = append(subs, groupmsg.Subscription{MemberID: m.MemberID, Topics: meta.Topics})
 	}
 	if !known && c.metaAnswers <= g.assignAfter {
 		c.metaWanted = true
@@ -418,11 +418,11 @@ func (c *Consumer) maybeAssign() {
 			}
 		}
 	}
-	var a group.Assignment
+	var a groupmsg.Assignment
 	if c.cfg.Assignor == AssignorRoundRobin {
-		a = group.RoundRobin(subs, counts)
+		a = groupmsg.RoundRobin(subs, counts)
 	} else {
-		a = group.Range(subs, counts)
+		a = groupmsg.Range(subs, counts)
 	}
 	g.assignments = make(map[string][]byte, len(a))
 	for _, id := range slices.Sorted(maps.Keys(a)) {
@@ -438,7 +438,7 @@ func (c *Consumer) maybeAssign() {
 	g.state = gsSyncing
 }
 
-func (c *Consumer) handleSync(call int64, from broker.NodeID, resp group.SyncResponse) {
+func (c *Consumer) handleSync(call int64, from clientmsg.NodeID, resp groupmsg.SyncResponse) {
 	g := &c.g
 	switch e := resp.Err; {
 	case e == nil:
@@ -476,7 +476,7 @@ func (c *Consumer) handleSync(call int64, from broker.NodeID, resp group.SyncRes
 	}
 }
 
-func (c *Consumer) handleHeartbeat(call int64, resp group.HeartbeatResponse) {
+func (c *Consumer) handleHeartbeat(call int64, resp groupmsg.HeartbeatResponse) {
 	g := &c.g
 	switch e := resp.Err; {
 	case e == nil:
@@ -490,7 +490,7 @@ func (c *Consumer) handleHeartbeat(call int64, resp group.HeartbeatResponse) {
 	}
 }
 
-func (c *Consumer) handleFetchOffsets(call int64, from broker.NodeID, resp group.FetchOffsetsResponse) {
+func (c *Consumer) handleFetchOffsets(call int64, from clientmsg.NodeID, resp groupmsg.FetchOffsetsResponse) {
 	g := &c.g
 	if resp.Err != nil {
 		if coordinatorError(resp.Err) {
@@ -514,7 +514,7 @@ func (c *Consumer) handleFetchOffsets(call int64, from broker.NodeID, resp group
 	}
 }
 
-func (c *Consumer) handleCommit(pc *pendingCommit, resp group.CommitResponse) {
+func (c *Consumer) handleCommit(pc *pendingCommit, resp groupmsg.CommitResponse) {
 	var e error
 	for _, p := range resp.Partitions {
 		if p.Err != nil {

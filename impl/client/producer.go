@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -34,7 +34,7 @@ type leaderInfo struct {
 // Invariant: corr == 0 <=> no request in flight.
 type control struct {
 	corr     uint64
-	to       broker.NodeID
+	to       clientmsg.NodeID
 	deadline int64
 	number   uint64 // metadata only: requests sent so far, this one included
 }
@@ -42,7 +42,7 @@ type control struct {
 // Producer is the reference producer. It is not safe for concurrent use:
 // the caller serializes Send, Handle, Tick, UpdateMetadata and Ready.
 type Producer struct {
-	id   broker.NodeID
+	id   clientmsg.NodeID
 	cfg  Config
 	rng  *rand.Rand
 	part *Partitioner
@@ -70,13 +70,13 @@ type Producer struct {
 	byCorr  map[uint64]*batch
 
 	unreported int // sends without a Result yet
-	out        []broker.Envelope
+	out        []clientmsg.Envelope
 	results    []Result
 }
 
 // NewProducer returns a producer that sends as node id, drawing every
 // random choice (round-robin starts, which broker to ask) from rng.
-func NewProducer(id broker.NodeID, cfg Config, rng *rand.Rand) (*Producer, error) {
+func NewProducer(id clientmsg.NodeID, cfg Config, rng *rand.Rand) (*Producer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (p *Producer) UpdateMetadata(parts []kafka.PartitionState, live []int32) {
 // MetadataResponse or InitProducerIDResponse. Answers to requests the
 // producer no longer waits for (timed out, or from another node than the
 // one asked) are dropped, as Kafka drops them with the connection.
-func (p *Producer) Handle(from broker.NodeID, msg kafka.Message, now int64) {
+func (p *Producer) Handle(from clientmsg.NodeID, msg kafka.Message, now int64) {
 	p.advance(now)
 	_, _ = producerHandlers().Handle(toProducer{p, from}, msg)
 }
@@ -157,23 +157,23 @@ func (p *Producer) Handle(from broker.NodeID, msg kafka.Message, now int64) {
 // toProducer is what a producer's handler gets besides its message.
 type toProducer struct {
 	p    *Producer
-	from broker.NodeID
+	from clientmsg.NodeID
 }
 
 // producerHandlers is the producer's table of what it does with each
 // answer it receives.
 var producerHandlers = sync.OnceValue(func() *kafka.Handlers[toProducer] {
 	h := &kafka.Handlers[toProducer]{}
-	kafka.On(h, func(in toProducer, m broker.ProduceResponse) error { in.p.handleProduce(in.from, m); return nil })
-	kafka.On(h, func(in toProducer, m broker.MetadataResponse) error { in.p.handleMetadata(in.from, m); return nil })
-	kafka.On(h, func(in toProducer, m broker.InitProducerIDResponse) error {
+	kafka.On(h, func(in toProducer, m clientmsg.ProduceResponse) error { in.p.handleProduce(in.from, m); return nil })
+	kafka.On(h, func(in toProducer, m clientmsg.MetadataResponse) error { in.p.handleMetadata(in.from, m); return nil })
+	kafka.On(h, func(in toProducer, m clientmsg.InitProducerIDResponse) error {
 		in.p.handleInitProducerID(in.from, m)
 		return nil
 	})
 	return h
 })
 
-func (p *Producer) handleProduce(from broker.NodeID, m broker.ProduceResponse) {
+func (p *Producer) handleProduce(from clientmsg.NodeID, m clientmsg.ProduceResponse) {
 	b, ok := p.byCorr[m.Correlation]
 	if !ok || b.to != from || b.tp != m.TopicPartition {
 		return
@@ -185,7 +185,7 @@ func (p *Producer) handleProduce(from broker.NodeID, m broker.ProduceResponse) {
 	p.maybeRequestControl()
 }
 
-func (p *Producer) handleMetadata(from broker.NodeID, m broker.MetadataResponse) {
+func (p *Producer) handleMetadata(from clientmsg.NodeID, m clientmsg.MetadataResponse) {
 	if p.meta.corr == 0 || m.Correlation != p.meta.corr || from != p.meta.to {
 		return
 	}
@@ -209,7 +209,7 @@ func (p *Producer) handleMetadata(from broker.NodeID, m broker.MetadataResponse)
 	p.settleAll()
 }
 
-func (p *Producer) handleInitProducerID(from broker.NodeID, m broker.InitProducerIDResponse) {
+func (p *Producer) handleInitProducerID(from clientmsg.NodeID, m clientmsg.InitProducerIDResponse) {
 	if p.pid.corr == 0 || m.Correlation != p.pid.corr || from != p.pid.to {
 		return
 	}
@@ -251,7 +251,7 @@ func (p *Producer) Tick(now int64) {
 
 // Ready returns the messages to send, in order, and the sends completed
 // since the last call. The caller owns both slices.
-func (p *Producer) Ready() ([]broker.Envelope, []Result) {
+func (p *Producer) Ready() ([]clientmsg.Envelope, []Result) {
 	out, res := p.out, p.results
 	p.out, p.results = nil, nil
 	return out, res
@@ -271,8 +271,8 @@ func (p *Producer) advance(now int64) {
 	}
 }
 
-func (p *Producer) send(to broker.NodeID, msg kafka.Message) {
-	p.out = append(p.out, broker.Envelope{From: p.id, To: to, Msg: msg})
+func (p *Producer) send(to clientmsg.NodeID, msg kafka.Message) {
+	p.out = append(p.out, clientmsg.Envelope{From: p.id, To: to, Msg: msg})
 }
 
 func (p *Producer) emit(r Result) {
@@ -299,7 +299,7 @@ func (p *Producer) maybeRequestControl() {
 		if to, ok := p.pickBroker(); ok {
 			p.corr++
 			p.pid = control{corr: p.corr, to: to, deadline: p.now + p.cfg.MetadataTimeoutMs}
-			p.send(to, broker.InitProducerIDRequest{Correlation: p.corr})
+			p.send(to, clientmsg.InitProducerIDRequest{Correlation: p.corr})
 		}
 	}
 	if p.metaWanted && p.meta.corr == 0 && p.now >= p.metaNotBefore {
@@ -308,13 +308,13 @@ func (p *Producer) maybeRequestControl() {
 			p.metaSent++
 			p.meta = control{corr: p.corr, to: to, deadline: p.now + p.cfg.MetadataTimeoutMs, number: p.metaSent}
 			p.metaWanted = false
-			p.send(to, broker.MetadataRequest{Correlation: p.corr})
+			p.send(to, clientmsg.MetadataRequest{Correlation: p.corr})
 		}
 	}
 }
 
 // pickBroker chooses a broker to ask for metadata or a producer id.
-func (p *Producer) pickBroker() (broker.NodeID, bool) { return p.pick(p.cfg.Bootstrap, p.rng) }
+func (p *Producer) pickBroker() (clientmsg.NodeID, bool) { return p.pick(p.cfg.Bootstrap, p.rng) }
 
 // applyMetadata merges partition states (clusterView.merge), then
 // partitions waiting sends whose topic became known.

@@ -6,10 +6,10 @@ import (
 	"math"
 	"slices"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
-	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // batchState is where a batch stands.
@@ -58,7 +58,7 @@ type batch struct {
 	sentSeq  int32
 
 	corr         uint64
-	to           broker.NodeID
+	to           clientmsg.NodeID
 	respDeadline int64
 
 	result Result // once state == stateDone
@@ -74,7 +74,7 @@ type batch struct {
 //     window <= MaxInFlight. Counting a batch from its first send until it
 //     is reported (not just while a request is out) keeps every batch a
 //     retry may need deduplicated within the broker's last
-//     partition.DedupWindow batches of the producer.
+//     settings.DedupWindow batches of the producer.
 //  3. A batch is sent only when every earlier batch in queue is in flight
 //     or done, so sequences are assigned, and retries resent, in order.
 //  4. Every bound batch in queue that is not done has sess == ps.sess, and
@@ -169,7 +169,7 @@ func (p *Producer) pump(ps *partState) (headDone bool) {
 			b.sess, b.seq = ps.sess, ps.nextSeq
 			ps.nextSeq = incrementSequence(ps.nextSeq, len(b.records))
 		}
-		p.sendBatch(ps, b, broker.NodeID(l.leader))
+		p.sendBatch(ps, b, clientmsg.NodeID(l.leader))
 		earlierInFlight = earlierInFlight || b.state == stateInFlight
 	}
 	return
@@ -189,7 +189,7 @@ func (p *Producer) maybeAdopt(ps *partState) {
 	ps.sess, ps.nextSeq, ps.broken = p.sess, 0, false
 }
 
-func (p *Producer) sendBatch(ps *partState, b *batch, to broker.NodeID) {
+func (p *Producer) sendBatch(ps *partState, b *batch, to clientmsg.NodeID) {
 	b.attempts++
 	if b.attempts == 1 {
 		ps.window++
@@ -197,7 +197,7 @@ func (p *Producer) sendBatch(ps *partState, b *batch, to broker.NodeID) {
 	b.sentSess, b.sentSeq = b.sess, b.seq
 	b.sentBehind = p.cfg.Idempotent && p.openPredecessor(ps, b)
 	p.corr++
-	p.send(to, broker.ProduceRequest{
+	p.send(to, clientmsg.ProduceRequest{
 		Correlation:    p.corr,
 		TopicPartition: ps.tp,
 		Acks:           p.cfg.Acks,
@@ -209,7 +209,7 @@ func (p *Producer) sendBatch(ps *partState, b *batch, to broker.NodeID) {
 			Records:       slices.Clone(b.records), // the broker owns what it is sent
 		},
 	})
-	if p.cfg.Acks == partition.AcksNone {
+	if p.cfg.Acks == settings.AcksNone {
 		// No answer will come: the record may or may not be written.
 		p.finish(ps, b, OutcomeUnknown, -1, nil)
 		return

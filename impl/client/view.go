@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -14,12 +14,12 @@ import (
 // producer and the consumer keep one each.
 type clusterView struct {
 	leaders map[kafka.TopicPartition]leaderInfo
-	topics  map[string]int32 // partition count
-	live    []broker.NodeID  // sorted
-	silent  broker.NodeID    // the broker that last left a request unanswered
+	topics  map[string]int32   // partition count
+	live    []clientmsg.NodeID // sorted
+	silent  clientmsg.NodeID   // the broker that last left a request unanswered
 }
 
-func newClusterView(silent broker.NodeID) clusterView {
+func newClusterView(silent clientmsg.NodeID) clusterView {
 	return clusterView{leaders: map[kafka.TopicPartition]leaderInfo{}, topics: map[string]int32{}, silent: silent}
 }
 
@@ -40,7 +40,7 @@ func (v *clusterView) merge(parts []kafka.PartitionState, live []int32) {
 	if len(live) > 0 {
 		v.live = v.live[:0]
 		for _, id := range live {
-			v.live = append(v.live, broker.NodeID(id))
+			v.live = append(v.live, clientmsg.NodeID(id))
 		}
 		slices.Sort(v.live)
 	}
@@ -50,15 +50,15 @@ func (v *clusterView) merge(parts []kafka.PartitionState, live []int32) {
 // named and the bootstrap ones, avoiding the silent one: metadata can be
 // stale (it may name a broker that died since), and a client must not keep
 // asking a dead broker.
-func (v *clusterView) pick(bootstrap []int32, rng *rand.Rand) (broker.NodeID, bool) {
+func (v *clusterView) pick(bootstrap []int32, rng *rand.Rand) (clientmsg.NodeID, bool) {
 	cands := slices.Clone(v.live)
 	for _, id := range bootstrap {
-		if !slices.Contains(cands, broker.NodeID(id)) {
-			cands = append(cands, broker.NodeID(id))
+		if !slices.Contains(cands, clientmsg.NodeID(id)) {
+			cands = append(cands, clientmsg.NodeID(id))
 		}
 	}
 	if len(cands) > 1 {
-		cands = slices.DeleteFunc(cands, func(id broker.NodeID) bool { return id == v.silent })
+		cands = slices.DeleteFunc(cands, func(id clientmsg.NodeID) bool { return id == v.silent })
 	}
 	if len(cands) == 0 {
 		return 0, false

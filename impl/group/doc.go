@@ -96,7 +96,7 @@
 // long it may be held, are impl/groupmsg's (JoinRequest and the rest are
 // aliases here), so that a client compiles them without the coordinator;
 // the Coordinator takes each by its own method (groupmsg.Handler). The
-// client side of the protocol lives here too: the Range and RoundRobin
-// assignors as pure functions; the codecs for the ConsumerProtocol
-// subscription and assignment formats are groupmsg's.
+// client side of the protocol is groupmsg's too: the Range and RoundRobin
+// assignors as pure functions, and the codecs for the ConsumerProtocol
+// subscription and assignment formats.
 package group

@@ -3,7 +3,8 @@
 // LeaveGroup, OffsetCommit, OffsetFetch) and their responses, with how
 // each is refused and how long a coordinator may hold it (Request), and
 // the consumer protocol's subscriptions and assignments that members carry
-// in them as bytes (consumer.go).
+// in them as bytes (consumer.go), with the assignors a group's leader
+// computes them by (Range, RoundRobin; assign.go).
 //
 // It is impl/group's vocabulary, moved out of the coordinator so that a
 // client compiles it without the coordinator: the harness's Kafka client
