@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/watermarkhq/watermark/conformance/kitclient"
 	"github.com/watermarkhq/watermark/conformance/run"
-	refclient "github.com/watermarkhq/watermark/impl/client"
 	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
@@ -40,9 +40,9 @@ type client struct {
 	final *finalRead // set for the final reader
 	group *groupConsumer
 
-	// Producers run the reference producer (impl/client); sends maps a
+	// Producers run the kit's producer (conformance/kitclient); sends maps a
 	// send's id to its operation in the history.
-	prod  *refclient.Producer
+	prod  *kitclient.Producer
 	sends map[uint64]int
 }
 
@@ -336,11 +336,11 @@ func (c *client) finish(i int, outcome linearizability.Outcome, err error) {
 	setError(op, err)
 }
 
-// startProducer gives a producer client a fresh reference producer: a new
-// process, so a new producer id once it asks for one.
+// startProducer gives a producer client a fresh producer (kitclient): a
+// new process, so a new producer id once it asks for one.
 func (c *client) startProducer() {
 	s := c.s
-	p, err := refclient.NewProducer(c.id, s.Spec.ProducerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
+	p, err := kitclient.NewProducer(c.id, s.Spec.ProducerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
 	if err != nil {
 		panic(err) // Validate checked the same configuration
 	}
@@ -362,7 +362,7 @@ func (c *client) tickProducer() {
 			Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindProduce,
 			Topic: tp.Topic, Partition: tp.Partition, Value: value, Acks: int(w.Acks), Offset: -1,
 		})
-		id := c.prod.Send(refclient.Message{Topic: tp.Topic, Partition: tp.Partition, Value: []byte(value)}, s.Now)
+		id := c.prod.Send(kitclient.Message{Topic: tp.Topic, Partition: tp.Partition, Value: []byte(value)}, s.Now)
 		c.sends[id] = op
 		s.Stats.Produced++
 		c.nextAt = s.Now + w.ProduceIntervalMs
@@ -387,11 +387,11 @@ func (c *client) flushProducer() {
 		op := &c.s.History[i]
 		op.ProducerID, op.ProducerEpoch, op.Sequence = r.ProducerID, r.ProducerEpoch, r.Sequence
 		switch r.Outcome {
-		case refclient.OutcomeOK:
+		case kitclient.OutcomeOK:
 			op.Offset = r.Offset
 			c.finish(i, linearizability.OutcomeOK, nil)
 			c.s.Host.OnAck()
-		case refclient.OutcomeFail:
+		case kitclient.OutcomeFail:
 			c.finish(i, linearizability.OutcomeFail, r.Err)
 		default:
 			c.finish(i, linearizability.OutcomeUnknown, r.Err)
@@ -426,7 +426,7 @@ func (c *client) restartProducer() {
 		Client: orig.Client, Kind: linearizability.KindProduce, Topic: orig.Topic, Partition: orig.Partition,
 		Value: orig.Value, Acks: orig.Acks, Offset: -1, Resend: true,
 	})
-	id := c.prod.Send(refclient.Message{Topic: orig.Topic, Partition: orig.Partition, Value: []byte(orig.Value)}, s.Now)
+	id := c.prod.Send(kitclient.Message{Topic: orig.Topic, Partition: orig.Partition, Value: []byte(orig.Value)}, s.Now)
 	c.sends[id] = op
 	s.Stats.Resends++
 	c.flushProducer()

@@ -6,20 +6,20 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/watermarkhq/watermark/conformance/kitclient"
 	"github.com/watermarkhq/watermark/conformance/run"
-	refclient "github.com/watermarkhq/watermark/impl/client"
 	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
-// groupConsumer is a group member application: the reference consumer,
-// and an application that processes what it polls one record per
-// ProcessPerTick and commits per run.CommitMode. It records the consumer's
-// events and every record it processes in the history.
+// groupConsumer is a group member application: the kit's consumer
+// (conformance/kitclient), and an application that processes what it polls
+// one record per ProcessPerTick and commits per run.CommitMode. It records
+// the consumer's events and every record it processes in the history.
 type groupConsumer struct {
 	index int // among the group consumers, for faults
-	cons  *refclient.Consumer
+	cons  *kitclient.Consumer
 	down  bool // crashed; a new process starts at restart
 	// queue is polled records not processed yet, in order.
 	queue []queued
@@ -37,14 +37,14 @@ type groupConsumer struct {
 type queued struct {
 	tp   kafka.TopicPartition
 	gen  int32
-	rec  refclient.ConsumerRecord
+	rec  kitclient.ConsumerRecord
 	last bool // the last record of its delivery: commit after it
 }
 
 // startGroupConsumer gives c a fresh consumer process: a new member.
 func (c *client) startGroupConsumer() {
 	s := c.s
-	cons, err := refclient.NewConsumer(c.id, s.Spec.ConsumerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
+	cons, err := kitclient.NewConsumer(c.id, s.Spec.ConsumerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
 	if err != nil {
 		panic(err) // Validate checked the same configuration
 	}
@@ -165,14 +165,14 @@ func (c *client) flushGroup() {
 }
 
 // groupEvents writes a group consumer's events to the history, one method
-// per kind (refclient.ConsumerEvents).
+// per kind (kitclient.ConsumerEvents).
 type groupEvents struct {
 	c      *client
 	client int    // the client's number in the history
 	group  string // the workload's group
 }
 
-func (h groupEvents) OnJoined(e *refclient.Joined) {
+func (h groupEvents) OnJoined(e *kitclient.Joined) {
 	g, s := h.c.group, h.c.s
 	client, group := h.client, h.group
 	g.generation, g.member = e.Generation, e.MemberID
@@ -181,7 +181,7 @@ func (h groupEvents) OnJoined(e *refclient.Joined) {
 		Generation: e.Generation, Member: e.MemberID, Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnAssigned(e *refclient.Assigned) {
+func (h groupEvents) OnAssigned(e *kitclient.Assigned) {
 	s := h.c.s
 	client, group := h.client, h.group
 	if e.Generation < 0 {
@@ -194,7 +194,7 @@ func (h groupEvents) OnAssigned(e *refclient.Assigned) {
 	}
 }
 
-func (h groupEvents) OnRevoked(e *refclient.Revoked) {
+func (h groupEvents) OnRevoked(e *kitclient.Revoked) {
 	g := h.c.group
 	// onPartitionsRevoked: what was polled and not processed is
 	// dropped; whoever gets the partition next starts from the
@@ -203,21 +203,21 @@ func (h groupEvents) OnRevoked(e *refclient.Revoked) {
 	g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return slices.Contains(e.Partitions, q.tp) })
 }
 
-func (h groupEvents) OnOffsetsFetched(e *refclient.OffsetsFetched) {
+func (h groupEvents) OnOffsetsFetched(e *kitclient.OffsetsFetched) {
 	s := h.c.s
 	client, group := h.client, h.group
 	s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindOffsetFetch, Group: group,
 		Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK, Broker: int32(e.Coordinator)}, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnPositioned(e *refclient.Positioned) {
+func (h groupEvents) OnPositioned(e *kitclient.Positioned) {
 	s := h.c.s
 	client := h.client
 	s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssign,
 		Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnFetched(e *refclient.Fetched) {
+func (h groupEvents) OnFetched(e *kitclient.Fetched) {
 	s := h.c.s
 	client := h.client
 	s.Stats.ConsumerFetches++
@@ -236,7 +236,7 @@ func (h groupEvents) OnFetched(e *refclient.Fetched) {
 	s.recordAt(op, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnCommitted(e *refclient.Committed) {
+func (h groupEvents) OnCommitted(e *kitclient.Committed) {
 	g, s := h.c.group, h.c.s
 	outcome := linearizability.OutcomeOK
 	switch {
@@ -268,13 +268,13 @@ func (h groupEvents) OnCommitted(e *refclient.Committed) {
 	}
 }
 
-// OnNoOffset implements refclient.ConsumerEvents: the consumer then starts
+// OnNoOffset implements kitclient.ConsumerEvents: the consumer then starts
 // where auto.offset.reset says, and a Positioned event records it.
-func (groupEvents) OnNoOffset(*refclient.NoOffset) {}
+func (groupEvents) OnNoOffset(*kitclient.NoOffset) {}
 
-// OnGroupFailed implements refclient.ConsumerEvents: the member's
+// OnGroupFailed implements kitclient.ConsumerEvents: the member's
 // operations end as they do; nothing more is recorded.
-func (groupEvents) OnGroupFailed(*refclient.GroupFailed) {}
+func (groupEvents) OnGroupFailed(*kitclient.GroupFailed) {}
 
 // recordAt appends a finished operation with its own call and return times.
 func (s *World) recordAt(op linearizability.Op, call, ret int64) {

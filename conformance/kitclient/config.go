@@ -1,16 +1,24 @@
-// Package client is the reference producer and consumer: Kafka's producer
-// protocol (partitioning, acks, retries, idempotence) and its consumer
-// protocol (long-poll fetches, positions and offset reset, group
-// membership with generations, the range and round-robin assignors,
+// Package kitclient is the conformance kit's producer and consumer:
+// Kafka's producer protocol (partitioning, acks, retries, idempotence) and
+// its consumer protocol (long-poll fetches, positions and offset reset,
+// group membership with generations, the range and round-robin assignors,
 // commits) as pure state machines. The consumer is in consumer*.go; its
 // exactly-once example (the offset stored with the output) is
 // TestExactlyOnceByStoringTheOffsetWithTheOutput.
 //
-// Like partition and controller, the core never reads a clock, a random
-// source or the network. Inputs are method calls carrying a logical time in
-// milliseconds (Send, Handle, Tick, UpdateMetadata); Ready hands over the
-// messages to send and the sends that completed. The caller delivers the
-// messages and feeds the answers back through Handle.
+// The traffic (conformance/traffic) runs them against the simulated
+// reference and, through impl/kafkaclient, against any Kafka-compatible
+// broker: they are the kit's own clients, not a part of the reference
+// broker. They speak the client plane's messages (impl/clientmsg,
+// impl/groupmsg) and import none of the reference's cores; only their
+// tests run them against in-process reference brokers (impl/broker).
+//
+// Like the reference's cores (impl/partition, impl/controller), they never
+// read a clock, a random source or the network. Inputs are method calls
+// carrying a logical time in milliseconds (Send, Handle, Tick,
+// UpdateMetadata); Ready hands over the messages to send and the sends
+// that completed. The caller delivers the messages and feeds the answers
+// back through Handle.
 //
 // Each Send is one batch of one record. Per partition, batches are sent and
 // completed in Send order, at most MaxInFlight of them between first send
@@ -27,7 +35,7 @@
 // 0 once its batches under the old PID are resolved. A batch that may have
 // been written under the old PID is never resent under the new one, which
 // could not deduplicate it: it completes as OutcomeUnknown.
-package client
+package kitclient
 
 import (
 	"errors"

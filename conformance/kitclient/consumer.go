@@ -1,4 +1,4 @@
-package client
+package kitclient
 
 // The reference consumer: Kafka's consumer protocol (metadata, group
 // membership, offset fetch and reset, long-poll fetches, commits) as a pure
