@@ -18,7 +18,7 @@ import (
 	"github.com/watermarkhq/watermark/conformance/cluster"
 	"github.com/watermarkhq/watermark/conformance/live"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafkaclient"
 )
 
@@ -439,7 +439,7 @@ func (t *KafkaTarget) Run(ctx context.Context, cfg run.Spec) (*run.Result, error
 			o.Close()
 		}
 	}()
-	netFor := func(broker.NodeID) (live.Exchanger, error) {
+	netFor := func(clientmsg.NodeID) (live.Exchanger, error) {
 		o, err := t.newClient(shift, via)
 		if err == nil {
 			own = append(own, o)

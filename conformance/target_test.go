@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -240,18 +239,4 @@ func TestATargetIsRequired(t *testing.T) {
 	require.ErrorIs(t, err, conformance.ErrNoTarget)
 	_, err = conformance.Check(list[:1], []uint64{1}, conformance.Options{})
 	require.ErrorIs(t, err, conformance.ErrNoTarget)
-}
-
-// A third party's build of the kit (package conformance, which
-// conformance.Run is in) compiles neither the simulator nor the
-// reference's wire server: those are in conformance/targets and
-// impl/kafkawire.
-func TestTheKitDoesNotCompileTheSimulator(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/watermarkhq/watermark/conformance").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	deps := strings.Fields(string(out))
-	require.Contains(t, deps, "github.com/watermarkhq/watermark/impl/kafkaclient")
-	for _, p := range []string{"conformance/sim", "conformance/targets", "conformance/search", "impl/kafkawire", "impl/node"} {
-		assert.NotContains(t, deps, "github.com/watermarkhq/watermark/"+p)
-	}
 }

@@ -9,9 +9,8 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/kafka"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -236,7 +235,7 @@ var brokerCases = []Case{
 		Summary: "acks=1: leaders crash; losing acknowledged writes is allowed, inconsistent offsets and uncommitted reads are not",
 		Spec: func(seed uint64) run.Spec {
 			cfg := base(seed)
-			cfg.Workload.Acks = partition.AcksLeader
+			cfg.Workload.Acks = settings.AcksLeader
 			cfg.Workload.Idempotent = false // Kafka's clients refuse idempotence without acks=all
 			return acks1LeaderCrashes(cfg)
 		},
@@ -281,14 +280,14 @@ var brokerCases = []Case{
 	},
 	uncleanElection(false),
 	uncleanElection(true),
-	uncleanRecovery(controller.RecoveryAggressive),
-	uncleanRecovery(controller.RecoveryBalanced),
+	uncleanRecovery(settings.RecoveryAggressive),
+	uncleanRecovery(settings.RecoveryBalanced),
 	{
 		Name:    "at-most-once",
 		Summary: "acks=0 while leaders crash: records may be lost, none may be written twice",
 		Spec: func(seed uint64) run.Spec {
 			cfg := base(seed)
-			cfg.Workload.Acks = partition.AcksNone
+			cfg.Workload.Acks = settings.AcksNone
 			cfg.Workload.Idempotent, cfg.Workload.Retries, cfg.Workload.MaxInFlight = false, false, 1
 			cfg.Nemesis = crashes(run.RoleLeader, 2000, 1500)
 			return cfg
@@ -357,7 +356,7 @@ var brokerCases = []Case{
 		Summary: "an idempotent producer with acks=1: a leader dies after acknowledging; the next batch is refused with OUT_OF_ORDER_SEQUENCE_NUMBER",
 		Spec: func(seed uint64) run.Spec {
 			cfg := base(seed)
-			cfg.Workload.Acks = partition.AcksLeader
+			cfg.Workload.Acks = settings.AcksLeader
 			cfg.Workload.UnsafeAnyAcks = true // Kafka's clients refuse this; the repro shows why
 			cfg = acks1LeaderCrashes(cfg)
 			// Leaders crash 1.5 times as often: with truncation on fetch
@@ -380,7 +379,7 @@ var brokerCases = []Case{
 		Name:    "kip101-data-loss",
 		Summary: "KIP-101 scenario 1 by failpoints: a restarted follower truncates to its HW and is elected",
 		Spec: func(seed uint64) run.Spec {
-			cfg := KIP101DataLoss(seed, partition.TruncateToEpoch)
+			cfg := KIP101DataLoss(seed, settings.TruncateToEpoch)
 			cfg.Workload.Consumers = 1
 			return cfg
 		},
@@ -390,7 +389,7 @@ var brokerCases = []Case{
 		Name:    "kip101-divergence",
 		Summary: "KIP-101 scenario 2 by failpoints: a follower loses power with an unsynced tail and leads; the old leader keeps its tail",
 		Spec: func(seed uint64) run.Spec {
-			cfg := KIP101Divergence(seed, partition.TruncateToEpoch)
+			cfg := KIP101Divergence(seed, settings.TruncateToEpoch)
 			return cfg
 		},
 		// The old leader must also truncate and rejoin, not keep being

@@ -12,7 +12,7 @@ import (
 )
 
 // The consumer-group cases: three members of group "g" running the
-// reference consumer (impl/client) on four partitions, with an
+// reference consumer (conformance/kitclient) on four partitions, with an
 // application that processes what it polls a few records a tick and
 // commits per the case's commit mode.
 const caseGroup = "g"

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/sim"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -111,7 +111,7 @@ func TestLossByDesignAllowsTheConsequencesOfLoss(t *testing.T) {
 	assert.Equal(t, []string{linearizability.AnomalyReprocessed}, c.AllowedIn(r))
 	byFault := *r
 	byFault.LossByFault = []string{"damage-log on broker 1, t-0's only ISR member, ..."}
-	r.Spec.Controller.UncleanRecovery = controller.RecoveryAggressive
+	r.Spec.Controller.UncleanRecovery = settings.RecoveryAggressive
 	for _, r := range []*run.Result{r, &byFault} {
 		assert.True(t, c.LossAllowedIn(r))
 		for _, a := range UncleanAnomalies {

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // PromiseRecoveryLongest: an unclean recovery elects the live replica
@@ -21,7 +21,7 @@ const PromiseRecoveryLongest = "recovery-not-longest"
 // Aggressive recovers at once, while broker 1 stays down; balanced waits
 // for broker 1, the ISR's last member, which comes back on an empty disk
 // (having lost what it led with, it cannot lead).
-func uncleanRecovery(strategy controller.RecoveryStrategy) Case {
+func uncleanRecovery(strategy settings.RecoveryStrategy) Case {
 	c := Case{
 		Name: "unclean-recovery/" + strategy.String(),
 		Spec: func(seed uint64) run.Spec {
@@ -34,7 +34,7 @@ func uncleanRecovery(strategy controller.RecoveryStrategy) Case {
 				{When: run.Trigger{AtMs: 4000}, Kind: run.FaultIsolate, Node: 2, ForMs: 2600},
 				{When: run.Trigger{AtMs: 6000}, Kind: run.FaultCrash, Node: 1, ForMs: cfg.DurationMs},
 			}
-			if strategy == controller.RecoveryBalanced {
+			if strategy == settings.RecoveryBalanced {
 				cfg.Faults[2] = run.Fault{When: run.Trigger{AtMs: 6000}, Kind: run.FaultReplaceDisk, Node: 1, ForMs: 3000}
 			}
 			return cfg
@@ -43,7 +43,7 @@ func uncleanRecovery(strategy controller.RecoveryStrategy) Case {
 		LossAllowed: true,
 		Require:     requireRecovery,
 	}
-	if strategy == controller.RecoveryBalanced {
+	if strategy == settings.RecoveryBalanced {
 		c.Summary = "the only ISR member comes back on an empty disk while two out-of-sync replicas live; unclean_recovery=balanced: the longer leads, loss allowed and reported"
 	} else {
 		c.Summary = "the only ISR member dies for good while two out-of-sync replicas live; unclean_recovery=aggressive: the longer leads, loss allowed and reported"

@@ -2,8 +2,8 @@ package cases
 
 import (
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/fpname"
+	"github.com/watermarkhq/watermark/impl/settings"
 )
 
 // KIP101DataLoss is the first scenario of KIP-101, driven by failpoints.
@@ -23,19 +23,19 @@ import (
 //
 // Reference: KIP-101, "Scenario 1: High Watermark Truncation followed by
 // Immediate Leader Election".
-func KIP101DataLoss(seed uint64, truncation partition.Truncation) run.Spec {
+func KIP101DataLoss(seed uint64, truncation settings.Truncation) run.Spec {
 	cfg := truncationScenario(seed, 2, 1, truncation)
 	cfg.Broker.HWCheckpointIntervalMs = 0
 	cfg.Controller.KeepISROnRestart = true
-	cfg.Workload = run.Workload{Producers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 100, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
+	cfg.Workload = run.Workload{Producers: 1, Acks: settings.AcksAll, ProduceIntervalMs: 100, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
 	cfg.DurationMs = 8000
 	cfg.SettleMs = 5000
 	after := run.Trigger{AfterAcks: 2}
 	cfg.Failpoints = []run.Failpoint{
 		// Broker 2 is back before its session ends, so it keeps its place.
-		{Name: broker.FPHWCheckpointWrite, Term: `1*return("crash")`, Node: 2, When: after, DownMs: 500},
+		{Name: fpname.HWCheckpointWrite, Term: `1*return("crash")`, Node: 2, When: after, DownMs: 500},
 		// Leader 1 stays down past its session, so broker 2 is elected.
-		{Name: broker.FPBecomeFollower, Term: `1*return("crash:1")`, Node: 2, When: after, DownMs: 5000},
+		{Name: fpname.BecomeFollower, Term: `1*return("crash:1")`, Node: 2, When: after, DownMs: 5000},
 	}
 	return cfg
 }
@@ -60,16 +60,16 @@ func KIP101DataLoss(seed uint64, truncation partition.Truncation) run.Spec {
 //
 // Reference: KIP-101, "Scenario 2: Replica Divergence on Restart after
 // Multiple Hard Failures".
-func KIP101Divergence(seed uint64, truncation partition.Truncation) run.Spec {
+func KIP101Divergence(seed uint64, truncation settings.Truncation) run.Spec {
 	cfg := truncationScenario(seed, 2, 1, truncation)
 	cfg.Broker.HWCheckpointIntervalMs = 0
 	cfg.Broker.FlushIntervalMs = 1000
 	cfg.Controller.KeepISROnRestart = true
-	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 1500, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: settings.AcksAll, ProduceIntervalMs: 1500, RequestTimeoutMs: 3000, FetchMaxWaitMs: 200}
 	cfg.DurationMs = 28000
 	cfg.SettleMs = 10000
 	cfg.Failpoints = []run.Failpoint{
-		{Name: broker.FPBeforeProduceResp, Term: `1*return("crash@10000,powerloss-worst:2@300")`, Node: 1, When: run.Trigger{AfterAcks: 1}},
+		{Name: fpname.BeforeProduceResp, Term: `1*return("crash@10000,powerloss-worst:2@300")`, Node: 1, When: run.Trigger{AfterAcks: 1}},
 	}
 	// Long enough down for broker 2 to lead and take m3 whatever the
 	// producer's timing, then broker 2 goes down so broker 1 leads again.
@@ -99,19 +99,19 @@ func KIP101Divergence(seed uint64, truncation partition.Truncation) run.Spec {
 //     at n, truncates c and copies b.
 //
 // Reference: KAFKA-6361, KIP-279.
-func KAFKA6361(seed uint64, truncation partition.Truncation) run.Spec {
+func KAFKA6361(seed uint64, truncation settings.Truncation) run.Spec {
 	cfg := truncationScenario(seed, 2, 2, truncation)
 	cfg.Controller.UncleanLeaderElection = true
-	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksLeader, ProduceIntervalMs: 200, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: settings.AcksLeader, ProduceIntervalMs: 200, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
 	cfg.DurationMs = 20000
 	cfg.SettleMs = 10000
 	after := run.Trigger{AfterAcks: 3}
 	cfg.Failpoints = []run.Failpoint{
 		// Leader 1 stays down until broker 2 has led and crashed.
-		{Name: broker.FPLeaderAfterAppend, Term: `1*return("crash")`, Node: 1, When: after, DownMs: 5000},
+		{Name: fpname.LeaderAfterAppend, Term: `1*return("crash")`, Node: 1, When: after, DownMs: 5000},
 		// Broker 2's first produce as leader is c: it crashes as it is about
 		// to answer, and stays down until broker 1 leads again.
-		{Name: broker.FPBeforeProduceResp, Term: `1*return("crash")`, Node: 2, When: after, DownMs: 6000},
+		{Name: fpname.BeforeProduceResp, Term: `1*return("crash")`, Node: 2, When: after, DownMs: 6000},
 	}
 	return cfg
 }
@@ -137,9 +137,9 @@ func KAFKA6361(seed uint64, truncation partition.Truncation) run.Spec {
 //     truncation=epoch it asks where e1 ended and drops them.
 //
 // Reference: KAFKA-7164.
-func KAFKA7164(seed uint64, truncation partition.Truncation) run.Spec {
+func KAFKA7164(seed uint64, truncation settings.Truncation) run.Spec {
 	cfg := truncationScenario(seed, 3, 1, truncation)
-	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksLeader, ProduceIntervalMs: 50, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: settings.AcksLeader, ProduceIntervalMs: 50, RequestTimeoutMs: 1000, FetchMaxWaitMs: 200}
 	cfg.DurationMs = 20000
 	cfg.SettleMs = 10000
 	cfg.Faults = []run.Fault{
@@ -189,7 +189,7 @@ func KAFKA14139(seed uint64, isrWithoutBrokerEpoch bool) run.Spec {
 	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: 3}}
 	cfg.Broker.ReplicaFetchMaxBytes = 1 // at least one batch: one batch per fetch
 	cfg.Controller.ISRWithoutBrokerEpoch = isrWithoutBrokerEpoch
-	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: partition.AcksAll, ProduceIntervalMs: 100,
+	cfg.Workload = run.Workload{Producers: 1, Consumers: 1, Acks: settings.AcksAll, ProduceIntervalMs: 100,
 		RequestTimeoutMs: 3000, FetchMaxWaitMs: 200, Idempotent: true, Retries: true, MaxInFlight: 5}
 	cfg.DurationMs = 16000
 	cfg.SettleMs = 10000
@@ -209,7 +209,7 @@ func KAFKA14139(seed uint64, isrWithoutBrokerEpoch bool) run.Spec {
 		// reached the controller (its third process registers at about
 		// 6.8 s, the proposal arrives at about 7.5 s), before the leader
 		// finds it lagging and takes it out again.
-		{Name: broker.FPFollowerAfterAppend, Term: `1*return("crash:1")`, Node: 2, When: run.Trigger{AtMs: 7600}, DownMs: 6000},
+		{Name: fpname.FollowerAfterAppend, Term: `1*return("crash:1")`, Node: 2, When: run.Trigger{AtMs: 7600}, DownMs: 6000},
 	}
 	return cfg
 }
@@ -217,7 +217,7 @@ func KAFKA14139(seed uint64, isrWithoutBrokerEpoch bool) run.Spec {
 // truncationScenario is where each truncation scenario starts: brokers
 // brokers holding one partition of topic t on every one of them, min ISR
 // minISR, and the truncation rule under test.
-func truncationScenario(seed uint64, brokers, minISR int, truncation partition.Truncation) run.Spec {
+func truncationScenario(seed uint64, brokers, minISR int, truncation settings.Truncation) run.Spec {
 	cfg := run.DefaultSpec(seed)
 	cfg.Brokers = brokers
 	cfg.Topics = []run.Topic{{Name: "t", Partitions: 1, ReplicationFactor: brokers}}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/fpname"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -93,7 +93,7 @@ var shutdownCases = []Case{
 			cfg.Failpoints = []run.Failpoint{
 				// Broker 2 comes back after the leader crashed: as the
 				// partition's one eligible leader replica, if it may.
-				{Name: broker.FPShutdownBeforeFlush, Term: `1*return("powerloss-worst")`, Node: 2, When: run.Trigger{AtMs: 3900}, DownMs: 5000},
+				{Name: fpname.ShutdownBeforeFlush, Term: `1*return("powerloss-worst")`, Node: 2, When: run.Trigger{AtMs: 3900}, DownMs: 5000},
 			}
 			return cfg
 		},
@@ -101,7 +101,7 @@ var shutdownCases = []Case{
 			fired := false
 			for _, n := range r.Notes {
 				switch {
-				case n.Kind == run.NoteFailpoint && strings.Contains(n.Text, broker.FPShutdownBeforeFlush):
+				case n.Kind == run.NoteFailpoint && strings.Contains(n.Text, fpname.ShutdownBeforeFlush):
 					fired = true
 				case n.Kind == run.NoteElection && n.AtMs > 8000 && n.AtMs < 18000 && n.Leader == 2:
 					return fmt.Errorf("broker 2 led at %d ms: its stop never flushed, and it came back without a clean-shutdown marker", n.AtMs)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/fpname"
 )
 
 // BinaryEnv names the variable that gives tests a watermark executable;
@@ -37,7 +37,7 @@ func TestBinary() (path string, cleanup func(), err error) {
 	}
 	path = filepath.Join(dir, "watermark")
 	args := []string{"build", "-o", path}
-	if broker.FailpointsCompiled() {
+	if fpname.Compiled() {
 		// The test was built with failpoints (make test): so are the
 		// nodes, with the same tool.
 		gopath, err := exec.Command("go", "env", "GOPATH").Output()

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/fpname"
 )
 
 // binary is the watermark executable the clusters run: $WATERMARK_BIN, or
@@ -312,7 +312,7 @@ func TestControllerRestart(t *testing.T) {
 // failpoint switched on at run time over HTTP crashes exactly the broker
 // it was set on (exit 3), and the cluster fails over and takes it back.
 func TestFailpointCrashIsReportedAndTheBrokerComesBack(t *testing.T) {
-	if !broker.FailpointsCompiled() {
+	if !fpname.Compiled() {
 		if os.Getenv("WATERMARK_REQUIRE_FAILPOINTS") != "" {
 			t.Fatal("failpoints are not compiled in this build")
 		}
@@ -333,13 +333,13 @@ func TestFailpointCrashIsReportedAndTheBrokerComesBack(t *testing.T) {
 	produce(t, cl, 0, 20)
 
 	old := leader(t, cl)
-	enableFailpoint(t, c.FailpointAddr(old), broker.FPLeaderAfterAppend, `1*return("crash")`)
+	enableFailpoint(t, c.FailpointAddr(old), fpname.LeaderAfterAppend, `1*return("crash")`)
 	produce(t, cl, 20, 40)
 	select {
 	case e := <-exits:
 		require.Equal(t, old, e.ID)
 		require.Equal(t, 3, e.Code, "a failpoint crash exits 3: %s", e)
-		require.Contains(t, e.LogTail, broker.FailpointPath(broker.FPLeaderAfterAppend))
+		require.Contains(t, e.LogTail, fpname.Path(fpname.LeaderAfterAppend))
 	case <-ctx.Done():
 		t.Fatal("the leader did not crash at its failpoint")
 	}
@@ -350,7 +350,7 @@ func TestFailpointCrashIsReportedAndTheBrokerComesBack(t *testing.T) {
 
 func enableFailpoint(t *testing.T, addr, name, term string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, "http://"+addr+"/"+broker.FailpointPath(name), strings.NewReader(term))
+	req, err := http.NewRequest(http.MethodPut, "http://"+addr+"/"+fpname.Path(name), strings.NewReader(term))
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

@@ -8,8 +8,8 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/layout"
 )
 
 // ReplaceDisk kills broker id and empties its data directory, as a
@@ -47,14 +47,14 @@ func (c *Cluster) DamageLog(id int, tps []kafka.TopicPartition, n int, pick func
 	var what []string
 	for _, tp := range tps {
 		root := filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))
-		dir := path.Dir(broker.LogFile(tp))
+		dir := path.Dir(layout.LogFile(tp))
 		var names []string
 		if entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir))); err == nil {
 			for _, e := range entries {
 				names = append(names, dir+"/"+e.Name())
 			}
 		}
-		name := filepath.Join(root, filepath.FromSlash(broker.FirstSegment(tp, names)))
+		name := filepath.Join(root, filepath.FromSlash(layout.FirstSegment(tp, names)))
 		w, err := flip(name, n, pick)
 		if err != nil {
 			return what, fmt.Errorf("damage the log of %s on broker %d: %w", tp, id, err)

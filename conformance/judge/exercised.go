@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
@@ -48,7 +48,7 @@ func exercised(res *run.Result) error {
 	}
 	var missing []error
 	// acks=0 acknowledges nothing: a read of what was sent is the test.
-	if w.Producers > 0 && !acked && w.Acks != partition.AcksNone {
+	if w.Producers > 0 && !acked && w.Acks != settings.AcksNone {
 		missing = append(missing, fmt.Errorf("no write of its %d producers was acknowledged", w.Producers))
 	}
 	if w.Producers > 0 && !read {

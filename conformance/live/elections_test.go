@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -16,8 +16,8 @@ import (
 // polls was outside the last ISR seen too, and is clean.
 func TestUncleanElectionsSeenFromOutside(t *testing.T) {
 	tp := kafka.TopicPartition{Topic: "t"}
-	meta := func(leader, epoch int32, isr ...int32) broker.MetadataResponse {
-		return broker.MetadataResponse{Partitions: []kafka.PartitionState{{TopicPartition: tp, Leader: leader, LeaderEpoch: epoch, ISR: isr}}}
+	meta := func(leader, epoch int32, isr ...int32) clientmsg.MetadataResponse {
+		return clientmsg.MetadataResponse{Partitions: []kafka.PartitionState{{TopicPartition: tp, Leader: leader, LeaderEpoch: epoch, ISR: isr}}}
 	}
 	l := &live{leaders: map[kafka.TopicPartition]kafka.PartitionState{}, start: time.Now()}
 	l.Host = l

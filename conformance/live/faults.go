@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -348,9 +348,9 @@ func (l *live) Coordinator() (int, bool) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(l.ctx, 2*time.Second)
-		resp, err := l.opts.Net.Exchange(ctx, broker.NodeID(id), broker.FindCoordinatorRequest{Group: l.Spec.Workload.Group})
+		resp, err := l.opts.Net.Exchange(ctx, clientmsg.NodeID(id), clientmsg.FindCoordinatorRequest{Group: l.Spec.Workload.Group})
 		cancel()
-		if r, ok := resp.(broker.FindCoordinatorResponse); ok && err == nil && r.Err == nil && r.Coordinator > 0 {
+		if r, ok := resp.(clientmsg.FindCoordinatorResponse); ok && err == nil && r.Err == nil && r.Coordinator > 0 {
 			return int(r.Coordinator), true
 		}
 	}

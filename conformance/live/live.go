@@ -21,8 +21,8 @@ import (
 	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
 	"github.com/watermarkhq/watermark/conformance/traffic"
-	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
+	"github.com/watermarkhq/watermark/impl/groupmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -66,12 +66,12 @@ type Stopper interface {
 
 // Exchanger carries the clients' requests to a real cluster over the
 // Kafka protocol: it takes the broker's own client-plane messages
-// (broker.ProduceRequest, FetchRequest, ListOffsetsRequest,
+// (clientmsg.ProduceRequest, FetchRequest, ListOffsetsRequest,
 // MetadataRequest, InitProducerIDRequest) and returns the answer as the
 // broker's own response type, with Kafka error codes turned back into the
 // reference's errors. It returns nil, nil for an acks=0 produce.
 type Exchanger interface {
-	Exchange(ctx context.Context, to broker.NodeID, msg kafka.Message) (kafka.Message, error)
+	Exchange(ctx context.Context, to clientmsg.NodeID, msg kafka.Message) (kafka.Message, error)
 	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int) error
 }
 
@@ -81,7 +81,7 @@ type Exchanger interface {
 // through it, so that an idempotent producer's batches reach the broker
 // in sequence order.
 type Issuer interface {
-	Issue(to broker.NodeID, msg kafka.Message) func(ctx context.Context) (kafka.Message, error)
+	Issue(to clientmsg.NodeID, msg kafka.Message) func(ctx context.Context) (kafka.Message, error)
 }
 
 // Options are what the live runner needs besides the run's Spec.
@@ -93,7 +93,7 @@ type Options struct {
 	// holds for a whole rebalance, must not hold up another client's
 	// heartbeats on a shared connection (Kafka answers a connection's
 	// requests in order). Net is then used for the runner's own requests.
-	NetFor func(client broker.NodeID) (Exchanger, error)
+	NetFor func(client clientmsg.NodeID) (Exchanger, error)
 	// Progress, if set, is called about once a second with the run's time.
 	Progress func(nowMs, endMs int64)
 }
@@ -119,8 +119,8 @@ type live struct {
 	metaDue int64
 	metaOut bool
 	// firstTick is when each client starts ticking.
-	firstTick map[broker.NodeID]int64
-	nets      map[broker.NodeID]Exchanger
+	firstTick map[clientmsg.NodeID]int64
+	nets      map[clientmsg.NodeID]Exchanger
 	// joinWaitMs is the longest rebalance a JoinGroup asked for: how long
 	// a SyncGroup may be held.
 	joinWaitMs int64
@@ -129,7 +129,7 @@ type live struct {
 	electedAt map[kafka.TopicPartition]int64
 	// hws and seenBy: the HWs and ISRs seen from outside (outside.go).
 	hws    map[kafka.TopicPartition]*hwView
-	seenBy map[broker.NodeID]map[kafka.TopicPartition]kafka.PartitionState
+	seenBy map[clientmsg.NodeID]map[kafka.TopicPartition]kafka.PartitionState
 	// posts carries what work done off the loop (async) leaves for it.
 	posts   chan func()
 	offLoop sync.WaitGroup
@@ -194,7 +194,7 @@ func Run(ctx context.Context, cfg run.Spec, opts Options) (*run.Result, error) {
 
 		stopping: make([]bool, cfg.Brokers+1),
 		leaders:  map[kafka.TopicPartition]kafka.PartitionState{},
-		nets:     map[broker.NodeID]Exchanger{},
+		nets:     map[clientmsg.NodeID]Exchanger{},
 	}
 	l.Host = l
 	for _, t := range cfg.Topics {
@@ -280,9 +280,9 @@ func (l *live) refreshLeaders(ctx context.Context) {
 			continue
 		}
 		mctx, cancel := context.WithTimeout(ctx, time.Second)
-		resp, err := l.opts.Net.Exchange(mctx, broker.NodeID(id), broker.MetadataRequest{})
+		resp, err := l.opts.Net.Exchange(mctx, clientmsg.NodeID(id), clientmsg.MetadataRequest{})
 		cancel()
-		if m, ok := resp.(broker.MetadataResponse); ok && err == nil {
+		if m, ok := resp.(clientmsg.MetadataResponse); ok && err == nil {
 			l.learnLeaders(m)
 			return
 		}
@@ -292,7 +292,7 @@ func (l *live) refreshLeaders(ctx context.Context) {
 // learnLeaders notes leadership changes the way the simulator notes
 // elections, so timelines read the same: of the run's own topics only
 // (a cluster a user runs checks on holds other runs' topics, and its own).
-func (l *live) learnLeaders(m broker.MetadataResponse) {
+func (l *live) learnLeaders(m clientmsg.MetadataResponse) {
 	ours := map[string]bool{}
 	for _, t := range l.Spec.Topics {
 		ours[t.Name] = true
@@ -387,7 +387,7 @@ func (l *live) loop() error {
 			l.Now = time.Since(l.start).Milliseconds()
 			l.noteZombie(a)
 			l.noteHW(a)
-			if m, ok := env.Msg.(broker.MetadataResponse); ok && env.To == metadataWatcher {
+			if m, ok := env.Msg.(clientmsg.MetadataResponse); ok && env.To == metadataWatcher {
 				l.metaOut = false
 				l.noteISRGrowth(env.From, m)
 				l.learnLeaders(m)
@@ -426,7 +426,7 @@ func (l *live) loop() error {
 }
 
 // metadataWatcher is the node id the runner's own metadata polls answer to.
-const metadataWatcher = broker.ClientIDBase - 1
+const metadataWatcher = clientmsg.ClientIDBase - 1
 
 // metadataPollMs is how often the runner asks for metadata to see
 // elections and ISR changes from outside: often enough that an ISR shrink
@@ -437,7 +437,7 @@ func (l *live) watchMetadata() {
 	for id := 1; id <= l.Spec.Brokers; id++ {
 		if !l.down[id] && !l.paused[id] {
 			l.metaOut = true
-			l.Send(broker.Envelope{From: metadataWatcher, To: broker.NodeID(id), Msg: broker.MetadataRequest{}})
+			l.Send(clientmsg.Envelope{From: metadataWatcher, To: clientmsg.NodeID(id), Msg: clientmsg.MetadataRequest{}})
 			return
 		}
 	}
@@ -449,9 +449,9 @@ func (l *live) watchMetadata() {
 // run.Network.ResponseDropRate works as in the simulator: the produce reaches
 // the broker and takes effect, and its answer is thrown away on arrival,
 // so the producer cannot know (the at-least-once and exactly-once cases).
-func (l *live) Send(env broker.Envelope) {
+func (l *live) Send(env clientmsg.Envelope) {
 	l.Stats.Messages++
-	_, isProduce := env.Msg.(broker.ProduceRequest)
+	_, isProduce := env.Msg.(clientmsg.ProduceRequest)
 	dropAnswer := isProduce && l.Spec.DropsAnswer(l.Now, l.Rng)
 	if dropAnswer {
 		l.Stats.Dropped++
@@ -483,8 +483,8 @@ func (l *live) Send(env broker.Envelope) {
 			// stopping closes its own), a real client learns it at once
 			// and asks another broker, or retries a produce whose
 			// outcome is now unknown, rather than wait out its timeout.
-			req, _ := env.Msg.(broker.Request)
-			_, isMeta := env.Msg.(broker.MetadataRequest)
+			req, _ := env.Msg.(clientmsg.Request)
+			_, isMeta := env.Msg.(clientmsg.MetadataRequest)
 			switch {
 			case broke && (isMeta || isProduce):
 				resp = req.Refuse(fmt.Errorf("%w: %v", kafka.ErrNetwork, err))
@@ -495,7 +495,7 @@ func (l *live) Send(env broker.Envelope) {
 			}
 		}
 		select {
-		case l.answers <- answer{env: broker.Envelope{From: env.To, To: env.From, Msg: resp}, req: env.Msg, known: known, sentAt: sentAt}:
+		case l.answers <- answer{env: clientmsg.Envelope{From: env.To, To: env.From, Msg: resp}, req: env.Msg, known: known, sentAt: sentAt}:
 		case <-l.ctx.Done():
 		}
 	}()
@@ -503,7 +503,7 @@ func (l *live) Send(env broker.Envelope) {
 
 // netFor is the Exchanger of client id (made on first use; called from
 // the loop only).
-func (l *live) netFor(id broker.NodeID) Exchanger {
+func (l *live) netFor(id clientmsg.NodeID) Exchanger {
 	if l.opts.NetFor == nil || id == metadataWatcher {
 		return l.opts.Net
 	}
@@ -525,12 +525,12 @@ func (l *live) netFor(id broker.NodeID) Exchanger {
 // anything else gets the request timeout; each plus a second of margin.
 func (l *live) requestTimeout(msg kafka.Message) time.Duration {
 	ms := l.Spec.Workload.RequestTimeoutMs
-	if f, ok := msg.(broker.FetchRequest); ok {
+	if f, ok := msg.(clientmsg.FetchRequest); ok {
 		ms += f.MaxWaitMs
 	}
-	if g, ok := msg.(broker.GroupRequest); ok {
+	if g, ok := msg.(clientmsg.GroupRequest); ok {
 		switch hold := g.Req.HoldMs(); {
-		case hold == group.UntilRebalance:
+		case hold == groupmsg.UntilRebalance:
 			// A follower's SyncGroup waits for the leader's, which
 			// the rebalance bounds.
 			ms += l.joinWaitMs
@@ -543,19 +543,19 @@ func (l *live) requestTimeout(msg kafka.Message) time.Duration {
 }
 
 // ScheduleClientTick implements traffic.Host.
-func (l *live) ScheduleClientTick(id broker.NodeID, at int64) {
+func (l *live) ScheduleClientTick(id clientmsg.NodeID, at int64) {
 	if l.firstTick == nil {
-		l.firstTick = map[broker.NodeID]int64{}
+		l.firstTick = map[clientmsg.NodeID]int64{}
 	}
 	l.firstTick[id] = at
 }
 
 // LiveBrokers implements traffic.Host: the brokers not killed.
-func (l *live) LiveBrokers() []broker.NodeID {
-	var ids []broker.NodeID
+func (l *live) LiveBrokers() []clientmsg.NodeID {
+	var ids []clientmsg.NodeID
 	for id := 1; id <= l.Spec.Brokers; id++ {
 		if !l.down[id] {
-			ids = append(ids, broker.NodeID(id))
+			ids = append(ids, clientmsg.NodeID(id))
 		}
 	}
 	return ids

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -74,9 +74,9 @@ func (l *live) hw(tp kafka.TopicPartition) *hwView {
 // answers move forward in time, so the growth is real and happened in
 // that epoch before now (answers from different brokers may be behind one
 // another and are never compared).
-func (l *live) noteISRGrowth(from broker.NodeID, m broker.MetadataResponse) {
+func (l *live) noteISRGrowth(from clientmsg.NodeID, m clientmsg.MetadataResponse) {
 	if l.seenBy == nil {
-		l.seenBy = map[broker.NodeID]map[kafka.TopicPartition]kafka.PartitionState{}
+		l.seenBy = map[clientmsg.NodeID]map[kafka.TopicPartition]kafka.PartitionState{}
 	}
 	last := l.seenBy[from]
 	if last == nil {
@@ -109,8 +109,8 @@ func (l *live) noteISRGrowth(from broker.NodeID, m broker.MetadataResponse) {
 // run.SitExpandWhileHWBehind). These are the simulator's situations,
 // seen from outside.
 func (l *live) noteHW(a answer) {
-	resp, ok := a.env.Msg.(broker.FetchResponse)
-	req, asked := a.req.(broker.FetchRequest)
+	resp, ok := a.env.Msg.(clientmsg.FetchResponse)
+	req, asked := a.req.(clientmsg.FetchRequest)
 	if !ok || !asked || resp.Err != nil || req.CurrentLeaderEpoch < 0 {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -45,11 +45,11 @@ func TestRefusedAfterAppendSeenFromOutside(t *testing.T) {
 func TestHWGapSeenFromOutside(t *testing.T) {
 	tp := kafka.TopicPartition{Topic: "t"}
 	fetch := func(epoch int32, hw, sentAt int64) answer {
-		return answer{env: broker.Envelope{From: 1, Msg: broker.FetchResponse{TopicPartition: tp, HW: hw}},
-			req: broker.FetchRequest{TopicPartition: tp, CurrentLeaderEpoch: epoch}, sentAt: sentAt}
+		return answer{env: clientmsg.Envelope{From: 1, Msg: clientmsg.FetchResponse{TopicPartition: tp, HW: hw}},
+			req: clientmsg.FetchRequest{TopicPartition: tp, CurrentLeaderEpoch: epoch}, sentAt: sentAt}
 	}
-	meta := func(epoch int32, isr ...int32) broker.MetadataResponse {
-		return broker.MetadataResponse{Partitions: []kafka.PartitionState{{TopicPartition: tp, Leader: 2, LeaderEpoch: epoch, ISR: isr}}}
+	meta := func(epoch int32, isr ...int32) clientmsg.MetadataResponse {
+		return clientmsg.MetadataResponse{Partitions: []kafka.PartitionState{{TopicPartition: tp, Leader: 2, LeaderEpoch: epoch, ISR: isr}}}
 	}
 	l := &live{}
 	l.noteHW(fetch(1, 10, 0))

@@ -2,14 +2,14 @@ package live
 
 import (
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // answer is a broker's answer, its request, and what the runner knew of
 // its partition's leadership when the request was sent.
 type answer struct {
-	env   broker.Envelope
+	env   clientmsg.Envelope
 	req   kafka.Message // the request it answers
 	known kafka.PartitionState
 	// sentAt is when the request went out (ms into the run).
@@ -28,8 +28,8 @@ const zombieMarginMs = 1000
 // replacement, answering what it held as it wakes). The simulator sees
 // it from inside (sim coverage); this is the live runner's view of it.
 func (l *live) noteZombie(a answer) {
-	_, produced := a.env.Msg.(broker.ProduceResponse)
-	_, fetched := a.env.Msg.(broker.FetchResponse)
+	_, produced := a.env.Msg.(clientmsg.ProduceResponse)
+	_, fetched := a.env.Msg.(clientmsg.FetchResponse)
 	ans, isAnswer := a.env.Msg.(kafka.Answer)
 	p, isPartitioned := a.env.Msg.(kafka.Partitioned)
 	if !(produced || fetched) || !isAnswer || !isPartitioned || ans.Failure() != nil || a.known.Leader != int32(a.env.From) {

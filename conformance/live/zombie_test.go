@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -18,13 +18,13 @@ func TestZombieAnswerSeenFromOutside(t *testing.T) {
 	old := kafka.PartitionState{TopicPartition: tp, Leader: 1, LeaderEpoch: 3}
 	l := &live{leaders: map[kafka.TopicPartition]kafka.PartitionState{tp: {TopicPartition: tp, Leader: 2, LeaderEpoch: 4}},
 		electedAt: map[kafka.TopicPartition]int64{tp: 1000}}
-	ok := broker.Envelope{From: 1, Msg: broker.ProduceResponse{TopicPartition: tp}}
+	ok := clientmsg.Envelope{From: 1, Msg: clientmsg.ProduceResponse{TopicPartition: tp}}
 	l.Now = 1500
 	l.noteZombie(answer{env: ok, known: old})
 	require.Zero(t, l.Situations[run.SitZombieAnswer], "in flight as the election happened")
 	l.Now = 5000
-	l.noteZombie(answer{env: broker.Envelope{From: 1, Msg: broker.ProduceResponse{TopicPartition: tp, Err: kafka.ErrNotLeader}}, known: old})
-	l.noteZombie(answer{env: broker.Envelope{From: 3, Msg: broker.FetchResponse{TopicPartition: tp}}, known: old})
+	l.noteZombie(answer{env: clientmsg.Envelope{From: 1, Msg: clientmsg.ProduceResponse{TopicPartition: tp, Err: kafka.ErrNotLeader}}, known: old})
+	l.noteZombie(answer{env: clientmsg.Envelope{From: 3, Msg: clientmsg.FetchResponse{TopicPartition: tp}}, known: old})
 	require.Zero(t, l.Situations[run.SitZombieAnswer])
 	l.noteZombie(answer{env: ok, known: old})
 	require.Equal(t, 1, l.Situations[run.SitZombieAnswer])

@@ -19,7 +19,7 @@ type Workload struct {
 	// little longer.
 	RequestTimeoutMs int64 `yaml:"request_timeout_ms"`
 	FetchMaxWaitMs   int64 `yaml:"fetch_max_wait_ms"`
-	// The reference producer's settings (impl/client): idempotence,
+	// The reference producer's settings (conformance/kitclient): idempotence,
 	// retries, batches in flight per partition (0: 1), and how long a send
 	// may take in all (0: three request timeouts).
 	Idempotent        bool  `yaml:"idempotence"`
@@ -30,7 +30,7 @@ type Workload struct {
 	UnsafeAnyAcks bool `yaml:"unsafe_any_acks"`
 
 	// Group consumers: members of Group running the reference consumer
-	// (impl/client) subscribed to every topic, with an application that
+	// (conformance/kitclient) subscribed to every topic, with an application that
 	// processes ProcessPerTick records a tick and commits per CommitMode.
 	GroupConsumers int        `yaml:"group_consumers"`
 	Group          string     `yaml:"group"`
@@ -138,7 +138,7 @@ func (s *Spec) validateWorkload() []string {
 }
 
 // ProducerConfig is the reference producer's configuration for the
-// workload (impl/client.Config).
+// workload (conformance/kitclient.Config).
 func (s *Spec) ProducerConfig() settings.Producer {
 	w := s.Workload
 	pc := settings.DefaultProducer()
@@ -163,7 +163,7 @@ func (s *Spec) ProducerConfig() settings.Producer {
 
 // ConsumerConfig is the reference consumer's configuration for a group
 // member of the workload, subscribed to every topic
-// (impl/client.ConsumerConfig).
+// (conformance/kitclient.ConsumerConfig).
 func (s *Spec) ConsumerConfig() settings.Consumer {
 	w := s.Workload
 	cc := settings.DefaultConsumer()

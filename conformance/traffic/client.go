@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/watermarkhq/watermark/conformance/kitclient"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
-	refclient "github.com/watermarkhq/watermark/impl/client"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -16,7 +16,7 @@ import (
 // flight at a time and records every operation in the run's history.
 type client struct {
 	s        *World
-	id       broker.NodeID
+	id       clientmsg.NodeID
 	producer bool
 	tps      []kafka.TopicPartition
 	rr       int
@@ -40,9 +40,9 @@ type client struct {
 	final *finalRead // set for the final reader
 	group *groupConsumer
 
-	// Producers run the reference producer (impl/client); sends maps a
+	// Producers run the kit's producer (conformance/kitclient); sends maps a
 	// send's id to its operation in the history.
-	prod  *refclient.Producer
+	prod  *kitclient.Producer
 	sends map[uint64]int
 }
 
@@ -84,7 +84,7 @@ func (s *World) Start() {
 	for i := 0; i < w.Producers+w.Consumers+w.GroupConsumers; i++ {
 		c := &client{
 			s:        s,
-			id:       broker.ClientIDBase + broker.NodeID(i),
+			id:       clientmsg.ClientIDBase + clientmsg.NodeID(i),
 			producer: i < w.Producers,
 			tps:      tps,
 			rr:       s.Rng.IntN(len(tps)),
@@ -106,7 +106,7 @@ func (s *World) Start() {
 	if !s.Spec.NoFinalRead {
 		c := &client{
 			s:        s,
-			id:       broker.ClientIDBase + broker.NodeID(len(s.clients)),
+			id:       clientmsg.ClientIDBase + clientmsg.NodeID(len(s.clients)),
 			tps:      tps,
 			leaders:  map[kafka.TopicPartition]int32{},
 			epochs:   map[kafka.TopicPartition]int32{},
@@ -147,16 +147,16 @@ func (c *client) tickFinal() {
 	}
 	if f.target < 0 {
 		op := s.record(linearizability.Op{
-			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindListOffsets,
+			Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindListOffsets,
 			Topic: tp.Topic, Partition: tp.Partition, Offset: -1,
 		})
 		c.corr++
-		s.send(broker.Envelope{From: c.id, To: broker.NodeID(leader), Msg: broker.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp, Latest: true}})
+		s.send(clientmsg.Envelope{From: c.id, To: clientmsg.NodeID(leader), Msg: clientmsg.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp, Latest: true}})
 		c.inflight = &inflight{corr: c.corr, op: op, deadline: s.Now + 1000}
 		return
 	}
 	c.pos[tp] = f.pos
-	c.fetchUpTo(tp, broker.NodeID(leader), finalFetchBytes)
+	c.fetchUpTo(tp, clientmsg.NodeID(leader), finalFetchBytes)
 	f.ops = append(f.ops, c.inflight.op)
 }
 
@@ -236,37 +236,37 @@ func (c *client) tick() {
 	if every := s.Spec.Workload.ListOffsetsEveryMs; every > 0 && s.Now >= c.nextLookup {
 		c.nextLookup = s.Now + every
 		c.lookups++
-		c.lookUp(tp, broker.NodeID(leader), c.lookups%2 == 1)
+		c.lookUp(tp, clientmsg.NodeID(leader), c.lookups%2 == 1)
 		return
 	}
-	c.fetch(tp, broker.NodeID(leader))
+	c.fetch(tp, clientmsg.NodeID(leader))
 }
 
 // lookUp asks leader for tp's latest offset (recorded, as the final read's
 // is: the HW, which the model bounds by the committed log) or its earliest
 // (the log start, which the simulator's invariants judge).
-func (c *client) lookUp(tp kafka.TopicPartition, leader broker.NodeID, latest bool) {
+func (c *client) lookUp(tp kafka.TopicPartition, leader clientmsg.NodeID, latest bool) {
 	c.corr++
 	f := &inflight{corr: c.corr, op: -1, deadline: c.s.Now + 1000, lookup: !latest}
 	if latest {
 		f.op = c.s.record(linearizability.Op{
-			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindListOffsets,
+			Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindListOffsets,
 			Topic: tp.Topic, Partition: tp.Partition, Offset: -1,
 		})
 	}
-	c.s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp, Latest: latest}})
+	c.s.send(clientmsg.Envelope{From: c.id, To: leader, Msg: clientmsg.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp, Latest: latest}})
 	c.inflight = f
 }
 
 func (c *client) requestMetadata() {
 	live := c.s.Host.LiveBrokers()
-	to := broker.ControllerID
+	to := clientmsg.ControllerID
 	if len(live) > 0 {
 		to = live[c.s.Rng.IntN(len(live))]
 	}
 	c.corr++
 	c.inflight = &inflight{corr: c.corr, op: -1, deadline: c.s.Now + 500}
-	c.s.send(broker.Envelope{From: c.id, To: to, Msg: broker.MetadataRequest{Correlation: c.corr}})
+	c.s.send(clientmsg.Envelope{From: c.id, To: to, Msg: clientmsg.MetadataRequest{Correlation: c.corr}})
 }
 
 // finalFetchBytes is what each fetch of the final read asks for: as much
@@ -274,21 +274,21 @@ func (c *client) requestMetadata() {
 // max.partition.fetch.bytes), so that the read takes few round trips.
 const finalFetchBytes = 1 << 20
 
-func (c *client) fetch(tp kafka.TopicPartition, leader broker.NodeID) {
+func (c *client) fetch(tp kafka.TopicPartition, leader clientmsg.NodeID) {
 	c.fetchUpTo(tp, leader, 64<<10)
 }
 
 // fetchUpTo fetches tp from leader, up to maxBytes.
-func (c *client) fetchUpTo(tp kafka.TopicPartition, leader broker.NodeID, maxBytes int) {
+func (c *client) fetchUpTo(tp kafka.TopicPartition, leader clientmsg.NodeID, maxBytes int) {
 	s := c.s
 	w := s.Spec.Workload
 	pos := c.pos[tp]
 	op := s.record(linearizability.Op{
-		Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindFetch,
+		Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindFetch,
 		Topic: tp.Topic, Partition: tp.Partition, Offset: pos,
 	})
 	c.corr++
-	s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.FetchRequest{
+	s.send(clientmsg.Envelope{From: c.id, To: leader, Msg: clientmsg.FetchRequest{
 		Correlation: c.corr, TopicPartition: tp, Offset: pos, MaxBytes: maxBytes,
 		MinBytes: 1, MaxWaitMs: w.FetchMaxWaitMs, CurrentLeaderEpoch: c.epochOf(tp),
 	}})
@@ -304,8 +304,8 @@ func (c *client) epochOf(tp kafka.TopicPartition) int32 {
 	return -1
 }
 
-func (c *client) handle(env broker.Envelope) {
-	if m, ok := env.Msg.(broker.FetchResponse); ok &&
+func (c *client) handle(env clientmsg.Envelope) {
+	if m, ok := env.Msg.(clientmsg.FetchResponse); ok &&
 		(errors.Is(m.Err, kafka.ErrFencedLeaderEpoch) || errors.Is(m.Err, kafka.ErrUnknownLeaderEpoch)) {
 		c.s.Reached(run.SitFencedFetch) // late answers too: they show the fence
 	}
@@ -336,11 +336,11 @@ func (c *client) finish(i int, outcome linearizability.Outcome, err error) {
 	setError(op, err)
 }
 
-// startProducer gives a producer client a fresh reference producer: a new
-// process, so a new producer id once it asks for one.
+// startProducer gives a producer client a fresh producer (kitclient): a
+// new process, so a new producer id once it asks for one.
 func (c *client) startProducer() {
 	s := c.s
-	p, err := refclient.NewProducer(c.id, s.Spec.ProducerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
+	p, err := kitclient.NewProducer(c.id, s.Spec.ProducerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
 	if err != nil {
 		panic(err) // Validate checked the same configuration
 	}
@@ -357,12 +357,12 @@ func (c *client) tickProducer() {
 		tp := c.tps[c.rr%len(c.tps)]
 		c.rr++
 		c.seq++
-		value := fmt.Sprintf("%sc%d-%d", w.ValuePrefix, c.id-broker.ClientIDBase, c.seq)
+		value := fmt.Sprintf("%sc%d-%d", w.ValuePrefix, c.id-clientmsg.ClientIDBase, c.seq)
 		op := s.record(linearizability.Op{
-			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProduce,
+			Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindProduce,
 			Topic: tp.Topic, Partition: tp.Partition, Value: value, Acks: int(w.Acks), Offset: -1,
 		})
-		id := c.prod.Send(refclient.Message{Topic: tp.Topic, Partition: tp.Partition, Value: []byte(value)}, s.Now)
+		id := c.prod.Send(kitclient.Message{Topic: tp.Topic, Partition: tp.Partition, Value: []byte(value)}, s.Now)
 		c.sends[id] = op
 		s.Stats.Produced++
 		c.nextAt = s.Now + w.ProduceIntervalMs
@@ -387,11 +387,11 @@ func (c *client) flushProducer() {
 		op := &c.s.History[i]
 		op.ProducerID, op.ProducerEpoch, op.Sequence = r.ProducerID, r.ProducerEpoch, r.Sequence
 		switch r.Outcome {
-		case refclient.OutcomeOK:
+		case kitclient.OutcomeOK:
 			op.Offset = r.Offset
 			c.finish(i, linearizability.OutcomeOK, nil)
 			c.s.Host.OnAck()
-		case refclient.OutcomeFail:
+		case kitclient.OutcomeFail:
 			c.finish(i, linearizability.OutcomeFail, r.Err)
 		default:
 			c.finish(i, linearizability.OutcomeUnknown, r.Err)
@@ -416,8 +416,8 @@ func (c *client) restartProducer() {
 	}
 	c.startProducer()
 	s.Stats.ProducerRestarts++
-	s.Note(run.Note{Kind: run.NoteFault, Fault: run.FaultRestartProducer, Node: int(c.id - broker.ClientIDBase),
-		Text: fmt.Sprintf("restart producer %d", c.id-broker.ClientIDBase)})
+	s.Note(run.Note{Kind: run.NoteFault, Fault: run.FaultRestartProducer, Node: int(c.id - clientmsg.ClientIDBase),
+		Text: fmt.Sprintf("restart producer %d", c.id-clientmsg.ClientIDBase)})
 	if last < 0 || s.Over {
 		return
 	}
@@ -426,7 +426,7 @@ func (c *client) restartProducer() {
 		Client: orig.Client, Kind: linearizability.KindProduce, Topic: orig.Topic, Partition: orig.Partition,
 		Value: orig.Value, Acks: orig.Acks, Offset: -1, Resend: true,
 	})
-	id := c.prod.Send(refclient.Message{Topic: orig.Topic, Partition: orig.Partition, Value: []byte(orig.Value)}, s.Now)
+	id := c.prod.Send(kitclient.Message{Topic: orig.Topic, Partition: orig.Partition, Value: []byte(orig.Value)}, s.Now)
 	c.sends[id] = op
 	s.Stats.Resends++
 	c.flushProducer()
@@ -454,9 +454,9 @@ func setError(op *linearizability.Op, err error) {
 
 // listEarliest asks leader for tp's log start offset, which the
 // OFFSET_OUT_OF_RANGE answer of a fetch did not name.
-func (c *client) listEarliest(tp kafka.TopicPartition, leader broker.NodeID) {
+func (c *client) listEarliest(tp kafka.TopicPartition, leader clientmsg.NodeID) {
 	c.corr++
-	c.s.send(broker.Envelope{From: c.id, To: leader, Msg: broker.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp}})
+	c.s.send(clientmsg.Envelope{From: c.id, To: leader, Msg: clientmsg.ListOffsetsRequest{Correlation: c.corr, TopicPartition: tp}})
 	c.inflight = &inflight{corr: c.corr, op: -1, deadline: c.s.Now + 1000, earliest: true}
 }
 
@@ -465,7 +465,7 @@ func (c *client) listEarliest(tp kafka.TopicPartition, leader broker.NodeID) {
 // next), as auto.offset.reset=earliest does: an assign op in the history,
 // so the checkers see the jump as a reposition, not a skipped poll.
 func (c *client) skipTo(tp kafka.TopicPartition, start int64) {
-	op := c.s.record(linearizability.Op{Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindAssign,
+	op := c.s.record(linearizability.Op{Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindAssign,
 		Topic: tp.Topic, Partition: tp.Partition, Offset: start})
 	c.finish(op, linearizability.OutcomeOK, nil)
 	c.s.Reached(run.SitFetchBelowLogStart)

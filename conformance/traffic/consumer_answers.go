@@ -4,7 +4,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -15,26 +15,26 @@ import (
 // answered is an answer to a consumer client, and the client.
 type answered struct {
 	c   *client
-	env broker.Envelope
+	env clientmsg.Envelope
 }
 
 // consumerAnswers is what a consumer client does with each answer it gets:
 // the answer to its request in flight ends it (take); any other is late.
 var consumerAnswers = sync.OnceValue(func() *kafka.Handlers[answered] {
 	h := &kafka.Handlers[answered]{}
-	kafka.On(h, func(a answered, m broker.MetadataResponse) error {
+	kafka.On(h, func(a answered, m clientmsg.MetadataResponse) error {
 		if _, ok := a.c.take(m.Correlation); ok {
 			a.c.gotMetadata(m)
 		}
 		return nil
 	})
-	kafka.On(h, func(a answered, m broker.FetchResponse) error {
+	kafka.On(h, func(a answered, m clientmsg.FetchResponse) error {
 		if f, ok := a.c.take(m.Correlation); ok {
 			a.c.gotFetch(f, a.env, m)
 		}
 		return nil
 	})
-	kafka.On(h, func(a answered, m broker.ListOffsetsResponse) error {
+	kafka.On(h, func(a answered, m clientmsg.ListOffsetsResponse) error {
 		if f, ok := a.c.take(m.Correlation); ok {
 			a.c.gotOffset(f, m)
 		}
@@ -53,7 +53,7 @@ func (c *client) take(corr uint64) (*inflight, bool) {
 	return f, true
 }
 
-func (c *client) gotMetadata(m broker.MetadataResponse) {
+func (c *client) gotMetadata(m clientmsg.MetadataResponse) {
 	if m.Err != nil {
 		return // the connection broke: the next tick asks another broker
 	}
@@ -64,7 +64,7 @@ func (c *client) gotMetadata(m broker.MetadataResponse) {
 	c.needMeta = false
 }
 
-func (c *client) gotFetch(f *inflight, env broker.Envelope, m broker.FetchResponse) {
+func (c *client) gotFetch(f *inflight, env clientmsg.Envelope, m clientmsg.FetchResponse) {
 	op := &c.s.History[f.op]
 	outOfRange := errors.Is(m.Err, kafka.ErrOffsetOutOfRange)
 	switch {
@@ -119,7 +119,7 @@ func (c *client) gotFetch(f *inflight, env broker.Envelope, m broker.FetchRespon
 	}
 }
 
-func (c *client) gotOffset(f *inflight, m broker.ListOffsetsResponse) {
+func (c *client) gotOffset(f *inflight, m clientmsg.ListOffsetsResponse) {
 	if f.lookup {
 		return
 	}

@@ -6,20 +6,20 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/watermarkhq/watermark/conformance/kitclient"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
-	refclient "github.com/watermarkhq/watermark/impl/client"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
 
-// groupConsumer is a group member application: the reference consumer,
-// and an application that processes what it polls one record per
-// ProcessPerTick and commits per run.CommitMode. It records the consumer's
-// events and every record it processes in the history.
+// groupConsumer is a group member application: the kit's consumer
+// (conformance/kitclient), and an application that processes what it polls
+// one record per ProcessPerTick and commits per run.CommitMode. It records
+// the consumer's events and every record it processes in the history.
 type groupConsumer struct {
 	index int // among the group consumers, for faults
-	cons  *refclient.Consumer
+	cons  *kitclient.Consumer
 	down  bool // crashed; a new process starts at restart
 	// queue is polled records not processed yet, in order.
 	queue []queued
@@ -37,14 +37,14 @@ type groupConsumer struct {
 type queued struct {
 	tp   kafka.TopicPartition
 	gen  int32
-	rec  refclient.ConsumerRecord
+	rec  kitclient.ConsumerRecord
 	last bool // the last record of its delivery: commit after it
 }
 
 // startGroupConsumer gives c a fresh consumer process: a new member.
 func (c *client) startGroupConsumer() {
 	s := c.s
-	cons, err := refclient.NewConsumer(c.id, s.Spec.ConsumerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
+	cons, err := kitclient.NewConsumer(c.id, s.Spec.ConsumerConfig(), rand.New(rand.NewPCG(s.Rng.Uint64(), s.Rng.Uint64())))
 	if err != nil {
 		panic(err) // Validate checked the same configuration
 	}
@@ -106,7 +106,7 @@ func (c *client) tickGroup() {
 			continue // revoked since it was polled (Revoked drops these too)
 		}
 		s.recordAt(linearizability.Op{
-			Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindProcess,
+			Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindProcess,
 			Group: s.Spec.Workload.Group, Generation: q.gen, Member: g.member,
 			Topic: q.tp.Topic, Partition: q.tp.Partition, Offset: q.rec.Offset, Value: string(q.rec.Value),
 			Outcome: linearizability.OutcomeOK,
@@ -140,7 +140,7 @@ func (c *client) tickGroup() {
 	c.flushGroup()
 }
 
-func (c *client) handleGroup(env broker.Envelope) {
+func (c *client) handleGroup(env clientmsg.Envelope) {
 	g := c.group
 	if g.down {
 		return
@@ -158,21 +158,21 @@ func (c *client) flushGroup() {
 	for _, env := range out {
 		s.send(env)
 	}
-	h := groupEvents{c: c, client: int(c.id - broker.ClientIDBase), group: s.Spec.Workload.Group}
+	h := groupEvents{c: c, client: int(c.id - clientmsg.ClientIDBase), group: s.Spec.Workload.Group}
 	for _, e := range events {
 		e.Tell(h)
 	}
 }
 
 // groupEvents writes a group consumer's events to the history, one method
-// per kind (refclient.ConsumerEvents).
+// per kind (kitclient.ConsumerEvents).
 type groupEvents struct {
 	c      *client
 	client int    // the client's number in the history
 	group  string // the workload's group
 }
 
-func (h groupEvents) OnJoined(e *refclient.Joined) {
+func (h groupEvents) OnJoined(e *kitclient.Joined) {
 	g, s := h.c.group, h.c.s
 	client, group := h.client, h.group
 	g.generation, g.member = e.Generation, e.MemberID
@@ -181,7 +181,7 @@ func (h groupEvents) OnJoined(e *refclient.Joined) {
 		Generation: e.Generation, Member: e.MemberID, Outcome: linearizability.OutcomeOK, Offset: -1, Broker: int32(e.Coordinator)}, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnAssigned(e *refclient.Assigned) {
+func (h groupEvents) OnAssigned(e *kitclient.Assigned) {
 	s := h.c.s
 	client, group := h.client, h.group
 	if e.Generation < 0 {
@@ -194,7 +194,7 @@ func (h groupEvents) OnAssigned(e *refclient.Assigned) {
 	}
 }
 
-func (h groupEvents) OnRevoked(e *refclient.Revoked) {
+func (h groupEvents) OnRevoked(e *kitclient.Revoked) {
 	g := h.c.group
 	// onPartitionsRevoked: what was polled and not processed is
 	// dropped; whoever gets the partition next starts from the
@@ -203,21 +203,21 @@ func (h groupEvents) OnRevoked(e *refclient.Revoked) {
 	g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return slices.Contains(e.Partitions, q.tp) })
 }
 
-func (h groupEvents) OnOffsetsFetched(e *refclient.OffsetsFetched) {
+func (h groupEvents) OnOffsetsFetched(e *kitclient.OffsetsFetched) {
 	s := h.c.s
 	client, group := h.client, h.group
 	s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindOffsetFetch, Group: group,
 		Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK, Broker: int32(e.Coordinator)}, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnPositioned(e *refclient.Positioned) {
+func (h groupEvents) OnPositioned(e *kitclient.Positioned) {
 	s := h.c.s
 	client := h.client
 	s.recordAt(linearizability.Op{Client: client, Kind: linearizability.KindAssign,
 		Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: e.Offset, Outcome: linearizability.OutcomeOK}, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnFetched(e *refclient.Fetched) {
+func (h groupEvents) OnFetched(e *kitclient.Fetched) {
 	s := h.c.s
 	client := h.client
 	s.Stats.ConsumerFetches++
@@ -236,7 +236,7 @@ func (h groupEvents) OnFetched(e *refclient.Fetched) {
 	s.recordAt(op, e.CallMs, e.ReturnMs)
 }
 
-func (h groupEvents) OnCommitted(e *refclient.Committed) {
+func (h groupEvents) OnCommitted(e *kitclient.Committed) {
 	g, s := h.c.group, h.c.s
 	outcome := linearizability.OutcomeOK
 	switch {
@@ -268,13 +268,13 @@ func (h groupEvents) OnCommitted(e *refclient.Committed) {
 	}
 }
 
-// OnNoOffset implements refclient.ConsumerEvents: the consumer then starts
+// OnNoOffset implements kitclient.ConsumerEvents: the consumer then starts
 // where auto.offset.reset says, and a Positioned event records it.
-func (groupEvents) OnNoOffset(*refclient.NoOffset) {}
+func (groupEvents) OnNoOffset(*kitclient.NoOffset) {}
 
-// OnGroupFailed implements refclient.ConsumerEvents: the member's
+// OnGroupFailed implements kitclient.ConsumerEvents: the member's
 // operations end as they do; nothing more is recorded.
-func (groupEvents) OnGroupFailed(*refclient.GroupFailed) {}
+func (groupEvents) OnGroupFailed(*kitclient.GroupFailed) {}
 
 // recordAt appends a finished operation with its own call and return times.
 func (s *World) recordAt(op linearizability.Op, call, ret int64) {
@@ -301,7 +301,7 @@ func (c *client) commit(tp kafka.TopicPartition, next int64) uint64 {
 	if gen < 0 || member == "" {
 		gen, member = linearizability.NoGeneration, ""
 	}
-	op := s.record(linearizability.Op{Client: int(c.id - broker.ClientIDBase), Kind: linearizability.KindCommit,
+	op := s.record(linearizability.Op{Client: int(c.id - clientmsg.ClientIDBase), Kind: linearizability.KindCommit,
 		Group: s.Spec.Workload.Group, Generation: gen, Member: member, Topic: tp.Topic, Partition: tp.Partition, Offset: next})
 	g.commitOps[id] = append(g.commitOps[id], op)
 	return id

@@ -13,7 +13,7 @@ import (
 
 	"github.com/watermarkhq/watermark/conformance/nemesis"
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/linearizability"
 )
@@ -46,12 +46,12 @@ type World struct {
 // Host is the runner behind a World.
 type Host interface {
 	// Send puts a client's message on the network.
-	Send(env broker.Envelope)
+	Send(env clientmsg.Envelope)
 	// ScheduleClientTick asks for client id's first tick at time at; the
 	// runner ticks every client every TickMs after that.
-	ScheduleClientTick(id broker.NodeID, at int64)
+	ScheduleClientTick(id clientmsg.NodeID, at int64)
 	// LiveBrokers lists the brokers a client may ask for metadata.
-	LiveBrokers() []broker.NodeID
+	LiveBrokers() []clientmsg.NodeID
 	// OnAck counts an acknowledged produce.
 	OnAck()
 	// Noted hears of every note, after it is recorded.
@@ -72,22 +72,22 @@ func (w *World) Note(n run.Note) {
 }
 
 // TickClient runs client id's timer.
-func (w *World) TickClient(id broker.NodeID) {
-	if i := int(id - broker.ClientIDBase); i >= 0 && i < len(w.clients) {
+func (w *World) TickClient(id clientmsg.NodeID) {
+	if i := int(id - clientmsg.ClientIDBase); i >= 0 && i < len(w.clients) {
 		w.clients[i].tick()
 	}
 }
 
 // Deliver hands a message to the client it is addressed to.
-func (w *World) Deliver(env broker.Envelope) {
-	if i := int(env.To - broker.ClientIDBase); i >= 0 && i < len(w.clients) {
+func (w *World) Deliver(env clientmsg.Envelope) {
+	if i := int(env.To - clientmsg.ClientIDBase); i >= 0 && i < len(w.clients) {
 		w.clients[i].handle(env)
 	}
 }
 
 // Clients lists the clients' node ids.
-func (w *World) Clients() []broker.NodeID {
-	ids := make([]broker.NodeID, len(w.clients))
+func (w *World) Clients() []clientmsg.NodeID {
+	ids := make([]clientmsg.NodeID, len(w.clients))
 	for i, c := range w.clients {
 		ids[i] = c.id
 	}
@@ -180,5 +180,5 @@ func (w *World) Close() {
 	}
 }
 
-func (w *World) send(env broker.Envelope)            { w.Host.Send(env) }
-func (w *World) schedule(id broker.NodeID, at int64) { w.Host.ScheduleClientTick(id, at) }
+func (w *World) send(env clientmsg.Envelope)            { w.Host.Send(env) }
+func (w *World) schedule(id clientmsg.NodeID, at int64) { w.Host.ScheduleClientTick(id, at) }

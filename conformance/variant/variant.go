@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/watermarkhq/watermark/conformance/run"
-	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/spec/protocol"
 )
 
@@ -66,21 +66,21 @@ var All = []Variant{
 		Summary: "safe, with followers settling divergence by OffsetsForLeaderEpoch before they fetch, as Kafka before KAFKA-10554 " +
 			"(the path hw, epoch-kip101 and epoch-no-bump are built on; nothing to find)",
 		Reference: "KIP-101, KIP-279, KAFKA-10554",
-		Apply:     func(s *run.Spec) { s.Broker.Truncation = partition.TruncateToEpochQuery },
+		Apply:     func(s *run.Spec) { s.Broker.Truncation = settings.TruncateToEpochQuery },
 		Sound:     true,
 	},
 	{
 		Name:      "hw",
 		Summary:   "followers truncate to their own HW, as Kafka before 0.11 (KIP-101's data loss and divergence)",
 		Reference: "KIP-101",
-		Apply:     func(s *run.Spec) { s.Broker.Truncation = partition.TruncateToHW },
+		Apply:     func(s *run.Spec) { s.Broker.Truncation = settings.TruncateToHW },
 		Hunt:      Hunt{Era: keepISROnRestart},
 	},
 	{
 		Name:      "epoch-kip101",
 		Summary:   "epoch truncation as KIP-101 shipped it, without KIP-279's end-offset rule",
 		Reference: "KAFKA-6361, KIP-279",
-		Apply:     func(s *run.Spec) { s.Broker.Truncation = partition.TruncateToEpochKIP101 },
+		Apply:     func(s *run.Spec) { s.Broker.Truncation = settings.TruncateToEpochKIP101 },
 		// Leaders change in quick succession, and unclean election lets a
 		// stale leader return: its loss is allowed, divergence is not.
 		Hunt: Hunt{Era: uncleanElection, FastFailover: true, DivergenceOnly: true},
@@ -89,13 +89,13 @@ var All = []Variant{
 		Name:      "epoch-no-bump",
 		Summary:   "no truncation when the same leader returns in a newer epoch",
 		Reference: "KAFKA-7164",
-		Apply:     func(s *run.Spec) { s.Broker.Truncation = partition.TruncateToEpochNoBump },
+		Apply:     func(s *run.Spec) { s.Broker.Truncation = settings.TruncateToEpochNoBump },
 		Hunt: Hunt{Era: func(s *run.Spec) {
 			s.Controller.UncleanLeaderElection = true
 			// Uncommitted tails on the leader, which a follower copies and
 			// the next leader lacks, are what the bug keeps: acks=1 and a
 			// fast producer make them common.
-			s.Workload.Acks = partition.AcksLeader
+			s.Workload.Acks = settings.AcksLeader
 			s.Workload.Idempotent, s.Workload.Retries = false, false
 			s.Workload.ProduceIntervalMs = 20
 		}, FastFailover: true, DivergenceOnly: true},
@@ -136,7 +136,7 @@ var All = []Variant{
 		Summary:   "producers use acks=1, without idempotence or retries (loss by design; implementation only)",
 		Reference: "spec/SEMANTICS.md, Producer",
 		Apply: func(s *run.Spec) {
-			s.Workload.Acks = partition.AcksLeader
+			s.Workload.Acks = settings.AcksLeader
 			s.Workload.Idempotent, s.Workload.Retries = false, false
 		},
 	},
@@ -144,7 +144,7 @@ var All = []Variant{
 		Name:      "producer-state-leader-only",
 		Summary:   "idempotent-producer state kept by the leader only, not rebuilt from the replicated log (dedup across a leader change fails)",
 		Reference: "spec/SEMANTICS.md, Idempotent producer",
-		Apply:     func(s *run.Spec) { s.Broker.ProducerState = partition.ProducerStateLeaderOnly },
+		Apply:     func(s *run.Spec) { s.Broker.ProducerState = settings.ProducerStateLeaderOnly },
 	},
 }
 
@@ -186,13 +186,13 @@ func ModelOf(s run.Settings) protocol.Variant {
 		MinISR:           s.Broker.MinInsyncReplicas,
 	}
 	switch s.Broker.Truncation {
-	case partition.TruncateToHW:
+	case settings.TruncateToHW:
 		v.Truncation = protocol.TruncateHW
-	case partition.TruncateToEpochKIP101:
+	case settings.TruncateToEpochKIP101:
 		v.Truncation = protocol.TruncateEpochKIP101
-	case partition.TruncateToEpochNoBump:
+	case settings.TruncateToEpochNoBump:
 		v.Truncation = protocol.TruncateEpochNoBump
-	case partition.TruncateToEpochQuery:
+	case settings.TruncateToEpochQuery:
 		v.Truncation = protocol.TruncateEpochQuery
 	}
 	return v

@@ -3,44 +3,33 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/layout"
 	"github.com/watermarkhq/watermark/impl/partition"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
-// Each partition lives in "p/<topic>/<partition>/" on the broker's disk.
-const partitionsRoot = "p/"
+// Each partition lives in "p/<topic>/<partition>/" on the broker's disk
+// (impl/layout names it).
+const partitionsRoot = layout.PartitionsRoot
 
-func partitionDir(tp kafka.TopicPartition) string {
-	return fmt.Sprintf("%s%s/%d", partitionsRoot, tp.Topic, tp.Partition)
-}
+func partitionDir(tp kafka.TopicPartition) string { return layout.PartitionDir(tp) }
 
 // LogFile names the first segment of tp's log on a broker's disk (a
 // storage.Disk name; on a real disk, relative to the data directory), for
-// harnesses that damage it on purpose.
-func LogFile(tp kafka.TopicPartition) string { return partitionDir(tp) + "/" + storage.LogFile }
+// harnesses that damage it on purpose. It is impl/layout's.
+func LogFile(tp kafka.TopicPartition) string { return layout.LogFile(tp) }
 
 // FirstSegment names the oldest segment of tp's log among names (Disk
-// names, as Disk.List gives them), or LogFile(tp) when they hold none:
-// retention deletes a log's first segments, so a harness that damages
-// synced bytes looks for the oldest one left.
+// names, as Disk.List gives them), or LogFile(tp) when they hold none. It
+// is impl/layout's.
 func FirstSegment(tp kafka.TopicPartition, names []string) string {
-	dir, first := partitionDir(tp), ""
-	for _, n := range names {
-		if path.Dir(n) == dir && storage.IsSegmentFile(n) && (first == "" || n < first) {
-			first = n // names are zero-padded offsets: in order as strings
-		}
-	}
-	if first == "" {
-		return LogFile(tp)
-	}
-	return first
+	return layout.FirstSegment(tp, names)
 }
 
 // listPartitions finds every partition directory that holds a file.

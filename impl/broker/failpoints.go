@@ -1,11 +1,9 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/pingcap/failpoint"
 
@@ -210,26 +208,7 @@ func (b *Broker) TakeFaults() []*FailpointError {
 }
 
 // FailpointsCompiled reports whether this binary was built with the
-// failpoint markers rewritten (failpoint-toolexec); in a plain build they are
-// inert and every failpoint-driven scenario would silently do nothing.
-// The answer never changes within a process; it is probed once, because
-// the probe enables a process-wide failpoint and concurrent probes would
-// switch each other's off.
-func FailpointsCompiled() bool {
-	compiledOnce.Do(func() {
-		const probe = "probe"
-		path := FailpointPath(probe)
-		if failpoint.Enable(path, `return("probe")`) != nil {
-			return
-		}
-		defer func() { _ = failpoint.Disable(path) }()
-		b := &Broker{fpctx: failpoint.WithHook(context.Background(), func(context.Context, string) bool { return true })}
-		compiled = b.failpoint(probe) != nil
-	})
-	return compiled
-}
-
-var (
-	compiledOnce sync.Once
-	compiled     bool
-)
+// failpoint markers rewritten (failpoint-toolexec): fpname.Compiled, which
+// probes a marker of its own, rewritten by the same build as this
+// package's.
+func FailpointsCompiled() bool { return fpname.Compiled() }

@@ -19,36 +19,8 @@ import (
 // generations and offsets.
 const OffsetsTopic = kafka.OffsetsTopic
 
-// Group plane: clients -> a group's coordinator.
-
-// FindCoordinatorRequest asks any broker which broker coordinates Group.
-type FindCoordinatorRequest struct {
-	Correlation uint64
-	Group       string
-}
-
-// FindCoordinatorResponse names the coordinator (a broker id).
-type FindCoordinatorResponse struct {
-	Correlation uint64
-	Coordinator int32
-	Err         error
-}
-
-// GroupRequest carries one group request to the group's coordinator: a
-// group.JoinRequest, SyncRequest, HeartbeatRequest, LeaveRequest,
-// CommitRequest or FetchOffsetsRequest.
-type GroupRequest struct {
-	Correlation uint64
-	Req         group.Request
-}
-
-// GroupResponse answers a GroupRequest with the matching group response
-// (group.JoinResponse, ...). A broker that does not coordinate the group
-// answers with the response's Err set to kafka.ErrNotCoordinator.
-type GroupResponse struct {
-	Correlation uint64
-	Resp        group.Response
-}
+// The group plane's messages (FindCoordinatorRequest, GroupRequest, ...)
+// are impl/clientmsg's, under this package's names (clientplane.go).
 
 // groupWaiter is who a coordinator's answer goes to.
 type groupWaiter struct {

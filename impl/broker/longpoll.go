@@ -43,7 +43,7 @@ type heldReplicaFetch struct {
 }
 
 func (b *Broker) handleFetch(from NodeID, m FetchRequest) error {
-	return b.fetch(&heldFetch{from: from, corr: m.Correlation, parts: []FetchPartition{m.partition()}, minBytes: m.MinBytes}, m.MaxWaitMs)
+	return b.fetch(&heldFetch{from: from, corr: m.Correlation, parts: []FetchPartition{fetchPartition(m)}, minBytes: m.MinBytes}, m.MaxWaitMs)
 }
 
 func (b *Broker) handleFetchMany(from NodeID, m FetchManyRequest) error {
@@ -79,7 +79,7 @@ func (b *Broker) readHeld(f *heldFetch) ([]FetchResponse, bool, error) {
 		if !ok {
 			r.Err = b.unknownOrNotLeader(p.TopicPartition)
 		} else {
-			res, err := ask[partition.ReadResult](b, h, func(ref uint64) { h.replica.Read(ref, p.read()) })
+			res, err := ask[partition.ReadResult](b, h, func(ref uint64) { h.replica.Read(ref, readOf(p)) })
 			if err != nil {
 				return nil, false, err
 			}
@@ -92,13 +92,13 @@ func (b *Broker) readHeld(f *heldFetch) ([]FetchResponse, bool, error) {
 	return out, failed || total >= max(f.minBytes, 1), nil
 }
 
-// partition is the one partition a FetchRequest reads.
-func (m FetchRequest) partition() FetchPartition {
+// fetchPartition is the one partition a FetchRequest reads.
+func fetchPartition(m FetchRequest) FetchPartition {
 	return FetchPartition{TopicPartition: m.TopicPartition, Offset: m.Offset, MaxBytes: m.MaxBytes, CurrentLeaderEpoch: m.CurrentLeaderEpoch}
 }
 
-// read is the replica's part of a consumer fetch.
-func (p FetchPartition) read() partition.ReadRequest {
+// readOf is the replica's part of a consumer fetch.
+func readOf(p FetchPartition) partition.ReadRequest {
 	return partition.ReadRequest{Offset: p.Offset, MaxBytes: p.MaxBytes, CurrentLeaderEpoch: p.CurrentLeaderEpoch}
 }
 

@@ -1,7 +1,10 @@
 // Package fpname names the reference broker's failpoints: the names its
-// markers (impl/broker) fire under, and their full names. It imports
-// nothing of the reference, so that a run description (conformance/run)
-// can check the failpoints a run names without compiling the broker.
+// markers (impl/broker) fire under, and their full names; and it tells
+// whether the build has its markers rewritten (Compiled). It imports
+// nothing of the reference (only pingcap/failpoint, for its probe), so
+// that a run description (conformance/run) can check the failpoints a run
+// names, and a harness (conformance/cluster) whether its binary has them,
+// without compiling the broker.
 // failpoints/README.md documents each, with what a crash there exercises.
 package fpname
 

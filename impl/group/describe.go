@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/watermarkhq/watermark/impl/groupmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -143,12 +144,7 @@ func (g *group) doubleAssigned() (kafka.TopicPartition, string, string, bool) {
 
 // describeAssignment renders a ConsumerProtocol assignment decoded, and any
 // other one as quoted bytes.
-func describeAssignment(b []byte) string {
-	if a, err := DecodeConsumerAssignment(b); err == nil {
-		return fmt.Sprint(a)
-	}
-	return fmt.Sprintf("%q", b)
-}
+func describeAssignment(b []byte) string { return groupmsg.DescribeAssignment(b) }
 
 // GroupSummary is a copy of one group's state, for DescribeGroups and
 // ListGroups and for checkers that compare assignments across members.

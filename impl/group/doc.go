@@ -92,7 +92,11 @@
 //   - Records are JSON under a readable key (see records.go), not Kafka's
 //     binary OffsetCommit/GroupMetadata schemas.
 //
-// The client side of the protocol lives here too: the Range and RoundRobin
-// assignors as pure functions, and codecs for the ConsumerProtocol
+// The requests and responses themselves, with how each is refused and how
+// long it may be held, are impl/groupmsg's (JoinRequest and the rest are
+// aliases here), so that a client compiles them without the coordinator;
+// the Coordinator takes each by its own method (groupmsg.Handler). The
+// client side of the protocol is groupmsg's too: the Range and RoundRobin
+// assignors as pure functions, and the codecs for the ConsumerProtocol
 // subscription and assignment formats.
 package group

@@ -84,7 +84,7 @@ func TestFailover(t *testing.T) {
 	require.NoError(t, c2.Load(2, h.log, h.now))
 	h.step()
 	assert.Contains(t, c2.Describe(), "group g state=Stable generation=2 protocol-type=consumer protocol=range leader="+a)
-	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, 10, ""}}, h.fetch("g").Partitions)
+	assert.Equal(t, []FetchedOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Offset: 10}}, h.fetch("g").Partitions)
 	assert.Equal(t, kafka.ErrIllegalGeneration, h.commitErr(h.commit("g", a, 1, off("t", 0, 1))))
 	assert.Equal(t, kafka.ErrUnknownMemberID, h.commitErr(h.commit("g", b, 1, off("t", 0, 1))))
 	assert.Equal(t, nil, h.heartbeat("g", a, 2))

@@ -122,7 +122,7 @@ func TestThirdMemberRebalances(t *testing.T) {
 	assert.Equal(t, kafka.ErrIllegalGeneration, h.commitErr(h.commit("g", b, 1, off("t", 2, 9))))
 	assert.Equal(t, kafka.ErrIllegalGeneration, h.heartbeat("g", b, 1))
 	assert.Equal(t, kafka.ErrUnknownMemberID, h.commitErr(h.commit("g", "nobody", 2, off("t", 2, 9))))
-	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 2}, 7, ""}}, h.fetch("g").Partitions)
+	assert.Equal(t, []FetchedOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 2}, Offset: 7}}, h.fetch("g").Partitions)
 }
 
 // TestSilentMemberRemoved checks "A member silent for session.timeout.ms
@@ -203,12 +203,12 @@ func TestLeave(t *testing.T) {
 	h := newHarness(t)
 	ids, _ := h.stableGroup("g", 3)
 	r := h.leave("g", ids[1], "ghost")
-	assert.Equal(t, []LeaveMember{{ids[1], nil}, {"ghost", kafka.ErrUnknownMemberID}}, r.Members)
+	assert.Equal(t, []LeaveMember{{MemberID: ids[1], Err: nil}, {MemberID: "ghost", Err: kafka.ErrUnknownMemberID}}, r.Members)
 	assert.Contains(t, h.c.Describe(), "state=PreparingRebalance generation=1")
 	requireEvent(t, h.events, MemberRemoved, ids[1], "leave")
 
 	pending := h.memberID("g")
-	assert.Equal(t, []LeaveMember{{pending, nil}}, h.leave("g", pending).Members)
+	assert.Equal(t, []LeaveMember{{MemberID: pending, Err: nil}}, h.leave("g", pending).Members)
 
 	j := h.join(joinReq("g", ids[0], "t"))
 	h.unanswered(j)
@@ -219,7 +219,7 @@ func TestLeave(t *testing.T) {
 	h.leave("g", ids[0])
 	assert.Contains(t, h.c.Describe(), "state=Empty generation=3")
 	require.Len(t, h.appends, 1, "Empty is persisted")
-	assert.Equal(t, []LeaveMember{{"x", kafka.ErrUnknownMemberID}}, h.leave("nogroup", "x").Members)
+	assert.Equal(t, []LeaveMember{{MemberID: "x", Err: kafka.ErrUnknownMemberID}}, h.leave("nogroup", "x").Members)
 }
 
 // TestCommitVisibleAfterAppendDone checks that an accepted OffsetCommit is
@@ -234,12 +234,12 @@ func TestCommitVisibleAfterAppendDone(t *testing.T) {
 	h.unanswered(ci)
 	require.Len(t, h.appends, 1)
 	assert.Len(t, h.appends[0].Records, 2)
-	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, -1, ""}}, h.fetch("g", kafka.TopicPartition{Topic: "t", Partition: 0}).Partitions)
+	assert.Equal(t, []FetchedOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Offset: -1}}, h.fetch("g", kafka.TopicPartition{Topic: "t", Partition: 0}).Partitions)
 	assert.Empty(t, h.fetch("g").Partitions)
 
 	h.finishAppends(nil)
 	assert.Equal(t, nil, h.commitErr(ci))
-	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, 5, ""}, {kafka.TopicPartition{Topic: "t", Partition: 1}, 6, ""}}, h.fetch("g").Partitions)
+	assert.Equal(t, []FetchedOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Offset: 5}, {TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 1}, Offset: 6}}, h.fetch("g").Partitions)
 
 	cf := h.commit("g", ids[0], gen, off("t", 0, 50))
 	h.finishAppends(errLostLeadership)
@@ -255,14 +255,14 @@ func TestCommitRefusesBadPartitions(t *testing.T) {
 	ci := h.commit("solo", "", -1, off("", 0, 1), off("t", -1, 1), off("t", 0, 1))
 	h.finishAppends(nil)
 	assert.Equal(t, CommitResponse{Partitions: []PartitionError{
-		{kafka.TopicPartition{Topic: "", Partition: 0}, kafka.ErrUnknownTopicOrPartition},
-		{kafka.TopicPartition{Topic: "t", Partition: -1}, kafka.ErrUnknownTopicOrPartition},
-		{kafka.TopicPartition{Topic: "t", Partition: 0}, nil},
+		{TopicPartition: kafka.TopicPartition{Topic: "", Partition: 0}, Err: kafka.ErrUnknownTopicOrPartition},
+		{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: -1}, Err: kafka.ErrUnknownTopicOrPartition},
+		{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Err: nil},
 	}}, h.answer(ci))
 	ci = h.commit("solo", "", -1, off("", 0, 1))
 	assert.Empty(t, h.appends)
 	assert.Equal(t, kafka.ErrUnknownTopicOrPartition, h.commitErr(ci))
-	assert.Equal(t, []FetchedOffset{{kafka.TopicPartition{Topic: "t", Partition: 0}, 1, ""}}, h.fetch("solo").Partitions)
+	assert.Equal(t, []FetchedOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Offset: 1}}, h.fetch("solo").Partitions)
 }
 
 // TestSyncAppendFails checks that when the group's metadata append fails,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermarkhq/watermark/impl/groupmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -201,14 +202,14 @@ func off(topic string, p int32, o int64) OffsetToCommit {
 // consumer would: Range over the members' subscriptions.
 func rangeAssign(t *testing.T, r JoinResponse, partitions map[string]int32) map[string][]byte {
 	t.Helper()
-	var subs []Subscription
+	var subs []groupmsg.Subscription
 	for _, m := range r.Members {
 		topics, err := DecodeConsumerSubscription(m.Metadata)
 		require.NoError(t, err)
-		subs = append(subs, Subscription{MemberID: m.MemberID, Topics: topics})
+		subs = append(subs, groupmsg.Subscription{MemberID: m.MemberID, Topics: topics})
 	}
 	out := make(map[string][]byte)
-	for id, a := range Range(subs, partitions) {
+	for id, a := range groupmsg.Range(subs, partitions) {
 		out[id] = EncodeConsumerAssignment(a)
 	}
 	return out

@@ -15,18 +15,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/wireformat"
 )
 
-// Client is the wire server's mirror image: it takes the reference
-// broker's client-plane messages (broker.ProduceRequest, FetchRequest,
+// Client is the wire server's mirror image: it takes the reference's
+// client-plane messages (clientmsg.ProduceRequest, FetchRequest,
 // ListOffsetsRequest, MetadataRequest, InitProducerIDRequest,
-// FindCoordinatorRequest, GroupRequest), sends each
-// as one raw Kafka request to the broker named, through a franz-go client,
-// and turns the Kafka response back into the broker's own response type,
+// FindCoordinatorRequest, GroupRequest), sends each as one raw Kafka
+// request to the broker named, through a franz-go client, and turns the
+// Kafka response back into the reference's response type,
 // with error codes mapped back to the reference's errors. The harness's
 // clients thus drive any Kafka-compatible broker with full control of
 // producer ids, epochs and sequence numbers, exactly as they drive the
@@ -193,7 +193,7 @@ func (c *Client) Brokers(ctx context.Context) (n int, lowest int32, err error) {
 
 // Exchange sends msg to broker `to` and returns its answer; nil, nil for an
 // acks=0 produce, which has none.
-func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg kafka.Message) (kafka.Message, error) {
+func (c *Client) Exchange(ctx context.Context, to clientmsg.NodeID, msg kafka.Message) (kafka.Message, error) {
 	x := &call{c: c, ctx: ctx, to: to}
 	handled, err := senders().Handle(x, msg)
 	if !handled {
@@ -207,7 +207,7 @@ func (c *Client) Exchange(ctx context.Context, to broker.NodeID, msg kafka.Messa
 type call struct {
 	c      *Client
 	ctx    context.Context
-	to     broker.NodeID
+	to     clientmsg.NodeID
 	answer kafka.Message
 }
 
@@ -215,42 +215,42 @@ type call struct {
 // into its Kafka request and its answer back into the reference's.
 var senders = sync.OnceValue(func() *kafka.Handlers[*call] {
 	h := &kafka.Handlers[*call]{}
-	kafka.On(h, func(x *call, m broker.ProduceRequest) (err error) {
+	kafka.On(h, func(x *call, m clientmsg.ProduceRequest) (err error) {
 		x.answer, err = x.c.issueProduce(x.to, m)(x.ctx)
 		return err
 	})
-	kafka.On(h, func(x *call, m broker.FetchRequest) (err error) {
+	kafka.On(h, func(x *call, m clientmsg.FetchRequest) (err error) {
 		x.answer, err = x.c.fetch(x.ctx, x.to, m)
 		return err
 	})
-	kafka.On(h, func(x *call, m broker.ListOffsetsRequest) (err error) {
+	kafka.On(h, func(x *call, m clientmsg.ListOffsetsRequest) (err error) {
 		x.answer, err = x.c.listOffsets(x.ctx, x.to, m)
 		return err
 	})
-	kafka.On(h, func(x *call, m broker.MetadataRequest) (err error) {
+	kafka.On(h, func(x *call, m clientmsg.MetadataRequest) (err error) {
 		x.answer, err = x.c.metadata(x.ctx, x.to, m)
 		return err
 	})
-	kafka.On(h, func(x *call, m broker.InitProducerIDRequest) (err error) {
+	kafka.On(h, func(x *call, m clientmsg.InitProducerIDRequest) (err error) {
 		x.answer, err = x.c.initProducerID(x.ctx, x.to, m)
 		return err
 	})
-	kafka.On(h, func(x *call, m broker.FindCoordinatorRequest) (err error) {
+	kafka.On(h, func(x *call, m clientmsg.FindCoordinatorRequest) (err error) {
 		x.answer, err = x.c.findCoordinator(x.ctx, x.to, m)
 		return err
 	})
-	kafka.On(h, func(x *call, m broker.GroupRequest) error {
+	kafka.On(h, func(x *call, m clientmsg.GroupRequest) error {
 		resp, err := x.c.groupRequest(x.ctx, x.to, m.Req)
 		if err != nil {
 			return err
 		}
-		x.answer = broker.GroupResponse{Correlation: m.Correlation, Resp: resp}
+		x.answer = clientmsg.GroupResponse{Correlation: m.Correlation, Resp: resp}
 		return nil
 	})
 	return h
 })
 
-func (c *Client) request(ctx context.Context, to broker.NodeID, req kmsg.Request) (kmsg.Response, error) {
+func (c *Client) request(ctx context.Context, to clientmsg.NodeID, req kmsg.Request) (kmsg.Response, error) {
 	return c.cl.Broker(int(int32(to)-c.shift)).Request(ctx, req)
 }
 
@@ -265,7 +265,7 @@ func wireError(code int16, msg *string) error {
 	return err
 }
 
-func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequest) (kafka.Message, error) {
+func (c *Client) fetch(ctx context.Context, to clientmsg.NodeID, m clientmsg.FetchRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = int32(m.MaxWaitMs)
@@ -287,7 +287,7 @@ func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequ
 		return nil, err
 	}
 	resp := raw.(*kmsg.FetchResponse)
-	out := broker.FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1, LogStart: -1}
+	out := clientmsg.FetchResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, HW: -1, LEO: -1, LogStart: -1}
 	if resp.ErrorCode != 0 {
 		out.Err = wireError(resp.ErrorCode, nil)
 		return out, nil
@@ -314,7 +314,7 @@ func (c *Client) fetch(ctx context.Context, to broker.NodeID, m broker.FetchRequ
 // EncodeBatch encodes b as an uncompressed v2 record batch.
 func EncodeBatch(dst []byte, b *record.Batch) []byte { return record.Encode(dst, b) }
 
-func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.ListOffsetsRequest) (kafka.Message, error) {
+func (c *Client) listOffsets(ctx context.Context, to clientmsg.NodeID, m clientmsg.ListOffsetsRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	p := kmsg.NewListOffsetsRequestTopicPartition()
@@ -336,7 +336,7 @@ func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.Lis
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			if rt.Topic == m.Topic && rp.Partition == m.Partition {
-				return broker.ListOffsetsResponse{
+				return clientmsg.ListOffsetsResponse{
 					Correlation: m.Correlation, TopicPartition: m.TopicPartition,
 					Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Err: wireError(rp.ErrorCode, nil),
 				}, nil
@@ -346,14 +346,14 @@ func (c *Client) listOffsets(ctx context.Context, to broker.NodeID, m broker.Lis
 	return nil, fmt.Errorf("list offsets of %s: the answer does not name the partition", m.TopicPartition)
 }
 
-func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.MetadataRequest) (kafka.Message, error) {
+func (c *Client) metadata(ctx context.Context, to clientmsg.NodeID, m clientmsg.MetadataRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrMetadataRequest() // nil topics: all of them
 	raw, err := c.request(ctx, to, req)
 	if err != nil {
 		return nil, err
 	}
 	resp := raw.(*kmsg.MetadataResponse)
-	out := broker.MetadataResponse{Correlation: m.Correlation, Addresses: map[int32]string{}}
+	out := clientmsg.MetadataResponse{Correlation: m.Correlation, Addresses: map[int32]string{}}
 	for _, b := range resp.Brokers {
 		out.LiveBrokers = append(out.LiveBrokers, c.in(b.NodeID))
 		out.Addresses[c.in(b.NodeID)] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
@@ -377,7 +377,7 @@ func (c *Client) metadata(ctx context.Context, to broker.NodeID, m broker.Metada
 	return out, nil
 }
 
-func (c *Client) initProducerID(ctx context.Context, to broker.NodeID, m broker.InitProducerIDRequest) (kafka.Message, error) {
+func (c *Client) initProducerID(ctx context.Context, to clientmsg.NodeID, m clientmsg.InitProducerIDRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionTimeoutMillis = -1
 	req.ProducerID = -1
@@ -387,7 +387,7 @@ func (c *Client) initProducerID(ctx context.Context, to broker.NodeID, m broker.
 		return nil, err
 	}
 	resp := raw.(*kmsg.InitProducerIDResponse)
-	return broker.InitProducerIDResponse{
+	return clientmsg.InitProducerIDResponse{
 		Correlation: m.Correlation, ProducerID: resp.ProducerID, ProducerEpoch: resp.ProducerEpoch,
 		Err: wireError(resp.ErrorCode, nil),
 	}, nil

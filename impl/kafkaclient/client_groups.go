@@ -9,14 +9,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/watermarkhq/watermark/impl/broker"
-	"github.com/watermarkhq/watermark/impl/group"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
+	"github.com/watermarkhq/watermark/impl/groupmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
 // findCoordinator asks broker `to` for the group's coordinator, in either
 // shape of FindCoordinator (one key before v4, a batch of one from v4).
-func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker.FindCoordinatorRequest) (kafka.Message, error) {
+func (c *Client) findCoordinator(ctx context.Context, to clientmsg.NodeID, m clientmsg.FindCoordinatorRequest) (kafka.Message, error) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey = m.Group
 	req.CoordinatorKeys = []string{m.Group}
@@ -25,7 +25,7 @@ func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker
 		return nil, err
 	}
 	resp := raw.(*kmsg.FindCoordinatorResponse)
-	out := broker.FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: -1}
+	out := clientmsg.FindCoordinatorResponse{Correlation: m.Correlation, Coordinator: -1}
 	if resp.Version < 4 {
 		out.Err = wireError(resp.ErrorCode, resp.ErrorMessage)
 		if out.Err == nil {
@@ -46,34 +46,70 @@ func (c *Client) findCoordinator(ctx context.Context, to broker.NodeID, m broker
 	return nil, fmt.Errorf("find coordinator of %q: the answer does not name the group", m.Group)
 }
 
-// groupRequest sends one impl/group request as its Kafka request and
-// turns the answer into the matching impl/group response; Kafka error
-// codes are error values as they are.
-func (c *Client) groupRequest(ctx context.Context, to broker.NodeID, r group.Request) (group.Response, error) {
-	switch r := r.(type) {
-	case group.JoinRequest:
-		return c.joinGroup(ctx, to, r)
-	case group.SyncRequest:
-		return c.syncGroup(ctx, to, r)
-	case group.HeartbeatRequest:
-		req := kmsg.NewPtrHeartbeatRequest()
-		req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
-		raw, err := c.request(ctx, to, req)
-		if err != nil {
-			return nil, err
-		}
-		return group.HeartbeatResponse{Err: kafka.ForCode(raw.(*kmsg.HeartbeatResponse).ErrorCode)}, nil
-	case group.LeaveRequest:
-		return c.leaveGroup(ctx, to, r)
-	case group.CommitRequest:
-		return c.offsetCommit(ctx, to, r)
-	case group.FetchOffsetsRequest:
-		return c.offsetFetch(ctx, to, r)
+// groupRequest sends one group request (impl/groupmsg) as its Kafka
+// request and turns the answer into the matching group response; Kafka
+// error codes are error values as they are.
+func (c *Client) groupRequest(ctx context.Context, to clientmsg.NodeID, r groupmsg.Request) (groupmsg.Response, error) {
+	s := &groupSender{c: c, ctx: ctx, to: to}
+	r.Dispatch(s, 0, 0)
+	if s.resp == nil && s.err == nil {
+		return nil, fmt.Errorf("kafkawire client: cannot send group request %T", r)
 	}
-	return nil, fmt.Errorf("kafkawire client: cannot send group request %T", r)
+	return s.resp, s.err
 }
 
-func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRequest) (group.Response, error) {
+// groupSender sends each kind of group request by its own method: it is a
+// groupmsg.Handler, so a new kind of group request does not compile until
+// the client can send it. The id and time a coordinator takes are unused.
+type groupSender struct {
+	c    *Client
+	ctx  context.Context
+	to   clientmsg.NodeID
+	resp groupmsg.Response
+	err  error
+}
+
+// JoinGroup implements groupmsg.Handler.
+func (s *groupSender) JoinGroup(_ uint64, r groupmsg.JoinRequest, _ int64) {
+	s.resp, s.err = s.c.joinGroup(s.ctx, s.to, r)
+}
+
+// SyncGroup implements groupmsg.Handler.
+func (s *groupSender) SyncGroup(_ uint64, r groupmsg.SyncRequest, _ int64) {
+	s.resp, s.err = s.c.syncGroup(s.ctx, s.to, r)
+}
+
+// Heartbeat implements groupmsg.Handler.
+func (s *groupSender) Heartbeat(_ uint64, r groupmsg.HeartbeatRequest, _ int64) {
+	s.resp, s.err = s.c.heartbeat(s.ctx, s.to, r)
+}
+
+// LeaveGroup implements groupmsg.Handler.
+func (s *groupSender) LeaveGroup(_ uint64, r groupmsg.LeaveRequest, _ int64) {
+	s.resp, s.err = s.c.leaveGroup(s.ctx, s.to, r)
+}
+
+// OffsetCommit implements groupmsg.Handler.
+func (s *groupSender) OffsetCommit(_ uint64, r groupmsg.CommitRequest, _ int64) {
+	s.resp, s.err = s.c.offsetCommit(s.ctx, s.to, r)
+}
+
+// OffsetFetch implements groupmsg.Handler.
+func (s *groupSender) OffsetFetch(_ uint64, r groupmsg.FetchOffsetsRequest, _ int64) {
+	s.resp, s.err = s.c.offsetFetch(s.ctx, s.to, r)
+}
+
+func (c *Client) heartbeat(ctx context.Context, to clientmsg.NodeID, r groupmsg.HeartbeatRequest) (groupmsg.Response, error) {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
+	raw, err := c.request(ctx, to, req)
+	if err != nil {
+		return nil, err
+	}
+	return groupmsg.HeartbeatResponse{Err: kafka.ForCode(raw.(*kmsg.HeartbeatResponse).ErrorCode)}, nil
+}
+
+func (c *Client) joinGroup(ctx context.Context, to clientmsg.NodeID, r groupmsg.JoinRequest) (groupmsg.Response, error) {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.ProtocolType = r.Group, r.MemberID, r.ProtocolType
 	req.SessionTimeoutMillis = int32(r.SessionTimeoutMs)
@@ -91,7 +127,7 @@ func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRe
 		return nil, err
 	}
 	resp := raw.(*kmsg.JoinGroupResponse)
-	out := group.JoinResponse{
+	out := groupmsg.JoinResponse{
 		Err: kafka.ForCode(resp.ErrorCode), Generation: resp.Generation,
 		LeaderID: resp.LeaderID, MemberID: resp.MemberID,
 	}
@@ -102,12 +138,12 @@ func (c *Client) joinGroup(ctx context.Context, to broker.NodeID, r group.JoinRe
 		out.Protocol = *resp.Protocol
 	}
 	for _, m := range resp.Members {
-		out.Members = append(out.Members, group.JoinMember{MemberID: m.MemberID, Metadata: m.ProtocolMetadata})
+		out.Members = append(out.Members, groupmsg.JoinMember{MemberID: m.MemberID, Metadata: m.ProtocolMetadata})
 	}
 	return out, nil
 }
 
-func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRequest) (group.Response, error) {
+func (c *Client) syncGroup(ctx context.Context, to clientmsg.NodeID, r groupmsg.SyncRequest) (groupmsg.Response, error) {
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
 	if r.ProtocolType != "" {
@@ -126,7 +162,7 @@ func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRe
 		return nil, err
 	}
 	resp := raw.(*kmsg.SyncGroupResponse)
-	out := group.SyncResponse{Err: kafka.ForCode(resp.ErrorCode), Assignment: resp.MemberAssignment}
+	out := groupmsg.SyncResponse{Err: kafka.ForCode(resp.ErrorCode), Assignment: resp.MemberAssignment}
 	if resp.ProtocolType != nil {
 		out.ProtocolType = *resp.ProtocolType
 	}
@@ -138,7 +174,7 @@ func (c *Client) syncGroup(ctx context.Context, to broker.NodeID, r group.SyncRe
 
 // leaveGroup sends a LeaveGroup; a broker answering below v3 takes one
 // member only, so a request for several members is then refused.
-func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.LeaveRequest) (group.Response, error) {
+func (c *Client) leaveGroup(ctx context.Context, to clientmsg.NodeID, r groupmsg.LeaveRequest) (groupmsg.Response, error) {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Group = r.Group
 	if len(r.Members) > 0 {
@@ -154,23 +190,23 @@ func (c *Client) leaveGroup(ctx context.Context, to broker.NodeID, r group.Leave
 		return nil, err
 	}
 	resp := raw.(*kmsg.LeaveGroupResponse)
-	out := group.LeaveResponse{Err: kafka.ForCode(resp.ErrorCode)}
+	out := groupmsg.LeaveResponse{Err: kafka.ForCode(resp.ErrorCode)}
 	if resp.Version < 3 {
 		if len(r.Members) > 1 {
 			return nil, fmt.Errorf("leave group %q: the broker answered v%d, which takes one member", r.Group, resp.Version)
 		}
 		for _, id := range r.Members {
-			out.Members = append(out.Members, group.LeaveMember{MemberID: id, Err: out.Err})
+			out.Members = append(out.Members, groupmsg.LeaveMember{MemberID: id, Err: out.Err})
 		}
 		return out, nil
 	}
 	for _, m := range resp.Members {
-		out.Members = append(out.Members, group.LeaveMember{MemberID: m.MemberID, Err: kafka.ForCode(m.ErrorCode)})
+		out.Members = append(out.Members, groupmsg.LeaveMember{MemberID: m.MemberID, Err: kafka.ForCode(m.ErrorCode)})
 	}
 	return out, nil
 }
 
-func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.CommitRequest) (group.Response, error) {
+func (c *Client) offsetCommit(ctx context.Context, to clientmsg.NodeID, r groupmsg.CommitRequest) (groupmsg.Response, error) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.MemberID, req.Generation = r.Group, r.MemberID, r.Generation
 	index := map[string]int{}
@@ -199,13 +235,13 @@ func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.Com
 			codes[kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = kafka.ForCode(p.ErrorCode)
 		}
 	}
-	var out group.CommitResponse
+	var out groupmsg.CommitResponse
 	for _, o := range r.Offsets {
 		code, ok := codes[o.TopicPartition]
 		if !ok {
 			return nil, fmt.Errorf("commit for %q: the answer does not name %s", r.Group, o.TopicPartition)
 		}
-		out.Partitions = append(out.Partitions, group.PartitionError{TopicPartition: o.TopicPartition, Err: code})
+		out.Partitions = append(out.Partitions, groupmsg.PartitionError{TopicPartition: o.TopicPartition, Err: code})
 	}
 	return out, nil
 }
@@ -213,7 +249,7 @@ func (c *Client) offsetCommit(ctx context.Context, to broker.NodeID, r group.Com
 // offsetFetch asks for one group's offsets. A group-level error of v0-v1
 // (carried by every partition) comes back as the response's Err; all of a
 // group's offsets come back sorted by topic and partition.
-func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.FetchOffsetsRequest) (group.Response, error) {
+func (c *Client) offsetFetch(ctx context.Context, to clientmsg.NodeID, r groupmsg.FetchOffsetsRequest) (groupmsg.Response, error) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = r.Group
 	g := kmsg.NewOffsetFetchRequestGroup()
@@ -240,8 +276,8 @@ func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.Fetc
 		return nil, err
 	}
 	resp := raw.(*kmsg.OffsetFetchResponse)
-	out := group.FetchOffsetsResponse{Err: kafka.ForCode(resp.ErrorCode)}
-	var got []group.FetchedOffset
+	out := groupmsg.FetchOffsetsResponse{Err: kafka.ForCode(resp.ErrorCode)}
+	var got []groupmsg.FetchedOffset
 	var codes []error
 	if resp.Version >= 8 {
 		found := false
@@ -282,16 +318,16 @@ func (c *Client) offsetFetch(ctx context.Context, to broker.NodeID, r group.Fetc
 		out.Partitions = nil
 	}
 	if r.Partitions == nil {
-		// group.FetchOffsetsResponse's order for "all"; Kafka promises none.
-		slices.SortFunc(out.Partitions, func(a, b group.FetchedOffset) int {
+		// groupmsg.FetchOffsetsResponse's order for "all"; Kafka promises none.
+		slices.SortFunc(out.Partitions, func(a, b groupmsg.FetchedOffset) int {
 			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 		})
 	}
 	return out, nil
 }
 
-func fetched(topic string, partition int32, offset int64, metadata *string) group.FetchedOffset {
-	f := group.FetchedOffset{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}
+func fetched(topic string, partition int32, offset int64, metadata *string) groupmsg.FetchedOffset {
+	f := groupmsg.FetchedOffset{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}
 	if metadata != nil {
 		f.Metadata = *metadata
 	}

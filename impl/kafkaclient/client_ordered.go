@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/record"
 )
@@ -19,8 +19,8 @@ import (
 // producer's pipelined requests do; its answer is awaited with the
 // returned function (nil, nil for acks=0). Any other message is sent when
 // the function is called (Exchange).
-func (c *Client) Issue(to broker.NodeID, msg kafka.Message) func(ctx context.Context) (kafka.Message, error) {
-	m, ok := msg.(broker.ProduceRequest)
+func (c *Client) Issue(to clientmsg.NodeID, msg kafka.Message) func(ctx context.Context) (kafka.Message, error) {
+	m, ok := msg.(clientmsg.ProduceRequest)
 	if !ok {
 		return func(ctx context.Context) (kafka.Message, error) { return c.Exchange(ctx, to, msg) }
 	}
@@ -29,7 +29,7 @@ func (c *Client) Issue(to broker.NodeID, msg kafka.Message) func(ctx context.Con
 
 // issueProduce sends m on the produce connection to broker to and returns
 // how to wait for its answer.
-func (c *Client) issueProduce(to broker.NodeID, m broker.ProduceRequest) func(ctx context.Context) (kafka.Message, error) {
+func (c *Client) issueProduce(to clientmsg.NodeID, m clientmsg.ProduceRequest) func(ctx context.Context) (kafka.Message, error) {
 	p := c.conns.get(int32(to) - c.shift).Issue(kafkaProduce(m))
 	return func(ctx context.Context) (kafka.Message, error) {
 		raw, err := p.Wait(ctx)
@@ -41,7 +41,7 @@ func (c *Client) issueProduce(to broker.NodeID, m broker.ProduceRequest) func(ct
 }
 
 // kafkaProduce is m as Kafka's Produce (one batch, one partition).
-func kafkaProduce(m broker.ProduceRequest) *kmsg.ProduceRequest {
+func kafkaProduce(m clientmsg.ProduceRequest) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 12
 	req.Acks = int16(m.Acks)
@@ -58,8 +58,8 @@ func kafkaProduce(m broker.ProduceRequest) *kmsg.ProduceRequest {
 	return req
 }
 
-func produceAnswer(m broker.ProduceRequest, resp *kmsg.ProduceResponse) (kafka.Message, error) {
-	out := broker.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1}
+func produceAnswer(m clientmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kafka.Message, error) {
+	out := clientmsg.ProduceResponse{Correlation: m.Correlation, TopicPartition: m.TopicPartition, BaseOffset: -1}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			if rt.Topic == m.Topic && rp.Partition == m.Partition {

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/watermarkhq/watermark/impl/broker"
+	"github.com/watermarkhq/watermark/impl/clientmsg"
 	"github.com/watermarkhq/watermark/impl/kafka"
 )
 
@@ -17,7 +17,7 @@ import (
 // the reference's ErrLeaderChanged, whose write may commit, not as a
 // refusal; other codes read as they are.
 func TestProduceAnswerNotLeaderMayBeWritten(t *testing.T) {
-	m := broker.ProduceRequest{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}}
+	m := clientmsg.ProduceRequest{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}}
 	answer := func(code int16) error {
 		resp := kmsg.NewPtrProduceResponse()
 		rt := kmsg.NewProduceResponseTopic()
@@ -28,7 +28,7 @@ func TestProduceAnswerNotLeaderMayBeWritten(t *testing.T) {
 		resp.Topics = []kmsg.ProduceResponseTopic{rt}
 		out, err := produceAnswer(m, resp)
 		require.NoError(t, err)
-		return out.(broker.ProduceResponse).Err
+		return out.(clientmsg.ProduceResponse).Err
 	}
 	err := answer(kerr.NotLeaderForPartition.Code)
 	require.True(t, errors.Is(err, kafka.ErrLeaderChanged), "%v", err)

@@ -6,18 +6,18 @@ import (
 	"slices"
 )
 
-// The settings of the reference's clients (impl/client): a producer's
-// (Producer, impl/client.Config) and a consumer's (Consumer,
-// impl/client.ConsumerConfig). Names follow the Java client's settings
+// The settings of the reference's clients (conformance/kitclient): a producer's
+// (Producer, conformance/kitclient.Config) and a consumer's (Consumer,
+// conformance/kitclient.ConsumerConfig). Names follow the Java client's settings
 // where there is one. They have no yaml tags: a run's workload
 // (conformance/run.Workload) derives them.
 
 var (
 	// ErrInvalidProducer wraps every Producer.Validate error
-	// (impl/client.ErrInvalidConfig).
+	// (conformance/kitclient.ErrInvalidConfig).
 	ErrInvalidProducer = errors.New("invalid producer config")
 	// ErrInvalidConsumer wraps every Consumer.Validate error
-	// (impl/client.ErrInvalidConsumerConfig).
+	// (conformance/kitclient.ErrInvalidConsumerConfig).
 	ErrInvalidConsumer = errors.New("invalid consumer config")
 )
 
@@ -127,7 +127,7 @@ const (
 // Consumer is the consumer configuration.
 type Consumer struct {
 	// Group is group.id; "" means no group: partitions come from Assign
-	// only and Commit fails with impl/client.ErrNoGroup. With a Group and no Topics the
+	// only and Commit fails with conformance/kitclient.ErrNoGroup. With a Group and no Topics the
 	// consumer is assigned by hand but commits ("simple" commits,
 	// generation -1, no member id) and starts from committed offsets.
 	Group string

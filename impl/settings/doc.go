@@ -9,7 +9,7 @@
 //
 // It imports no core: the cores take these types under their own names
 // (partition.Settings, group.Config, controller.Config, broker.Settings,
-// client.Config and client.ConsumerConfig are aliases; impl/storage checks
+// kitclient.Config and kitclient.ConsumerConfig are aliases; impl/storage checks
 // its LogConfig as a Log), and a run description (conformance/run) holds
 // them without compiling a core.
 package settings

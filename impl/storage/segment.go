@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
-	"strings"
 
+	"github.com/watermarkhq/watermark/impl/layout"
 	"github.com/watermarkhq/watermark/impl/settings"
 )
 
@@ -29,7 +28,7 @@ import (
 // at most 2 GiB, as in Kafka). A read seeks to the last entry at or below
 // the offset it wants and decodes frames from there.
 const (
-	segmentSuffix  = ".log"
+	segmentSuffix  = layout.SegmentSuffix
 	indexSuffix    = ".index"
 	indexEntrySize = 8
 )
@@ -47,10 +46,8 @@ const LogStartFile = "log-start-offset"
 const legacyLogFile = "log"
 
 // SegmentName is the file name of the segment with base offset base in
-// dir.
-func SegmentName(dir string, base int64) string {
-	return path.Join(dir, fmt.Sprintf("%020d%s", base, segmentSuffix))
-}
+// dir (impl/layout names it).
+func SegmentName(dir string, base int64) string { return layout.SegmentName(dir, base) }
 
 func indexName(dir string, base int64) string {
 	return path.Join(dir, fmt.Sprintf("%020d%s", base, indexSuffix))
@@ -58,20 +55,10 @@ func indexName(dir string, base int64) string {
 
 // parseSegmentName returns the base offset a segment file's name gives,
 // and false for any other file.
-func parseSegmentName(name string) (int64, bool) {
-	stem, ok := strings.CutSuffix(path.Base(name), segmentSuffix)
-	if !ok || len(stem) != 20 {
-		return 0, false
-	}
-	base, err := strconv.ParseInt(stem, 10, 64)
-	return base, err == nil && base >= 0
-}
+func parseSegmentName(name string) (int64, bool) { return layout.ParseSegmentName(name) }
 
 // IsSegmentFile reports whether name is a log segment's file.
-func IsSegmentFile(name string) bool {
-	_, ok := parseSegmentName(name)
-	return ok
-}
+func IsSegmentFile(name string) bool { return layout.IsSegmentFile(name) }
 
 // LogConfig shapes a log's segments. The zero value of a field means
 // Kafka's default.
