@@ -7,7 +7,14 @@
 // network, and starts no goroutine: the caller passes logical time (`now`, in
 // milliseconds) into every call and collects what must be sent with Ready
 // (the states, recoveries' questions and answers to brokers), then calls
-// Advance (kafka.Handover).
+// Advance (kafka.Handover). A broker's AlterPartition and CreateTopic are
+// answered only there, after the states they made. Registration,
+// heartbeats and a controlled shutdown return whether the controller
+// accepted them: what the broker hears back (the whole state, or that it
+// may stop) is the controller node's, decided from the metadata versions
+// each broker has applied, which the node counts (as Kafka's
+// BrokerHeartbeatManager counts metadata log offsets); they move into the
+// core with the metadata log of a controller quorum.
 // Every pass over brokers or partitions runs in sorted order, so the same
 // sequence of calls yields the same Ready and Describe output, bit for bit.
 // A Controller is not safe for concurrent use.
