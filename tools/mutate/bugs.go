@@ -16,8 +16,8 @@ import (
 //go:embed bugs.yaml
 var bugsYAML []byte
 
-// Bug is one planted bug: a single-point change of impl/ that breaks one
-// protocol rule.
+// Bug is one planted bug: a single-point change of impl/ (or of the kit's
+// own client, conformance/kitclient) that breaks one protocol rule.
 type Bug struct {
 	// ID names the bug, short and kebab-case; unique in the list.
 	ID string `yaml:"id"`

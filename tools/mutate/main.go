@@ -1,5 +1,6 @@
 // Command mutate runs the team's planted-bug suite: every bug of bugs.yaml
-// is a single-point change of impl/ that breaks one protocol rule. Each one
+// is a single-point change of impl/ (or of the kit's client,
+// conformance/kitclient) that breaks one protocol rule. Each one
 // is applied to a scratch copy of the working tree, built into the
 // watermark command as `make build` builds it (failpoints compiled in) and
 // run through `watermark check`; a bug is CAUGHT when some case is violated.
