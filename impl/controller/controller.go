@@ -90,6 +90,9 @@ type broker struct {
 	// nothing, leaves every ISR it is not the last member of, and joins
 	// none.
 	shuttingDown bool
+	// address is where the broker said, as it registered, clients reach
+	// it ("" until one says).
+	address string
 }
 
 // Registration is what a broker's process says of itself as it registers.
@@ -105,6 +108,9 @@ type Registration struct {
 	// it (log.flush.interval.messages=1), so even a crash lost nothing it
 	// had reported beyond what Lost names.
 	Synced bool
+	// Address is the broker's advertised address; empty keeps the one
+	// registered before.
+	Address string
 }
 
 // Clean reports whether the registration follows a clean stop of the
@@ -166,6 +172,11 @@ type Controller struct {
 	// failover.
 	recoveries map[kafka.TopicPartition]*recovery
 	asks       []kafka.ReplicaLogInfoRequest
+
+	// recorded is the durable state as the records handed out so far
+	// (Ready.Records) say it, and as a restored controller started from:
+	// the next Ready records what differs from it (records.go).
+	recorded *Image
 }
 
 // New returns a controller with no brokers and no topics.
@@ -182,6 +193,7 @@ func New(cfg Config) (*Controller, error) {
 		pending:    make(map[int32]map[kafka.TopicPartition]struct{}),
 		elr:        make(map[kafka.TopicPartition][]int32),
 		recoveries: make(map[kafka.TopicPartition]*recovery),
+		recorded:   NewImage(),
 	}, nil
 }
 
@@ -243,6 +255,21 @@ func (c *Controller) Incarnation(id int32) (int64, bool) {
 	return b.incarnation, true
 }
 
+// Addresses returns each broker's address as it last registered one, nil
+// when none is known.
+func (c *Controller) Addresses() map[int32]string {
+	var out map[int32]string
+	for id, b := range c.brokers {
+		if b.address != "" {
+			if out == nil {
+				out = map[int32]string{}
+			}
+			out[id] = b.address
+		}
+	}
+	return out
+}
+
 // brokerIDs returns the ids of all registered brokers, sorted.
 func (c *Controller) brokerIDs() []int32 { return slices.Sorted(maps.Keys(c.brokers)) }
 
@@ -291,16 +318,16 @@ func (c *Controller) HasReady() bool {
 			return true
 		}
 	}
-	return false
+	return c.hasRecords()
 }
 
-// Ready hands over the events decided, the partition states to send and
-// the recoveries' questions since the previous call (kafka.Handover);
-// then call Advance. States are sent only to live replicas, and only
-// their newest version.
+// Ready hands over the events decided, the records of what durable
+// changed, the partition states to send and the recoveries' questions
+// since the previous call (kafka.Handover); then call Advance. States are
+// sent only to live replicas, and only their newest version.
 func (c *Controller) Ready() Ready {
 	c.handover.Take("controller")
-	rd := Ready{Events: c.events, Asks: c.asks, Answers: c.answers}
+	rd := Ready{Events: c.events, Records: c.takeRecords(), Asks: c.asks, Answers: c.answers}
 	c.events, c.asks, c.answers = nil, nil, nil
 	for _, id := range slices.Sorted(maps.Keys(c.pending)) {
 		if !c.IsAlive(id) {

@@ -442,11 +442,13 @@ func TestOutputsDoNotAliasState(t *testing.T) {
 	rd := drain(h.c)
 	rd.Updates[0].States[0].ISR[0] = 9
 	rd.Events[0].State.Replicas[0] = 9
+	rd.Records[len(rd.Records)-1].Partition.State.ISR[0] = 9
 	h.c.Metadata()[0].ISR[0] = 9
 	s := h.state(tp("t", 0))
 	s.Replicas[0] = 9
 	assert.Equal(t, []int32{1, 2}, h.state(tp("t", 0)).ISR)
 	assert.Equal(t, []int32{1, 2}, h.state(tp("t", 0)).Replicas)
+	assert.False(t, h.c.HasReady(), "a record changed by its reader is still recorded as it was")
 	h.check()
 }
 
@@ -541,6 +543,10 @@ partition b-0 replicas=[1 2] leader=1 leader-epoch=0 isr=[1] partition-epoch=1
 event t=1001 isr-change a-0 leader=1->1 leader-epoch=0 isr=[1 2 3]->[1 3] partition-epoch=1
 event t=1001 election-clean a-1 leader=2->3 leader-epoch=1 isr=[1 2 3]->[1 3] partition-epoch=1
 event t=1001 isr-change b-0 leader=1->1 leader-epoch=0 isr=[1 2]->[1] partition-epoch=1
+record broker 2 dead incarnation=1
+record partition a-0 replicas=[1 2 3] leader=1 leader-epoch=0 isr=[1 3] partition-epoch=1
+record partition a-1 replicas=[2 3 1] leader=3 leader-epoch=1 isr=[1 3] partition-epoch=1
+record partition b-0 replicas=[1 2] leader=1 leader-epoch=0 isr=[1] partition-epoch=1
 update broker=1 a-0 replicas=[1 2 3] leader=1 leader-epoch=0 isr=[1 3] partition-epoch=1
 update broker=1 a-1 replicas=[2 3 1] leader=3 leader-epoch=1 isr=[1 3] partition-epoch=1
 update broker=1 b-0 replicas=[1 2] leader=1 leader-epoch=0 isr=[1] partition-epoch=1

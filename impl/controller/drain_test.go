@@ -10,10 +10,14 @@ import (
 )
 
 // drain is Ready then Advance: a test's driver carries out each Ready at
-// once (kafka.Handover).
+// once (kafka.Handover). It replays the Ready's records into c's shadow
+// image and panics unless that holds c's durable state (replay_test.go),
+// so every test that drains checks the records too.
 func drain(c *Controller) Ready {
+	m := shadow(c)
 	rd := c.Ready()
 	c.Advance()
+	mustReplay(m, c, rd)
 	return rd
 }
 
@@ -35,10 +39,11 @@ func answerTo(c *Controller, req kafka.AlterPartition, now int64) kafka.AlterPar
 func TestReadyIsHandedOverOnceUntilAdvanced(t *testing.T) {
 	c, err := New(DefaultConfig())
 	require.NoError(t, err)
-	c.Ready()
+	m := shadow(c)
+	mustReplay(m, c, c.Ready())
 	assert.Panics(t, func() { c.Ready() }, "a second Ready before Advance")
 	c.Advance()
-	assert.NotPanics(t, func() { c.Ready() })
+	assert.NotPanics(t, func() { mustReplay(m, c, c.Ready()) })
 }
 
 // createTopic asks c for a topic as broker 0 would and returns the

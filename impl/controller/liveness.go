@@ -33,8 +33,19 @@ func (c *Controller) RegisterBroker(id int32, incarnation int64, now int64, lost
 
 // Register is RegisterBroker with all a process says of itself: a new
 // incarnation also leaves the eligible leader replicas it may no longer
-// belong to (eligible.go, rule 4).
+// belong to (eligible.go, rule 4), and a registration that is accepted
+// keeps the address it names (Addresses; none keeps the one before).
 func (c *Controller) Register(id int32, incarnation int64, now int64, reg Registration) error {
+	if err := c.register(id, incarnation, now, reg); err != nil {
+		return err
+	}
+	if reg.Address != "" {
+		c.brokers[id].address = reg.Address
+	}
+	return nil
+}
+
+func (c *Controller) register(id int32, incarnation int64, now int64, reg Registration) error {
 	lost := reg.Lost
 	if id < 0 {
 		return fmt.Errorf("register broker %d: %w", id, kafka.ErrInvalidBrokerID)

@@ -41,6 +41,8 @@ type BrokerRecord struct {
 	Suspect []kafka.TopicPartition `json:",omitempty"`
 	// ShuttingDown: this incarnation asked for a controlled shutdown.
 	ShuttingDown bool `json:",omitempty"`
+	// Address: the broker's advertised address as it last registered one.
+	Address string `json:",omitempty"`
 }
 
 // Snapshot returns the controller's durable state, sorted, sharing nothing
@@ -48,17 +50,7 @@ type BrokerRecord struct {
 func (c *Controller) Snapshot() Snapshot {
 	s := Snapshot{Topics: make(map[string]int32, len(c.topics))}
 	for _, id := range c.brokerIDs() {
-		b := c.brokers[id]
-		rec := BrokerRecord{ID: id, Incarnation: b.incarnation, Alive: b.alive, ShuttingDown: b.shuttingDown}
-		for tp := range b.lost {
-			rec.LostData = append(rec.LostData, tp)
-		}
-		slices.SortFunc(rec.LostData, kafka.TopicPartition.Compare)
-		for tp := range b.suspect {
-			rec.Suspect = append(rec.Suspect, tp)
-		}
-		slices.SortFunc(rec.Suspect, kafka.TopicPartition.Compare)
-		s.Brokers = append(s.Brokers, rec)
+		s.Brokers = append(s.Brokers, brokerRecord(c.brokers[id]))
 	}
 	for t, n := range c.topics {
 		s.Topics[t] = n
@@ -86,7 +78,7 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 		if _, dup := c.brokers[b.ID]; dup || b.ID < 0 {
 			return nil, fmt.Errorf("restore: broker %d listed twice or invalid", b.ID)
 		}
-		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive, lost: lostSet(b.LostData), suspect: lostSet(b.Suspect), shuttingDown: b.ShuttingDown}
+		c.brokers[b.ID] = &broker{id: b.ID, incarnation: b.Incarnation, lastHeartbeat: now, alive: b.Alive, lost: lostSet(b.LostData), suspect: lostSet(b.Suspect), shuttingDown: b.ShuttingDown, address: b.Address}
 	}
 	for t, n := range s.Topics {
 		c.topics[t] = n
@@ -128,5 +120,8 @@ func Restore(cfg Config, s Snapshot, now int64) (*Controller, error) {
 	if err := c.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
+	// What was restored was recorded before: the next Ready records only
+	// what changes from here.
+	c.takeRecords()
 	return c, nil
 }

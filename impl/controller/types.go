@@ -146,8 +146,14 @@ type Update struct {
 //  4. Answers answer brokers' requests, in the order received. The driver
 //     sends them last: a broker learns an outcome only after the states
 //     it produced.
+//  5. Records hold the new value of everything durable that changed,
+//     one record per thing, with its newest value: topics sorted by
+//     name, then brokers sorted by id, then partitions sorted by
+//     kafka.TopicPartition.Compare (records.go). Applied in order to an
+//     Image of the state before, they make it the controller's state.
 type Ready struct {
 	Events  []Event
+	Records []Record
 	Updates []Update
 	Asks    []kafka.ReplicaLogInfoRequest
 	Answers []Answer
@@ -161,7 +167,7 @@ type Answer struct {
 
 // IsEmpty reports whether there is nothing to send or log.
 func (r Ready) IsEmpty() bool {
-	return len(r.Events) == 0 && len(r.Updates) == 0 && len(r.Asks) == 0 && len(r.Answers) == 0
+	return len(r.Events) == 0 && len(r.Records) == 0 && len(r.Updates) == 0 && len(r.Asks) == 0 && len(r.Answers) == 0
 }
 
 // String renders r on several lines, for scenario tests and traces.
@@ -169,6 +175,9 @@ func (r Ready) String() string {
 	var b strings.Builder
 	for _, e := range r.Events {
 		fmt.Fprintf(&b, "event %s\n", e)
+	}
+	for _, rec := range r.Records {
+		fmt.Fprintf(&b, "record %s\n", rec)
 	}
 	for _, u := range r.Updates {
 		for _, s := range u.States {
