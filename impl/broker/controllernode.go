@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"maps"
 	"slices"
 	"sync"
 
@@ -19,7 +18,6 @@ type ControllerNode struct {
 	c         *controller.Controller
 	out       []Envelope
 	events    []controller.Event
-	addresses map[int32]string
 	// resync holds the brokers that must be sent the full state at their
 	// next heartbeat: after a restart from a snapshot, updates the previous
 	// controller process sent may never have arrived.
@@ -52,7 +50,7 @@ func NewControllerNode(cfg controller.Config) (*ControllerNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ControllerNode{c: c, addresses: map[int32]string{}, resync: map[int32]bool{}, heard: map[int32]uint64{},
+	return &ControllerNode{c: c, resync: map[int32]bool{}, heard: map[int32]uint64{},
 		reported: map[int32]uint64{}, stopping: map[int32]uint64{}}, nil
 }
 
@@ -61,15 +59,20 @@ func NewControllerNode(cfg controller.Config) (*ControllerNode, error) {
 // session timeout from now to be heard from; each is sent the full state at
 // its next heartbeat.
 func RestoreControllerNode(cfg controller.Config, snap ControllerSnapshot, now int64) (*ControllerNode, error) {
+	// A snapshot written before the controller kept addresses has them
+	// beside its brokers only.
+	snap.Controller.Brokers = slices.Clone(snap.Controller.Brokers)
+	for i, b := range snap.Controller.Brokers {
+		if b.Address == "" {
+			snap.Controller.Brokers[i].Address = snap.Addresses[b.ID]
+		}
+	}
 	c, err := controller.Restore(cfg, snap.Controller, now)
 	if err != nil {
 		return nil, err
 	}
-	n := &ControllerNode{c: c, addresses: maps.Clone(snap.Addresses), resync: map[int32]bool{}, heard: map[int32]uint64{},
+	n := &ControllerNode{c: c, resync: map[int32]bool{}, heard: map[int32]uint64{},
 		reported: map[int32]uint64{}, stopping: map[int32]uint64{}}
-	if n.addresses == nil {
-		n.addresses = map[int32]string{}
-	}
 	for _, b := range snap.Controller.Brokers {
 		n.resync[b.ID] = true
 	}
@@ -77,7 +80,9 @@ func RestoreControllerNode(cfg controller.Config, snap ControllerSnapshot, now i
 }
 
 // ControllerSnapshot is everything a controller process must keep across its
-// own restart: the controller's durable state and the brokers' addresses.
+// own restart: the controller's durable state, which holds the brokers'
+// addresses, and those again by themselves, as snapshots written before
+// the controller kept them have them.
 type ControllerSnapshot struct {
 	Controller controller.Snapshot
 	Addresses  map[int32]string
@@ -87,7 +92,7 @@ type ControllerSnapshot struct {
 // writes it (atomically) after every step that changed it and before it
 // sends anything, so what brokers were told is never newer than the disk.
 func (n *ControllerNode) Snapshot() ControllerSnapshot {
-	return ControllerSnapshot{Controller: n.c.Snapshot(), Addresses: maps.Clone(n.addresses)}
+	return ControllerSnapshot{Controller: n.c.Snapshot(), Addresses: n.c.Addresses()}
 }
 
 // Controller exposes the state machine for reading (invariant checks).
@@ -175,12 +180,12 @@ func (n *ControllerNode) register(from NodeID, m RegisterBroker, now int64) {
 	if m.EmptyDisk {
 		lost = n.replicaOf(int32(from))
 	}
-	reg := controller.Registration{Lost: lost, PreviousIncarnation: m.PreviousIncarnation, Synced: m.Synced}
+	reg := controller.Registration{Lost: lost, PreviousIncarnation: m.PreviousIncarnation, Synced: m.Synced, Address: m.Address}
+	before := n.c.Addresses()[int32(from)]
 	if err := n.c.Register(int32(from), m.Incarnation, now, reg); err != nil {
 		return // a delayed registration of an earlier process
 	}
-	if m.Address != "" && n.addresses[int32(from)] != m.Address {
-		n.addresses[int32(from)] = m.Address
+	if n.c.Addresses()[int32(from)] != before {
 		n.addrGen++
 	}
 	delete(n.resync, int32(from))
@@ -256,12 +261,7 @@ func (n *ControllerNode) sendFull(to NodeID, incarnation int64) {
 
 // addressBook is the registered addresses, nil when none is known (the
 // simulator), so that StateUpdates there stay as they were.
-func (n *ControllerNode) addressBook() map[int32]string {
-	if len(n.addresses) == 0 {
-		return nil
-	}
-	return maps.Clone(n.addresses)
-}
+func (n *ControllerNode) addressBook() map[int32]string { return n.c.Addresses() }
 
 // Tick advances logical time: session expiry and the elections it causes.
 func (n *ControllerNode) Tick(now int64) {
