@@ -19,6 +19,18 @@
 // sequence of calls yields the same Ready and Describe output, bit for bit.
 // A Controller is not safe for concurrent use.
 //
+// Every durable change also leaves Ready as a metadata Record
+// (records.go): the new whole value of one topic, broker or partition,
+// which a controller quorum's log would carry as KRaft's does (KIP-631).
+// A follower that applies the records in order to an Image (image.go)
+// holds the controller's Snapshot without running its decisions; an
+// Image refuses a record that would take the metadata back (a lower epoch
+// or incarnation) or break it. Records are full-value upserts, not
+// KRaft's deltas (PartitionChangeRecord): Ready finds them by comparing
+// the durable state with what it recorded last, so no change goes
+// unrecorded, and replay reaches the same state; they cost bigger
+// records.
+//
 // The rules follow KRaft's ReplicationControlManager, simplified where the
 // simplification is written down:
 //   - A broker is dead once SessionTimeoutMs passes without a heartbeat. A

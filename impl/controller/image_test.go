@@ -42,6 +42,8 @@ func brokerRec(id int32, inc int64) Record {
 
 // Each of Image's rules fires on a record that breaks it, applying
 // nothing, and is quiet on the nearest record that does not.
+// Reference: spec/SEMANTICS.md, Replication (Controller, Metadata
+// records); KIP-631's metadata records.
 func TestImageApplyRules(t *testing.T) {
 	for _, c := range []struct {
 		rule, why    string

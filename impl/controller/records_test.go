@@ -22,7 +22,8 @@ import (
 // checks, after every Ready, that a follower applying the Ready's
 // records, as they come out of JSON, holds the controller's state. Readys
 // are taken every one to three steps, so a thing changes several times
-// between two of them. Reference: records.go, image.go.
+// between two of them. Reference: spec/SEMANTICS.md, Replication
+// (Controller, Metadata records); records.go, image.go.
 func TestRecordsReplayRandom(t *testing.T) {
 	for seed := range uint64(16) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { replayScript(t, seed, 400) })
