@@ -366,3 +366,22 @@ func recordStrings(rd Ready) []string {
 	}
 	return out
 }
+
+// HasReady runs after every heartbeat the node takes: on a controller
+// with nothing to hand over, its comparison with what was recorded
+// allocates nothing.
+func TestHasReadyAllocatesNothing(t *testing.T) {
+	h := newHarness(t, Config{EligibleMinISR: 3}, 1, 2, 3)
+	require.NoError(t, h.c.Register(1, 1, h.now, Registration{Address: "b1:9092"}))
+	no := false
+	require.NoError(t, createTopic(h.c, "t", 8, 3, kafka.TopicConfig{UncleanLeaderElection: &no}, h.now))
+	drain(h.c)
+	h.kill(3)
+	drain(h.c)
+	require.NoError(t, h.c.Heartbeat(1, 1, h.now))
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		if h.c.HasReady() {
+			t.Fatal("nothing to hand over")
+		}
+	}))
+}
