@@ -15,9 +15,9 @@ import (
 // Every state change is sent to every live broker, not only to replicas, so
 // that any broker can answer a client's metadata request.
 type ControllerNode struct {
-	c         *controller.Controller
-	out       []Envelope
-	events    []controller.Event
+	c      *controller.Controller
+	out    []Envelope
+	events []controller.Event
 	// resync holds the brokers that must be sent the full state at their
 	// next heartbeat: after a restart from a snapshot, updates the previous
 	// controller process sent may never have arrived.
