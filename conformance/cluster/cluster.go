@@ -187,7 +187,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// must run with the brokers' own.
 		"--min-insync-replicas=" + strconv.Itoa(c.opts.Settings.Broker.MinInsyncReplicas),
 		"--advance-hw-below-min-isr=" + strconv.FormatBool(c.opts.Settings.Broker.AdvanceHWBelowMinISR),
-	}, run.Args(&c.opts.Settings.Controller)...))
+	}, append(run.Args(&c.opts.Settings.Controller), run.Args(&c.opts.Settings.Quorum)...)...))
 
 	n := c.opts.Brokers
 	for id := 1; id <= n; id++ {

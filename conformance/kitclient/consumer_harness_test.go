@@ -12,6 +12,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/group"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/quorum"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -42,7 +43,7 @@ type liveCluster struct {
 	t         *testing.T
 	now       int64
 	corr      uint64
-	ctrl      *broker.ControllerNode
+	ctrl      *quorum.Node
 	brokers   []*broker.Broker // by id; [0] is nil
 	consumers []*liveConsumer
 	queue     []broker.Envelope
@@ -57,7 +58,7 @@ type liveCluster struct {
 func newLiveCluster(t *testing.T, brokers int) *liveCluster {
 	t.Helper()
 	// A crashed broker is out of the controller's view after 1.5 s.
-	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: 1500})
+	ctrl, err := quorum.Single(controller.Config{SessionTimeoutMs: 1500}, 0)
 	require.NoError(t, err)
 	lc := &liveCluster{t: t, ctrl: ctrl, brokers: make([]*broker.Broker, brokers+1)}
 	for i := 1; i <= brokers; i++ {
@@ -149,7 +150,7 @@ func (lc *liveCluster) consumer(id broker.NodeID) *liveConsumer {
 
 func (lc *liveCluster) deliver(env broker.Envelope) {
 	switch {
-	case env.To == broker.ControllerID:
+	case env.To == broker.VoterNode(1):
 		lc.ctrl.Handle(env, lc.now)
 		lc.queue = append(lc.queue, lc.ctrl.TakeOutbox()...)
 		lc.ctrl.TakeEvents()
@@ -219,7 +220,7 @@ func (lc *liveCluster) tickUntil(limitMs int64, cond func() bool, what string) {
 func (lc *liveCluster) createTopic(name string, partitions int32, rf int) {
 	lc.t.Helper()
 	lc.corr++
-	lc.queue = append(lc.queue, broker.Envelope{From: liveAdminID, To: broker.ControllerID,
+	lc.queue = append(lc.queue, broker.Envelope{From: liveAdminID, To: broker.VoterNode(1),
 		Msg: broker.CreateTopic{Correlation: lc.corr, Name: name, Partitions: partitions, ReplicationFactor: rf}})
 	lc.settle()
 	lc.tick(100)

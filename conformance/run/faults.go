@@ -105,7 +105,7 @@ type MessageFault struct {
 // MessageKinds names the messages a MessageFault can select: requests
 // and answers between brokers, the controller and clients.
 var MessageKinds = []string{
-	"register", "heartbeat", "state-update", "alter-partition", "alter-partition-response",
+	"register", "heartbeat", "heartbeat-answer", "not-controller", "state-update", "alter-partition", "alter-partition-response",
 	"replica-log-info", "replica-log-info-response", // an unclean recovery's question and answer
 	"replica-fetch", "replica-fetch-response", "epoch-end", "epoch-end-response",
 	"produce", "produce-response", "fetch", "fetch-response", "init-producer-id", "init-producer-id-response",

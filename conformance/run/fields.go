@@ -184,8 +184,8 @@ func (s Setting) Flag() string { return "--" + strings.ReplaceAll(s.Key, "_", "-
 // Diff lists the broker and controller settings of s that differ from
 // base, in run-file order.
 func (s Settings) Diff(base Settings) []Setting {
-	mine := append(Fields(&s.Broker), Fields(&s.Controller)...)
-	theirs := append(Fields(&base.Broker), Fields(&base.Controller)...)
+	mine := append(append(Fields(&s.Broker), Fields(&s.Controller)...), Fields(&s.Quorum)...)
+	theirs := append(append(Fields(&base.Broker), Fields(&base.Controller)...), Fields(&base.Quorum)...)
 	var out []Setting
 	for i, f := range mine {
 		if v := f.String(); v != theirs[i].String() {

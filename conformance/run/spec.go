@@ -74,6 +74,9 @@ type Topic struct {
 type Settings struct {
 	Broker     settings.Broker     `yaml:"broker"`
 	Controller settings.Controller `yaml:"controller"`
+	// Quorum is the controller quorum: how many voters, where they run,
+	// and their elections' timing.
+	Quorum settings.Quorum `yaml:"quorum"`
 }
 
 // Network shapes message delivery.
@@ -132,7 +135,16 @@ func DefaultSettings() Settings {
 	b.OffsetsTopicReplicationFactor = 3
 	b.OffsetsCommitTimeoutMs = 5000
 	b.Config = settings.Group{MinSessionTimeoutMs: 100, MaxSessionTimeoutMs: 1_800_000}
-	return Settings{Broker: b, Controller: settings.Controller{SessionTimeoutMs: 1500, UncleanRecoveryTimeoutMs: 2000}}
+	return Settings{Broker: b, Controller: settings.Controller{SessionTimeoutMs: 1500, UncleanRecoveryTimeoutMs: 2000}, Quorum: FastQuorum()}
+}
+
+// FastQuorum is one voter with KRaft's quorum timing shrunk as
+// DefaultSettings shrinks the brokers': a voter campaigns after 500 ms
+// without its leader (plus up to 250 ms), the leader sends every 100 ms,
+// and a snapshot every 100 entries, so that runs of seconds see
+// elections and snapshots.
+func FastQuorum() settings.Quorum {
+	return settings.Quorum{Voters: 1, ElectionTimeoutMs: 500, ElectionBackoffMaxMs: 250, HeartbeatMs: 100, SnapshotEntries: 100}
 }
 
 // KafkaSettings are the strong recipe's safety settings (min ISR 2,
@@ -158,6 +170,7 @@ func KafkaSettings() Settings {
 	b.Config.MinSessionTimeoutMs = 6000
 	s.Controller.SessionTimeoutMs = settings.DefaultController().SessionTimeoutMs
 	s.Controller.UncleanRecoveryTimeoutMs = settings.DefaultController().UncleanRecoveryTimeoutMs
+	s.Quorum = settings.DefaultQuorum()
 	return s
 }
 
@@ -182,6 +195,9 @@ func (s Settings) Validate() error {
 	}
 	if err := s.Controller.Validate(); err != nil {
 		errs = append(errs, "controller: "+err.Error())
+	}
+	if err := s.Quorum.Validate(); err != nil {
+		errs = append(errs, "quorum: "+err.Error())
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "\n  "))

@@ -171,9 +171,11 @@ func TestSearchFindsKAFKA7164AndEpochTruncationDoesNotDiverge(t *testing.T) {
 	failpoints.Require(t)
 	v, err := variant.Runnable("epoch-no-bump")
 	require.NoError(t, err)
-	found, tries, err := Search(v, Options{FirstSeed: 1, Tries: 300, CheckTimeout: time.Minute})
+	// The bug needs a rare interleaving: seed 283 found it before the
+	// controller quorum, 843 since (its answers shift every draw).
+	found, tries, err := Search(v, Options{FirstSeed: 1, Tries: 1000, CheckTimeout: time.Minute})
 	require.NoError(t, err)
-	require.NotNil(t, found, "300 fast-failover schedules did not find KAFKA-7164")
+	require.NotNil(t, found, "1000 fast-failover schedules did not find KAFKA-7164")
 	assert.Contains(t, strings.Join(found.Reasons, "\n"), "LogMatching")
 
 	fixed := v
@@ -181,7 +183,7 @@ func TestSearchFindsKAFKA7164AndEpochTruncationDoesNotDiverge(t *testing.T) {
 		v.Apply(cfg)
 		cfg.Broker.Truncation = partition.TruncateToEpoch
 	}
-	none, _, err := Search(fixed, Options{FirstSeed: 1, Tries: tries, CheckTimeout: time.Minute})
+	none, _, err := Search(fixed, Options{FirstSeed: 1, Tries: min(tries, 300), CheckTimeout: time.Minute})
 	require.NoError(t, err)
 	if none != nil {
 		t.Fatalf("epoch truncation diverged on seed %d: %v", none.Seed, none.Reasons)

@@ -181,7 +181,7 @@ func (c *coverage) zombie(s *Sim, env broker.Envelope) {
 		return
 	}
 	r, ok := n.b.Replica(tp)
-	p, known := s.ctrl.Controller().Partition(tp)
+	p, known := s.controller().Partition(tp)
 	if ok && known && r.Role() == partition.RoleLeader && r.LeaderEpoch() < p.LeaderEpoch {
 		s.Reached(run.SitZombieAnswer)
 	}

@@ -127,7 +127,7 @@ func TestRepeatedRestarts(t *testing.T) {
 // shutdown's answer and the wire server's multi-partition fetch, which no
 // simulated client sends.
 func TestMessageKindsNameEveryMessage(t *testing.T) {
-	unselectable := []kafka.Kind{"create-topic", "create-topic-response", "shutdown-answer", "fetch-many", "fetch-many-response"}
+	unselectable := []kafka.Kind{"create-topic", "create-topic-response", "shutdown-answer", "fetch-many", "fetch-many-response", "raft"}
 	var names []string
 	for _, r := range kafka.Rows() {
 		require.Equal(t, r.Kind, r.Proto.Kind(), "%T", r.Proto)

@@ -139,13 +139,13 @@ func (s *Sim) Faulted(id int) bool { return s.nodes[id].faulted > 0 || s.nodes[i
 
 // Partition implements nemesis.Cluster: the controller's state of tp.
 func (s *Sim) Partition(tp kafka.TopicPartition) (kafka.PartitionState, bool) {
-	return s.ctrl.Controller().Partition(tp)
+	return s.controller().Partition(tp)
 }
 
 // InSync implements nemesis.Cluster: whether every partition's ISR holds
 // all its replicas.
 func (s *Sim) InSync() bool {
-	for _, p := range s.ctrl.Controller().Metadata() {
+	for _, p := range s.controller().Metadata() {
 		if len(p.ISR) != len(p.Replicas) || p.Leader < 0 {
 			return false
 		}

@@ -110,7 +110,7 @@ func newInvariants(s *Sim) *invariants {
 		epochs:          map[replicaKey][2]int32{},
 		synced:          map[broker.NodeID]map[string]int64{},
 		left:            map[broker.NodeID]map[string]int64{},
-		cov:             newCoverage(s, s.ctrl.Controller().Metadata()),
+		cov:             newCoverage(s, s.controller().Metadata()),
 	}
 }
 
@@ -135,7 +135,7 @@ type replicaView struct {
 // check runs every invariant on the global state after a step.
 func (inv *invariants) check() {
 	s := inv.s
-	ctrl := s.ctrl.Controller()
+	ctrl := s.controller()
 	inv.failed = false
 	if err := ctrl.CheckInvariants(); err != nil {
 		inv.fail(run.InvController, err.Error())
@@ -173,7 +173,7 @@ func (inv *invariants) checkController(tp kafka.TopicPartition, p kafka.Partitio
 	if p.Leader >= 0 && !slices.Contains(p.ISR, p.Leader) {
 		inv.fail(run.InvLeaderInISR, fmt.Sprintf("%s: leader %d not in ISR %v", tp, p.Leader, p.ISR))
 	}
-	if why := deadInISR(p.ISR, inv.s.ctrl.Controller().IsAlive); why != "" {
+	if why := deadInISR(p.ISR, inv.s.controller().IsAlive); why != "" {
 		inv.fail(run.InvISRAlive, fmt.Sprintf("%s: %s", tp, why))
 	}
 	if last, ok := inv.leaderEp[tp]; ok && p.LeaderEpoch < last {
@@ -307,7 +307,7 @@ func (inv *invariants) checkHWOnMinISR(tp kafka.TopicPartition, l replicaView) {
 	if !seen || hw <= last {
 		return
 	}
-	p, _ := inv.s.ctrl.Controller().Partition(tp)
+	p, _ := inv.s.controller().Partition(tp)
 	if why := hwBelowMinISR(last, hw, l.r.ISR(), min(inv.s.Spec.Broker.MinInsyncReplicas, len(p.Replicas))); why != "" {
 		inv.fail(run.InvHWOnMinISR, fmt.Sprintf("%s: leader %d's %s", tp, l.id, why))
 	}

@@ -29,7 +29,7 @@ func selects(m *run.MessageFault, self broker.NodeID, env broker.Envelope) bool 
 	switch m.Peer {
 	case "", "any":
 	case "controller":
-		if peer != broker.ControllerID {
+		if peer.Voter() == 0 {
 			return false
 		}
 	case "clients":

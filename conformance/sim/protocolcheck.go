@@ -20,7 +20,7 @@ func (t *protoTracker) check(e event, tp kafka.TopicPartition, before, after *pr
 		return t.checkCrashes(tp, tr)
 	case e.kind == evTick:
 		return t.checkController(tr, nil)
-	case e.env.To == broker.ControllerID:
+	case e.env.To.Voter() != 0:
 		var proposer *protocol.Replica
 		if m, ok := e.env.Msg.(kafka.AlterPartition); ok && m.TopicPartition == tp {
 			if r, ok := t.proposals[proposalKey{tp, m.ProposalID}]; ok {

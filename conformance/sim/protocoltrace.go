@@ -135,7 +135,7 @@ func (t *protoTracker) skip(reason string) { t.report.Skipped[reason]++ }
 func (t *protoTracker) concerns(e event) ([]kafka.TopicPartition, string) {
 	switch e.kind {
 	case evDeliver:
-		if e.env.To == broker.ControllerID {
+		if e.env.To.Voter() != 0 {
 			return t.tps, ""
 		}
 		if e.env.To >= broker.ClientIDBase {
@@ -153,7 +153,7 @@ func (t *protoTracker) concerns(e event) ([]kafka.TopicPartition, string) {
 			return tps, ""
 		}
 	case evTick:
-		if e.node == broker.ControllerID {
+		if e.node.Voter() != 0 {
 			return t.tps, ""
 		}
 		return nil, "broker tick (timeouts, resends)"
@@ -267,7 +267,7 @@ func (t *protoTracker) onKill(n *node) {
 
 // registerIncarnations keeps the registration ordinals current.
 func (t *protoTracker) registerIncarnations() {
-	ctrl := t.s.ctrl.Controller()
+	ctrl := t.s.controller()
 	for id := int32(1); int(id) < len(t.s.nodes); id++ {
 		inc, ok := ctrl.Incarnation(id)
 		if !ok {
@@ -290,7 +290,7 @@ func (t *protoTracker) inc(b int32, inc int64) int32 {
 }
 
 func (t *protoTracker) state(tp kafka.TopicPartition) (kafka.PartitionState, bool) {
-	return t.s.ctrl.Controller().Partition(tp)
+	return t.s.controller().Partition(tp)
 }
 
 // index is the model id of broker b in tp's assignment.
@@ -379,7 +379,7 @@ func (t *protoTracker) abstract(tp kafka.TopicPartition) (*protocol.State, bool)
 	if !ok {
 		return nil, false
 	}
-	ctrl := t.s.ctrl.Controller()
+	ctrl := t.s.controller()
 	n := len(p.Replicas)
 	st := &protocol.State{Replicas: make([]protocol.Replica, n)}
 	st.Ctrl = protocol.Controller{Leader: t.id(p, p.Leader), Epoch: epoch(p.LeaderEpoch), ISR: t.set(p, p.ISR), N: int32(n)}

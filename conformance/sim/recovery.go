@@ -61,7 +61,7 @@ func (s *Sim) recovered(e controller.Event) {
 // answers (not paused), and the controller holds it alive and not
 // stopping: a replica an unclean recovery could have heard from.
 func (s *Sim) logEnd(id int32, tp kafka.TopicPartition) (kafka.LogEnd, bool) {
-	c := s.ctrl.Controller()
+	c := s.controller()
 	if int(id) >= len(s.nodes) || id < 1 || !c.IsAlive(id) || c.ShuttingDown(id) {
 		return kafka.LogEnd{}, false
 	}

@@ -15,7 +15,7 @@ func (s *Sim) result() *run.Result {
 			s.History[i].Outcome = linearizability.OutcomeUnknown
 		}
 	}
-	ctrl := s.ctrl.Controller()
+	ctrl := s.controller()
 	for _, p := range ctrl.Metadata() {
 		if p.Leader < 0 {
 			s.Stats.OfflineAtEnd = append(s.Stats.OfflineAtEnd, p.TopicPartition.String())

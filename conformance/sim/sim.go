@@ -112,11 +112,17 @@ type Sim struct {
 	queue eventQueue
 	steps int
 
-	ctrl        *broker.ControllerNode
-	nodes       []*node // by broker id; nodes[0] is nil
-	incarnation int64
-	msgFaultSeq uint64
-	links       map[link]int64 // when each link's last message arrives
+	voters []*voter // the controller quorum, by voter number - 1
+	// lastController is the controller state checks last saw, and
+	// restored the one rebuilt from a voter's image while none is active
+	// (at restoredAt: voter, applied index).
+	lastController *controller.Controller
+	restored       *controller.Controller
+	restoredAt     [2]uint64
+	nodes          []*node // by broker id; nodes[0] is nil
+	incarnation    int64
+	msgFaultSeq    uint64
+	links          map[link]int64 // when each link's last message arrives
 
 	acked     int
 	waiting   []event // triggered by acks
@@ -173,14 +179,12 @@ func newSim(cfg run.Spec) (*Sim, error) {
 	}
 	s.Host = s
 	s.trace.init(cfg.TraceTail)
-	ctrl, err := broker.NewControllerNode(cfg.ControllerConfig())
-	if err != nil {
+	if err := s.openVoters(); err != nil {
 		return nil, err
 	}
-	s.ctrl = ctrl
 	s.nodes = make([]*node, cfg.Brokers+1)
 	for id := 1; id <= cfg.Brokers; id++ {
-		bc := broker.Config{Settings: cfg.Broker, ID: broker.NodeID(id)}
+		bc := broker.Config{Settings: cfg.Broker, ID: broker.NodeID(id), Voters: cfg.Quorum.Voters}
 		bc.MirrorLogs = true // the invariants read every log after every step
 		n := &node{id: broker.NodeID(id), cfg: bc, disk: storage.NewSimDisk()}
 		n.fpctx = failpoint.WithHook(context.Background(), s.failpointHook(n.id))
@@ -190,19 +194,10 @@ func newSim(cfg run.Spec) (*Sim, error) {
 		}
 		s.schedule(event{at: s.Rng.Int64N(cfg.TickMs), kind: evTick, node: n.id})
 	}
-	s.schedule(event{at: s.Rng.Int64N(cfg.TickMs), kind: evTick, node: broker.ControllerID})
-	// Bootstrap: registrations reach the controller at once, then topics are
-	// created, so every run starts from the same settled cluster.
-	for _, n := range s.nodes[1:] {
-		for _, env := range n.b.TakeOutbox() {
-			s.ctrl.Handle(env, 0)
-		}
+	if err := s.bootstrap(); err != nil {
+		return nil, err
 	}
-	for _, t := range cfg.Topics {
-		s.ctrl.Handle(broker.Envelope{From: adminID, To: broker.ControllerID,
-			Msg: broker.CreateTopic{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor}}, 0)
-	}
-	s.flushController()
+	s.lastController = s.controller()
 	s.inv = newInvariants(s)
 	if cfg.ValidateProtocol {
 		s.proto = newProtoTracker(s)
@@ -343,9 +338,8 @@ func (s *Sim) step(e event) {
 
 func (s *Sim) tick(id broker.NodeID) {
 	s.schedule(event{at: s.Now + s.Spec.TickMs, kind: evTick, node: id})
-	if id == broker.ControllerID {
-		s.ctrl.Tick(s.Now)
-		s.flushController()
+	if v := s.voterOf(id); v != nil {
+		s.tickVoter(v)
 		return
 	}
 	n := s.nodes[id]
@@ -469,16 +463,22 @@ func (s *Sim) deliver(env broker.Envelope) {
 		return
 	}
 	switch {
-	case env.To == broker.ControllerID:
+	case s.voterOf(env.To) != nil:
 		var elr []kafka.TopicPartition
-		if _, ok := env.Msg.(broker.RegisterBroker); ok && int(env.From) < len(s.nodes) && s.nodes[env.From].cleanStop {
-			elr = s.eligibleOf(int32(env.From))
+		reg, isReg := env.Msg.(broker.RegisterBroker)
+		if isReg && env.From.IsBroker() && int(env.From) < len(s.nodes) {
+			n := s.nodes[env.From]
+			if n.cleanStop {
+				elr = s.eligibleOf(int32(env.From))
+			}
+			if s.proto != nil && (n.b == nil || n.b.Incarnation() != reg.Incarnation) {
+				s.proto.leave("steps after a registration that arrived once its process was gone (the model registers running processes only)")
+			}
 		}
-		s.ctrl.Handle(env, s.Now)
+		s.handleVoter(s.voterOf(env.To), env)
 		if len(elr) > 0 {
 			s.registered(int32(env.From), elr)
 		}
-		s.flushController()
 	case env.To >= broker.ClientIDBase:
 		s.Deliver(env)
 	default:
@@ -525,56 +525,59 @@ func (s *Sim) afterBroker(n *node, err error) {
 	s.maybeStopped(n)
 }
 
-func (s *Sim) flushController() {
-	for _, e := range s.ctrl.TakeEvents() {
-		s.trace.note(s.Now, "controller: "+e.String())
-		if s.inv != nil && e.Kind.IsElection() {
-			s.inv.cov.election(s, e.State)
-		}
-		switch e.Kind {
-		case controller.ISRChange:
-			if len(e.State.ISR) < len(e.OldISR) {
-				s.Stats.ISRShrinks++
-			} else if len(e.State.ISR) > len(e.OldISR) {
-				s.Stats.ISRExpands++
-			}
-			s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
-		case controller.ElectionClean, controller.ElectionPreferred, controller.ElectionEligible, controller.ElectionShutdown:
-			s.Stats.Elections++
-			if e.Kind == controller.ElectionShutdown {
-				s.Reached(run.SitLeaderMovedByShutdown)
-			}
-			n := run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false)
-			if e.Kind == controller.ElectionEligible {
-				n.Text += " (an eligible leader replica, KIP-966: no ISR member can lead)"
-				if s.proto != nil {
-					s.proto.leave("steps after an election from the eligible leader replicas (the model elects from the ISR only)")
-				}
-			}
-			s.Note(n)
-		case controller.ElectionUnclean:
-			s.Stats.Elections++
-			s.Stats.UncleanElections++
-			s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, true))
-		case controller.ElectionRecovery:
-			s.recovered(e)
-		case controller.BrokerDead:
-			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) is dead: its session expired, or it registered again after a restart", e.Broker, e.Incarnation)
-		case controller.BrokerRegistered:
-			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d registered (incarnation %d)", e.Broker, e.Incarnation)
-		case controller.BrokerShuttingDown:
-			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) asks to stop: its leaderships move away", e.Broker, e.Incarnation)
-			if s.proto != nil {
-				s.proto.leave("steps after a controlled shutdown (the model has none: its brokers only crash)")
-			}
-		case controller.BrokerShutDown:
-			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) leads nothing: fenced, it may stop", e.Broker, e.Incarnation)
-		case controller.BrokerRevived:
-			s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d is alive again (incarnation %d): it heartbeats", e.Broker, e.Incarnation)
-		}
+// decided notes a decision of the active controller, once committed.
+func (s *Sim) decided(e controller.Event) {
+	s.trace.note(s.Now, "controller: "+e.String())
+	if s.inv != nil && e.Kind.IsElection() {
+		s.inv.cov.election(s, e.State)
 	}
-	if s.proto != nil && s.proto.stopped == "" {
-		c := s.ctrl.Controller()
+	switch e.Kind {
+	case controller.ISRChange:
+		if len(e.State.ISR) < len(e.OldISR) {
+			s.Stats.ISRShrinks++
+		} else if len(e.State.ISR) > len(e.OldISR) {
+			s.Stats.ISRExpands++
+		}
+		s.Note(run.ISRNote(e.State.TopicPartition, e.OldISR, e.State.ISR, e.State.PartitionEpoch))
+	case controller.ElectionClean, controller.ElectionPreferred, controller.ElectionEligible, controller.ElectionShutdown:
+		s.Stats.Elections++
+		if e.Kind == controller.ElectionShutdown {
+			s.Reached(run.SitLeaderMovedByShutdown)
+		}
+		n := run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, false)
+		if e.Kind == controller.ElectionEligible {
+			n.Text += " (an eligible leader replica, KIP-966: no ISR member can lead)"
+			if s.proto != nil {
+				s.proto.leave("steps after an election from the eligible leader replicas (the model elects from the ISR only)")
+			}
+		}
+		s.Note(n)
+	case controller.ElectionUnclean:
+		s.Stats.Elections++
+		s.Stats.UncleanElections++
+		s.Note(run.ElectionNote(e.State.TopicPartition, e.State.Leader, e.State.LeaderEpoch, true))
+	case controller.ElectionRecovery:
+		s.recovered(e)
+	case controller.BrokerDead:
+		s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) is dead: its session expired, or it registered again after a restart", e.Broker, e.Incarnation)
+	case controller.BrokerRegistered:
+		s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d registered (incarnation %d)", e.Broker, e.Incarnation)
+	case controller.BrokerShuttingDown:
+		s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) asks to stop: its leaderships move away", e.Broker, e.Incarnation)
+		if s.proto != nil {
+			s.proto.leave("steps after a controlled shutdown (the model has none: its brokers only crash)")
+		}
+	case controller.BrokerShutDown:
+		s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d (incarnation %d) leads nothing: fenced, it may stop", e.Broker, e.Incarnation)
+	case controller.BrokerRevived:
+		s.Notef(run.NoteBroker, int(e.Broker), "controller: broker %d is alive again (incarnation %d): it heartbeats", e.Broker, e.Incarnation)
+	}
+}
+
+// checkProtoScope stops trace validation where the controller left the
+// model's scope.
+func (s *Sim) checkProtoScope() {
+	if c := s.controller(); s.proto != nil && s.proto.stopped == "" && c != nil {
 		for _, tp := range s.proto.tps {
 			if c.WaitsForEligible(tp) {
 				s.proto.leave("steps after a last ISR member waited for an eligible leader replica (the model elects it on its return)")
@@ -583,9 +586,6 @@ func (s *Sim) flushController() {
 				s.proto.leave("steps after a replica came back having lost committed records (the model's disks keep what they synced)")
 			}
 		}
-	}
-	for _, env := range s.ctrl.TakeOutbox() {
-		s.Send(env)
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *Sim) maybeStopped(n *node) {
 // eligibleOf lists the partitions broker id is an eligible leader
 // replica of, for a registration's before and after.
 func (s *Sim) eligibleOf(id int32) []kafka.TopicPartition {
-	c := s.ctrl.Controller()
+	c := s.controller()
 	var tps []kafka.TopicPartition
 	for _, p := range c.Metadata() {
 		if slices.Contains(c.ELR(p.TopicPartition), id) {
@@ -95,7 +95,7 @@ func (s *Sim) eligibleOf(id int32) []kafka.TopicPartition {
 // reached: it was an eligible leader replica and stayed one, or led from
 // it (SitELRCleanRestart).
 func (s *Sim) registered(id int32, before []kafka.TopicPartition) {
-	c := s.ctrl.Controller()
+	c := s.controller()
 	for _, tp := range before {
 		p, _ := c.Partition(tp)
 		if p.Leader == id || slices.Contains(c.ELR(tp), id) {

@@ -260,7 +260,7 @@ func (c *client) lookUp(tp kafka.TopicPartition, leader clientmsg.NodeID, latest
 
 func (c *client) requestMetadata() {
 	live := c.s.Host.LiveBrokers()
-	to := clientmsg.ControllerID
+	to := clientmsg.VoterNode(1) // any voter answers metadata from its log
 	if len(live) > 0 {
 		to = live[c.s.Rng.IntN(len(live))]
 	}

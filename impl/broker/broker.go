@@ -125,9 +125,11 @@ type Broker struct {
 	lastCheckpoint int64
 	lastRetention  int64
 	// metaVersion is the last StateUpdate version applied with none
-	// missing before it (Heartbeat.MetadataVersion).
-	metaVersion uint64
-	lastFlush   int64
+	// missing before it (Heartbeat.MetadataVersion); metaNewest the
+	// newest applied at all.
+	metaVersion, metaNewest uint64
+	follow                  follow
+	lastFlush               int64
 
 	parts     map[kafka.TopicPartition]*hosted
 	order     []kafka.TopicPartition // sorted keys of parts: iteration never depends on map order
@@ -183,6 +185,7 @@ func Open(cfg Config, disk storage.Disk, incarnation int64, now int64, fpctx con
 		coordEpoch:   map[kafka.TopicPartition]int32{},
 		groupWaiters: map[uint64]groupWaiter{},
 	}
+	b.follow.init(cfg.Voters, now)
 	// The marker goes before anything is written: a crash of this
 	// process must not pass for a clean stop.
 	previous, err := takeCleanShutdown(disk)
@@ -250,6 +253,9 @@ func (b *Broker) TakeEvents() []Event {
 }
 
 func (b *Broker) send(to NodeID, msg kafka.Message) {
+	if to == ControllerID {
+		to = b.controller()
+	}
 	b.out = append(b.out, Envelope{From: b.cfg.ID, To: to, Msg: msg})
 }
 
@@ -293,6 +299,7 @@ func (b *Broker) Tick(now int64) error {
 
 func (b *Broker) tick(now int64) error {
 	b.now = max(b.now, now)
+	b.checkController()
 	if !b.registered && b.now-b.lastRegister >= b.cfg.HeartbeatIntervalMs {
 		b.sendRegister()
 	}
@@ -354,23 +361,30 @@ func (b *Broker) tick(now int64) error {
 	return nil
 }
 
-func (b *Broker) handleStateUpdate(m StateUpdate) error {
-	if m.Incarnation != b.incarnation {
-		return nil // addressed to a previous life of this broker
+// handleStateUpdate applies what the controller sent. Metadata never goes
+// back: an update from a deposed controller is dropped, and one older
+// than the newest applied (a reordered one) gives only the partition
+// states newer than the broker's, never its live set, addresses or
+// configs.
+func (b *Broker) handleStateUpdate(from NodeID, m StateUpdate) error {
+	if m.Incarnation != b.incarnation || !b.fromController(from, m.ControllerEpoch) {
+		return nil // addressed to a previous life of this broker, or from a deposed controller
 	}
 	b.rolesChanged = true
+	older := m.Version < b.metaNewest
 	switch {
-	case m.Full:
+	case m.Full && !older:
 		b.registered = true
 		b.lastHeartbeat = b.now
 		b.metaVersion = m.Version
-	case m.Version == b.metaVersion+1:
-		b.metaVersion = m.Version
+	case m.Prev == b.metaVersion:
+		b.metaVersion = max(b.metaVersion, m.Version)
 	} // a gap: applied all the same, and the next heartbeat says so
-	if m.LiveBrokers != nil {
+	b.metaNewest = max(b.metaNewest, m.Version)
+	if m.LiveBrokers != nil && !older {
 		b.live = slices.Clone(m.LiveBrokers)
 	}
-	if m.Addresses != nil {
+	if m.Addresses != nil && !older {
 		b.addresses = maps.Clone(m.Addresses)
 	}
 	for t, cfg := range m.TopicConfigs {

@@ -33,9 +33,13 @@ type (
 	GroupResponse           = clientmsg.GroupResponse
 )
 
-// ControllerID is the controller's node id. Brokers are 1..N; clients use
-// ids from ClientIDBase up (clientmsg.ControllerID, ClientIDBase).
+// ControllerID is the address of the active controller, which a broker
+// resolves to the voter it follows (follow.go). Brokers are 1..N; clients
+// use ids from ClientIDBase up (clientmsg.ControllerID, ClientIDBase).
 const (
 	ControllerID = clientmsg.ControllerID
 	ClientIDBase = clientmsg.ClientIDBase
 )
+
+// VoterNode is the node id of controller voter v (clientmsg.VoterNode).
+func VoterNode(v int) NodeID { return clientmsg.VoterNode(v) }

@@ -12,6 +12,7 @@ import (
 	"github.com/watermarkhq/watermark/impl/controller"
 	"github.com/watermarkhq/watermark/impl/kafka"
 	"github.com/watermarkhq/watermark/impl/partition"
+	"github.com/watermarkhq/watermark/impl/quorum"
 	"github.com/watermarkhq/watermark/impl/record"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
@@ -81,7 +82,7 @@ type cluster struct {
 	now   int64
 	inc   int64 // last incarnation handed out
 	corr  uint64
-	ctrl  *broker.ControllerNode
+	ctrl  *quorum.Node
 	nodes []*node // by broker id; nodes[0] is nil
 	queue []broker.Envelope
 	inbox []broker.Envelope // what reached the client and the admin
@@ -101,8 +102,8 @@ func newCluster(t *testing.T, o opts) *cluster {
 		o.lagMs = 30_000
 	}
 	// Eligible leader replicas as run.Settings.ControllerConfig derives them.
-	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: sessionTimeoutMs, EligibleMinISR: o.minISR,
-		UncleanRecovery: o.recovery, UncleanRecoveryTimeoutMs: 2000})
+	ctrl, err := quorum.Single(controller.Config{SessionTimeoutMs: sessionTimeoutMs, EligibleMinISR: o.minISR,
+		UncleanRecovery: o.recovery, UncleanRecoveryTimeoutMs: 2000}, 0)
 	require.NoError(t, err)
 	c := &cluster{t: t, ctrl: ctrl, nodes: make([]*node, o.brokers+1)}
 	for i := 1; i <= o.brokers; i++ {
@@ -253,7 +254,7 @@ func (c *cluster) after(n *node, err error) {
 
 func (c *cluster) deliver(env broker.Envelope) {
 	switch {
-	case env.To == broker.ControllerID:
+	case env.To == broker.VoterNode(1):
 		c.ctrl.Handle(env, c.now)
 		c.queue = append(c.queue, c.ctrl.TakeOutbox()...)
 		c.ctrl.TakeEvents()
@@ -319,7 +320,7 @@ func (c *cluster) nextCorr() uint64 {
 func (c *cluster) createTopic(name string, partitions int32, rf int) {
 	c.t.Helper()
 	corr := c.nextCorr()
-	c.queue = append(c.queue, broker.Envelope{From: adminID, To: broker.ControllerID,
+	c.queue = append(c.queue, broker.Envelope{From: adminID, To: broker.VoterNode(1),
 		Msg: broker.CreateTopic{Correlation: corr, Name: name, Partitions: partitions, ReplicationFactor: rf}})
 	c.settle()
 	resp := takeOne[broker.CreateTopicResponse](c)

@@ -19,7 +19,7 @@ func TestControllerNodeKeepsAddresses(t *testing.T) {
 	n, err := broker.NewControllerNode(cfg)
 	require.NoError(t, err)
 	register := func(n *broker.ControllerNode, address string) broker.StateUpdate {
-		n.Handle(broker.Envelope{From: 1, To: broker.ControllerID, Msg: broker.RegisterBroker{Incarnation: 1, Address: address}}, 0)
+		n.Handle(broker.Envelope{From: 1, To: broker.VoterNode(1), Msg: broker.RegisterBroker{Incarnation: 1, Address: address}}, 0)
 		var last broker.StateUpdate
 		for _, env := range n.TakeOutbox() {
 			if u, ok := env.Msg.(broker.StateUpdate); ok {

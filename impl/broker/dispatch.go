@@ -20,9 +20,21 @@ type inbound struct {
 var brokerHandlers = sync.OnceValue(func() *kafka.Handlers[inbound] {
 	h := &kafka.Handlers[inbound]{}
 	// From the controller.
-	kafka.On(h, func(in inbound, m StateUpdate) error { return in.b.handleStateUpdate(m) })
-	kafka.On(h, func(in inbound, m ShutdownAnswer) error { in.b.handleShutdownAnswer(m); return nil })
-	kafka.On(h, func(in inbound, m kafka.ReplicaLogInfoRequest) error { in.b.answerLogInfo(m); return nil })
+	kafka.On(h, func(in inbound, m StateUpdate) error { return in.b.handleStateUpdate(in.from, m) })
+	kafka.On(h, func(in inbound, m ShutdownAnswer) error {
+		if in.b.fromController(in.from, m.ControllerEpoch) {
+			in.b.handleShutdownAnswer(m)
+		}
+		return nil
+	})
+	kafka.On(h, func(in inbound, m HeartbeatAnswer) error {
+		if m.Incarnation == in.b.incarnation {
+			in.b.fromController(in.from, m.ControllerEpoch)
+		}
+		return nil
+	})
+	kafka.On(h, func(in inbound, m NotController) error { in.b.handleNotController(in.from, m); return nil })
+	kafka.On(h, func(in inbound, m kafka.ReplicaLogInfoRequest) error { in.b.answerLogInfo(in.from, m); return nil })
 	kafka.On(h, func(in inbound, m kafka.AlterPartitionAnswer) error {
 		return in.b.withReplica(m.TopicPartition, func(r *partition.Replica) { r.HandleAlterPartitionAnswer(m, in.b.now) })
 	})

@@ -10,6 +10,8 @@ func init() {
 		kafka.Row{Kind: "heartbeat", Proto: Heartbeat{}, Wire: true},
 		kafka.Row{Kind: "shutdown-answer", Proto: ShutdownAnswer{}, Wire: true},
 		kafka.Row{Kind: "state-update", Proto: StateUpdate{}, Wire: true},
+		kafka.Row{Kind: "heartbeat-answer", Proto: HeartbeatAnswer{}, Wire: true},
+		kafka.Row{Kind: "not-controller", Proto: NotController{}, Wire: true},
 	)
 }
 
@@ -24,3 +26,9 @@ func (ShutdownAnswer) Kind() kafka.Kind { return "shutdown-answer" }
 
 // Kind implements kafka.Message.
 func (StateUpdate) Kind() kafka.Kind { return "state-update" }
+
+// Kind implements kafka.Message.
+func (HeartbeatAnswer) Kind() kafka.Kind { return "heartbeat-answer" }
+
+// Kind implements kafka.Message.
+func (NotController) Kind() kafka.Kind { return "not-controller" }

@@ -52,6 +52,27 @@ type Heartbeat struct {
 type ShutdownAnswer struct {
 	Incarnation    int64
 	ShouldShutDown bool
+	// ControllerEpoch is the term of the active controller that answers
+	// (every message a controller sends a broker carries it): a broker
+	// ignores a controller older than the newest it heard from.
+	ControllerEpoch uint64
+}
+
+// HeartbeatAnswer answers a Heartbeat the active controller accepted
+// (KRaft's BrokerHeartbeatResponse): a broker that hears none for a while
+// takes its controller for gone and looks for the active one.
+type HeartbeatAnswer struct {
+	Incarnation     int64
+	ControllerEpoch uint64
+}
+
+// NotController answers a broker that sent a controller request to a
+// voter that is not the active controller (NOT_CONTROLLER): Leader is the
+// voter it knows leads the quorum, 0 when it knows none, Epoch its term.
+// The broker sends its next requests there, or to the next voter.
+type NotController struct {
+	Epoch  uint64
+	Leader NodeID
 }
 
 // StateUpdate carries partition states from the controller. Incarnation is
@@ -60,13 +81,19 @@ type ShutdownAnswer struct {
 // leadership the controller granted before it knew of the restart.
 type StateUpdate struct {
 	Incarnation int64
-	// Version numbers the controller's updates, 1, 2, ... (a full state
-	// carries the version it is current to): a broker that sees a gap
-	// knows an update was lost.
-	Version     uint64
-	Full        bool // the broker's registration was accepted; this is everything
-	States      []kafka.PartitionState
-	LiveBrokers []int32
+	// Version is the metadata log's index the update is current to (a
+	// full state, or the changes its last committed batch made): it only
+	// grows, across controllers too, as the log does.
+	Version uint64
+	// Prev is the Version of the update sent before this one (0 for the
+	// first an active controller sends): a broker whose last applied
+	// version is not Prev missed one.
+	Prev uint64
+	// ControllerEpoch is the sending controller's term.
+	ControllerEpoch uint64
+	Full            bool // the broker's registration was accepted; this is everything
+	States          []kafka.PartitionState
+	LiveBrokers     []int32
 	// Addresses maps broker ids to their advertised addresses, as
 	// registered; nil when nothing changed.
 	Addresses map[int32]string

@@ -17,7 +17,7 @@ func TestLostStateUpdateIsSentAgain(t *testing.T) {
 	c := newCluster(t, opts{})
 	tp := kafka.TopicPartition{Topic: "late", Partition: 0}
 	corr := c.nextCorr()
-	c.queue = append(c.queue, broker.Envelope{From: adminID, To: broker.ControllerID,
+	c.queue = append(c.queue, broker.Envelope{From: adminID, To: broker.VoterNode(1),
 		Msg: broker.CreateTopic{Correlation: corr, Name: tp.Topic, Partitions: 1, ReplicationFactor: 3}})
 	// Deliver the creation, then lose every update meant for broker 2.
 	c.deliver(c.queue[0])

@@ -11,8 +11,8 @@ import (
 // process of this broker goes unanswered: the controller asked the one it
 // registered, and its recovery drops that one as this one registers. A
 // partition not hosted here has an empty log, which is what the answer
-// says.
-func (b *Broker) answerLogInfo(m kafka.ReplicaLogInfoRequest) {
+// says. The answer goes to the voter that asked.
+func (b *Broker) answerLogInfo(from NodeID, m kafka.ReplicaLogInfoRequest) {
 	if m.Incarnation != b.incarnation || m.BrokerID != int32(b.cfg.ID) {
 		return
 	}
@@ -21,7 +21,7 @@ func (b *Broker) answerLogInfo(m kafka.ReplicaLogInfoRequest) {
 	if h, ok := b.parts[m.TopicPartition]; ok {
 		ans.LogEnd = logEnd(h.replica)
 	}
-	b.send(ControllerID, ans)
+	b.send(from, ans) // the controller that asked: its recovery waits for it
 }
 
 // logEnd is where r's log ends: the epoch of its last record, as the

@@ -17,11 +17,11 @@ import (
 func logInfo(t *testing.T, c *cluster, id broker.NodeID, req kafka.ReplicaLogInfoRequest) []kafka.ReplicaLogInfo {
 	t.Helper()
 	b := c.broker(id)
-	require.NoError(t, b.Handle(broker.Envelope{From: broker.ControllerID, To: id, Msg: req}, c.now))
+	require.NoError(t, b.Handle(broker.Envelope{From: broker.VoterNode(1), To: id, Msg: req}, c.now))
 	var out []kafka.ReplicaLogInfo
 	for _, env := range b.TakeOutbox() {
 		if m, ok := env.Msg.(kafka.ReplicaLogInfo); ok {
-			require.Equal(t, broker.ControllerID, env.To)
+			require.Equal(t, broker.VoterNode(1), env.To)
 			out = append(out, m)
 		}
 	}

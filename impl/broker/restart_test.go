@@ -65,7 +65,7 @@ func TestRestartedBrokerIgnoresStateMeantForItsPreviousLife(t *testing.T) {
 	b := c.start(2)
 	c.queue = c.queue[:0] // hold the registration back
 	s := c.state(tp0)
-	require.NoError(t, b.Handle(broker.Envelope{From: broker.ControllerID, To: 2, Msg: broker.StateUpdate{
+	require.NoError(t, b.Handle(broker.Envelope{From: broker.VoterNode(1), To: 2, Msg: broker.StateUpdate{
 		Incarnation: old, Full: true, States: []kafka.PartitionState{s}, LiveBrokers: []int32{1, 2, 3},
 	}}, c.now))
 	r, ok := b.Replica(tp0)

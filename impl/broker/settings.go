@@ -41,6 +41,9 @@ type Config struct {
 	// that look at whole logs after every step (storage.LogConfig's
 	// Mirror): the simulator's invariants.
 	MirrorLogs bool
+	// Voters is how many controllers the quorum has (VoterNode(1) up to
+	// VoterNode(Voters)); 0 means 1.
+	Voters int
 }
 
 // DefaultConfig is broker id's configuration with Kafka's defaults.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"github.com/watermarkhq/watermark/impl/kafka"
+	"github.com/watermarkhq/watermark/impl/quorum"
 	"net"
 	"sync"
 	"testing"
@@ -47,7 +48,7 @@ func startTestCluster(t *testing.T) *testCluster {
 		sessions: map[broker.NodeID]*testSession{},
 		nextID:   broker.ClientIDBase,
 	}
-	ctrl, err := broker.NewControllerNode(controller.Config{SessionTimeoutMs: 60_000})
+	ctrl, err := quorum.Single(controller.Config{SessionTimeoutMs: 60_000}, 0)
 	require.NoError(t, err)
 	cfg := broker.DefaultConfig(testBrokerID)
 	cfg.HeartbeatIntervalMs, cfg.HWCheckpointIntervalMs = 100, 0
@@ -87,7 +88,7 @@ func startTestCluster(t *testing.T) *testCluster {
 }
 
 // run is the cluster's only goroutine touching the broker and controller.
-func (c *testCluster) run(ctrl *broker.ControllerNode, b *broker.Broker) {
+func (c *testCluster) run(ctrl *quorum.Node, b *broker.Broker) {
 	ticker := time.NewTicker(10 * time.Millisecond)
 	defer ticker.Stop()
 	var queue []broker.Envelope
@@ -108,8 +109,9 @@ func (c *testCluster) run(ctrl *broker.ControllerNode, b *broker.Broker) {
 			env := queue[0]
 			queue = queue[1:]
 			switch {
-			case env.To == broker.ControllerID:
-				ctrl.Handle(env, now)
+			case env.To == broker.VoterNode(1) || env.To == broker.ControllerID: // a session's CreateTopic
+				env.To = broker.VoterNode(1)
+				_ = ctrl.Handle(env, now)
 				collect(nil)
 			case env.To == testBrokerID:
 				collect(b.Handle(env, now))

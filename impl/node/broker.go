@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/failpoint"
@@ -45,8 +47,9 @@ type BrokerConfig struct {
 	// broker (default: the listener's address). A harness that puts a
 	// proxy in front of the broker advertises the proxy.
 	Advertised string
-	// Controller is the controller's address.
-	Controller string
+	// Controllers are the quorum's voters' addresses, voter 1 first
+	// (controller.quorum.voters); Broker.Voters is set from their count.
+	Controllers []string
 	// Routes overrides where this broker dials other brokers (by id): a
 	// harness routes each broker-to-broker link through its own proxy, so
 	// that links can be cut one by one.
@@ -94,6 +97,9 @@ type Broker struct {
 	b    *broker.Broker
 	tr   *transport
 	wire *kafkawire.Server
+	// ctrl is the voter the broker follows (route stores it after each
+	// step): where a session's CreateTopic goes.
+	ctrl atomic.Int32
 	life
 
 	inbox chan broker.Envelope
@@ -131,8 +137,8 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		return nil, fmt.Errorf("broker id %d out of range: want 1..%d", id, maxBrokerID)
 	case cfg.DataDir == "":
 		return nil, fmt.Errorf("broker %d: no data directory: set one (--data-dir)", id)
-	case cfg.Controller == "":
-		return nil, fmt.Errorf("broker %d: no controller address: set one (--controller host:port)", id)
+	case len(cfg.Controllers) == 0 || slices.Contains(cfg.Controllers, ""):
+		return nil, fmt.Errorf("broker %d: no controller address: list the quorum's voters (--controller host:port,...)", id)
 	case cfg.TickMs < 0:
 		return nil, fmt.Errorf("broker %d: tick %d ms: want > 0", id, cfg.TickMs)
 	}
@@ -154,6 +160,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 	if cfg.Broker.Address == "" {
 		cfg.Broker.Address = cfg.Advertised
 	}
+	cfg.Broker.Voters = len(cfg.Controllers)
 	var fpctx context.Context
 	if cfg.Failpoints {
 		fpctx = failpoint.WithHook(context.Background(), func(context.Context, string) bool { return true })
@@ -171,7 +178,9 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		return nil, err
 	}
 	n.tr = newTransport(id, inc, cfg.Secret, n.fromNetwork, cfg.Logf)
-	n.tr.setAddr(broker.ControllerID, cfg.Controller)
+	for i, addr := range cfg.Controllers {
+		n.tr.setAddr(broker.VoterNode(i+1), addr)
+	}
 	for peer, addr := range cfg.Routes {
 		n.tr.setAddr(broker.NodeID(peer), addr)
 	}
@@ -220,7 +229,7 @@ func (n *Broker) Incarnation() int64 { return n.b.Incarnation() }
 // fromNetwork takes what the transport delivers: messages for the broker
 // go to its loop, answers for a client session go to the session.
 func (n *Broker) fromNetwork(env broker.Envelope) {
-	if u, ok := env.Msg.(broker.StateUpdate); ok && env.From == broker.ControllerID {
+	if u, ok := env.Msg.(broker.StateUpdate); ok && env.From.Voter() != 0 {
 		for id, addr := range u.Addresses {
 			if _, routed := n.cfg.Routes[id]; !routed && broker.NodeID(id) != n.ID() {
 				n.tr.setAddr(broker.NodeID(id), addr)
@@ -371,7 +380,11 @@ func (n *Broker) failed(err error) bool {
 
 // route sends the broker's outbox: to sessions in this process or over
 // the transport.
+// controller is the voter the broker follows, as of its last step.
+func (n *Broker) controller() broker.NodeID { return broker.NodeID(n.ctrl.Load()) }
+
 func (n *Broker) route(out []broker.Envelope) {
+	n.ctrl.Store(int32(n.b.Controller()))
 	for _, env := range out {
 		if env.To >= broker.ClientIDBase {
 			if s := n.session(env.To); s != nil {

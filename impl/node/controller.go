@@ -2,66 +2,78 @@ package node
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/watermarkhq/watermark/impl/broker"
 	"github.com/watermarkhq/watermark/impl/controller"
+	"github.com/watermarkhq/watermark/impl/quorum"
+	"github.com/watermarkhq/watermark/impl/settings"
 	"github.com/watermarkhq/watermark/impl/storage"
 )
 
-// ControllerConfig configures the controller process.
+// ControllerConfig configures one controller process: a voter of the
+// controller quorum (impl/quorum).
 type ControllerConfig struct {
 	Controller controller.Config
-	// DataDir holds the controller's snapshot (controller.json).
+	// Quorum is the quorum's settings; the zero value is one voter with
+	// KRaft's timing (settings.DefaultQuorum).
+	Quorum settings.Quorum
+	// Voter is this process's voter number, 1 to Quorum.Voters (0: 1).
+	Voter int
+	// Voters maps every other voter's number to its address
+	// (controller.quorum.voters, less this one).
+	Voters map[int]string
+	// DataDir holds the controller's metadata log (impl/quorum).
 	DataDir string
 	// Listen is the address to listen on (default 127.0.0.1:0).
 	Listen string
 	// TickMs is the period of the controller's timer (default 10).
 	TickMs int64
 	// Secret is the cluster's shared secret (at least MinSecretBytes):
-	// brokers prove they hold it before the controller reads a byte from
-	// them (auth.go).
+	// brokers and voters prove they hold it before the controller reads
+	// a byte from them (auth.go).
 	Secret []byte
 	Logf   func(format string, args ...any)
 }
 
-// snapshotFile is the controller's durable state in its data directory.
-const snapshotFile = "controller.json"
+// legacySnapshot is where a controller of an earlier watermark, before
+// the quorum, kept its state.
+const legacySnapshot = "controller.json"
 
-// Controller is a running controller process.
+// Controller is a running controller process: one voter of the quorum.
 //
-// How it survives its own restart: after every step that changed its state
-// (a registration, an election, an ISR change, a new topic) and before
-// anything of that step is sent, it writes a snapshot of the state
-// (topics, partition states with their epochs, broker incarnations and
-// addresses) atomically to its data directory. A new process restores the
-// snapshot, so no epoch is handed out twice and no restart of a broker is
-// missed; each broker gets a full session timeout to be heard from, and
-// is sent the full state at its first heartbeat, in case the previous
-// process died between its snapshot and its sends. Brokers reconnect on
+// How it survives its own restart: the metadata log and its snapshots are
+// on disk, synced before anything is sent (impl/quorum); a new process
+// reads them and catches up from the other voters. Brokers reconnect on
 // their own: they dial the controller for every message.
 type Controller struct {
-	cfg   ControllerConfig
-	ln    net.Listener
-	disk  *storage.FileDisk
-	node  *broker.ControllerNode
-	tr    *transport
-	saved []byte
+	cfg  ControllerConfig
+	ln   net.Listener
+	node *quorum.Node
+	tr   *transport
 	life
 
 	inbox chan broker.Envelope
 
 	mu    sync.Mutex
 	conns map[net.Conn]bool
+	addrs map[int32]string // the brokers' addresses the metadata holds
 }
 
-// StartController restores the controller's snapshot, if any, and serves.
+// Addresses returns the brokers' addresses as the controller's metadata
+// holds them (registrations committed to its log).
+func (c *Controller) Addresses() map[int32]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.addrs)
+}
+
+// StartController opens the voter's metadata log and serves.
 func StartController(cfg ControllerConfig) (*Controller, error) {
 	if err := checkSecret(cfg.Secret); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
@@ -75,47 +87,49 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.Quorum == (settings.Quorum{}) {
+		cfg.Quorum = settings.DefaultQuorum()
+	}
+	if cfg.Voter == 0 {
+		cfg.Voter = 1
+	}
 	if cfg.DataDir == "" {
 		return nil, errors.New("controller: no data directory: set one (--data-dir)")
 	}
 	if cfg.TickMs < 0 {
 		return nil, fmt.Errorf("controller: tick %d ms: want > 0", cfg.TickMs)
 	}
+	for v := 1; v <= cfg.Quorum.Voters; v++ {
+		if _, ok := cfg.Voters[v]; !ok && v != cfg.Voter {
+			return nil, fmt.Errorf("controller %d: no address for voter %d: list every voter (controller.quorum.voters)", cfg.Voter, v)
+		}
+	}
 	disk, err := storage.NewFileDisk(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("controller: data directory: %w", err)
 	}
+	if _, err := disk.ReadFile(legacySnapshot); err == nil {
+		return nil, fmt.Errorf("controller: %s holds %s, the state of a controller from before the quorum: start with an empty data directory", cfg.DataDir, legacySnapshot)
+	}
 	c := &Controller{
-		cfg: cfg, disk: disk, life: newLife(),
+		cfg: cfg, life: newLife(),
 		inbox: make(chan broker.Envelope, 8192),
 		conns: map[net.Conn]bool{},
 	}
-	data, err := disk.ReadFile(snapshotFile)
-	switch {
-	case err == nil:
-		var snap broker.ControllerSnapshot
-		if err := json.Unmarshal(data, &snap); err != nil {
-			return nil, fmt.Errorf("controller: %s in %s is corrupt (%v): fix it or start with an empty data directory", snapshotFile, cfg.DataDir, err)
-		}
-		if c.node, err = broker.RestoreControllerNode(cfg.Controller, snap, c.now()); err != nil {
-			return nil, fmt.Errorf("controller: %s in %s: %w", snapshotFile, cfg.DataDir, err)
-		}
-		c.saved = data
-		cfg.Logf("controller restored %d brokers and %d partitions from %s", len(snap.Controller.Brokers), len(snap.Controller.Partitions), snapshotFile)
-	case isNotExist(err):
-		if c.node, err = broker.NewControllerNode(cfg.Controller); err != nil {
-			return nil, fmt.Errorf("controller: %w", err)
-		}
-	default:
+	seed := uint64(time.Now().UnixNano())
+	if c.node, err = quorum.Open(quorum.Config{Voter: cfg.Voter, Quorum: cfg.Quorum, Controller: cfg.Controller, Seed: seed}, disk, c.now()); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	if c.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("controller: listen: %w", err)
 	}
-	c.tr = newTransport(broker.ControllerID, 0, cfg.Secret, c.fromNetwork, cfg.Logf)
+	c.tr = newTransport(c.node.ID(), 0, cfg.Secret, c.fromNetwork, cfg.Logf)
+	for v, addr := range cfg.Voters {
+		c.tr.setAddr(broker.VoterNode(v), addr)
+	}
 	go c.accept()
 	go c.loop()
-	cfg.Logf("controller listening on %s", c.ln.Addr())
+	cfg.Logf("controller %d of %d listening on %s", cfg.Voter, cfg.Quorum.Voters, c.ln.Addr())
 	return c, nil
 }
 
@@ -123,7 +137,7 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 func (c *Controller) Addr() string { return c.ln.Addr().String() }
 
 func (c *Controller) fromNetwork(env broker.Envelope) {
-	if env.To != broker.ControllerID {
+	if env.To != c.node.ID() {
 		return
 	}
 	select {
@@ -137,44 +151,35 @@ func (c *Controller) loop() {
 	tick := time.NewTicker(time.Duration(c.cfg.TickMs) * time.Millisecond)
 	defer tick.Stop()
 	for {
+		var err error
 		select {
 		case <-c.stop:
 			return
 		case env := <-c.inbox:
-			c.node.Handle(env, c.now())
+			err = c.node.Handle(env, c.now())
 		case <-tick.C:
-			c.node.Tick(c.now())
+			err = c.node.Tick(c.now())
 		}
-		if err := c.persist(); err != nil {
-			c.cfg.Logf("controller: cannot save its state, stopping: %v", err)
+		for _, e := range c.node.TakeEvents() {
+			// Elections, ISR changes, registrations and session expiries:
+			// what an operator reads first after a failure.
+			if line := e.String(); line != "" {
+				c.cfg.Logf("%s", line)
+			}
+		}
+		if err != nil {
+			c.cfg.Logf("controller: stopping: %v", err)
 			c.halt(err)
 			return
 		}
 		for _, env := range c.node.TakeOutbox() {
 			c.tr.send(env)
 		}
-		for _, e := range c.node.TakeEvents() {
-			// Elections, ISR changes, registrations and session expiries:
-			// what an operator reads first after a failure.
-			c.cfg.Logf("controller: %s", e)
-		}
+		addrs := c.node.Image().Addresses()
+		c.mu.Lock()
+		c.addrs = addrs
+		c.mu.Unlock()
 	}
-}
-
-// persist writes the snapshot if the state changed since the last write.
-func (c *Controller) persist() error {
-	data, err := json.Marshal(c.node.Snapshot())
-	if err != nil {
-		return err
-	}
-	if bytes.Equal(data, c.saved) {
-		return nil
-	}
-	if err := c.disk.WriteFileAtomic(snapshotFile, data); err != nil {
-		return err
-	}
-	c.saved = data
-	return nil
 }
 
 func (c *Controller) accept() {

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -57,11 +56,11 @@ func StartLocalCluster(opts LocalOptions) (*LocalCluster, error) {
 		bc.ID = broker.NodeID(id)
 		logf := opts.Logf
 		lc.cfgs[id] = BrokerConfig{
-			Secret:     secret,
-			Broker:     bc,
-			DataDir:    filepath.Join(opts.Dir, fmt.Sprint("broker-", id)),
-			Controller: lc.ctrl.Addr(),
-			Logf:       func(f string, a ...any) { logf("broker %d: "+f, append([]any{id}, a...)...) },
+			Secret:      secret,
+			Broker:      bc,
+			DataDir:     filepath.Join(opts.Dir, fmt.Sprint("broker-", id)),
+			Controllers: []string{lc.ctrl.Addr()},
+			Logf:        func(f string, a ...any) { logf("broker %d: "+f, append([]any{id}, a...)...) },
 		}
 		if err := lc.Restart(id); err != nil {
 			lc.Close()
@@ -135,15 +134,13 @@ func (lc *LocalCluster) awaitRegistered(d time.Duration) error {
 	return errors.New("local cluster: brokers did not all register with the controller within 10 s")
 }
 
-// ctrlSnapshotLive counts the brokers whose address the controller saved.
+// ctrlSnapshotLive counts the brokers whose address the controller's
+// metadata holds.
 func (lc *LocalCluster) ctrlSnapshotLive() int {
-	data, err := lc.ctrl.disk.ReadFile(snapshotFile)
-	if err != nil {
-		return 0
-	}
+	addrs := lc.ctrl.Addresses()
 	n := 0
 	for id := 1; id < len(lc.brokers); id++ {
-		if containsAddr(data, lc.Addr(id)) {
+		if addrs[int32(id)] == lc.Addr(id) {
 			n++
 		}
 	}
@@ -240,8 +237,4 @@ func (lc *LocalCluster) Close() {
 		}
 	}
 	_ = lc.ctrl.Close()
-}
-
-func containsAddr(data []byte, addr string) bool {
-	return addr != "" && bytes.Contains(data, []byte(`"`+addr+`"`))
 }

@@ -54,6 +54,9 @@ func (s *session) ID() broker.NodeID { return s.id }
 func (s *session) Send(to broker.NodeID, msg kafka.Message) {
 	env := broker.Envelope{From: s.id, To: to, Msg: msg}
 	if to != s.n.ID() {
+		if to == broker.ControllerID {
+			env.To = s.n.controller() // the voter the broker follows
+		}
 		s.n.tr.send(env) // CreateTopic to the controller
 		return
 	}

@@ -90,7 +90,7 @@ func serve(stops <-chan struct{}, args []string, stdout, stderr io.Writer) int {
 	advertised := fs.String("advertised", "", "broker: the address clients and other brokers dial (default: the listen address)")
 	dataDir := fs.String("data-dir", "", "directory of this node's data (required)")
 	secretFile := fs.String("cluster-secret-file", "", "file holding the cluster's shared secret, the same for every node (required): nodes prove they hold it before they talk; `watermark cluster` writes one, or: head -c 32 /dev/urandom > FILE")
-	controllerAddr := fs.String("controller", "", "broker: the controller's HOST:PORT (required for a broker)")
+	controllerAddr := fs.String("controller", "", "broker: the controllers' HOST:PORT, comma-separated, voter 1 first (controller.quorum.voters; required for a broker)")
 	routeFlags := fs.StringArray("route", nil, "broker: ID=HOST:PORT, dial broker ID there instead of at its advertised address (repeatable; for proxies)")
 	fpHTTP := fs.String("failpoint-http", "", "broker: serve pingcap/failpoint's HTTP endpoint on ADDR to switch failpoints at run time")
 	maxConns := fs.Int("max-connections", node.DefaultMaxConnections, "broker: the most connections it holds open at once; past it a new one is closed (max.connections)")
@@ -189,13 +189,13 @@ func serve(stops <-chan struct{}, args []string, stdout, stderr io.Writer) int {
 	}
 
 	b, err := node.StartBroker(node.BrokerConfig{
-		Secret:     secret,
-		Broker:     bcfg,
-		DataDir:    *dataDir,
-		Listen:     *listen,
-		Advertised: *advertised,
-		Controller: *controllerAddr,
-		Routes:     routes,
+		Secret:      secret,
+		Broker:      bcfg,
+		DataDir:     *dataDir,
+		Listen:      *listen,
+		Advertised:  *advertised,
+		Controllers: strings.Split(*controllerAddr, ","),
+		Routes:      routes,
 		// A process is one broker: failpoints set in its environment are
 		// its own.
 		Failpoints:         true,
@@ -247,6 +247,7 @@ func serveController(stops <-chan struct{}, s run.Settings, listen, dataDir stri
 	c, err := node.StartController(node.ControllerConfig{
 		Secret:     secret,
 		Controller: ccfg,
+		Quorum:     s.Quorum,
 		DataDir:    dataDir,
 		Listen:     listen,
 		Logf:       nodeLogf(stderr, "", verbose), // the node names itself in every line

@@ -160,7 +160,7 @@ func TestSettingsFlagsReachTheNodes(t *testing.T) {
 	// every setting has its flag.
 	fs := newTestFlagSet()
 	sf := addSettingsFlags(fs)
-	require.NoError(t, fs.Parse(append(run.Args(&s.Broker), run.Args(&s.Controller)...)))
+	require.NoError(t, fs.Parse(append(append(run.Args(&s.Broker), run.Args(&s.Controller)...), run.Args(&s.Quorum)...)))
 	got, err := sf.settings()
 	require.NoError(t, err)
 	require.Equal(t, s, got)

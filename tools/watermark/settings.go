@@ -37,6 +37,7 @@ func addSettingsFlags(fs *pflag.FlagSet) *settingsFlags {
 	}
 	add("broker", run.Fields(&f.s.Broker))
 	add("controller", run.Fields(&f.s.Controller))
+	add("quorum", run.Fields(&f.s.Quorum))
 	return f
 }
 
@@ -47,7 +48,7 @@ func (f *settingsFlags) settings() (run.Settings, error) {
 	}
 	s := run.DefaultSettings()
 	byFlag := map[string]run.Field{}
-	for _, fld := range append(run.Fields(&s.Broker), run.Fields(&s.Controller)...) {
+	for _, fld := range append(append(run.Fields(&s.Broker), run.Fields(&s.Controller)...), run.Fields(&s.Quorum)...) {
 		byFlag[fld.Flag()] = fld
 	}
 	var err error
