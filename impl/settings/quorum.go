@@ -58,6 +58,8 @@ func (q Quorum) Validate() error {
 		return fmt.Errorf("%w: controller_election_backoff_max_ms %d must not be negative", ErrInvalidQuorum, q.ElectionBackoffMaxMs)
 	case q.HeartbeatMs <= 0 || q.HeartbeatMs >= q.ElectionTimeoutMs:
 		return fmt.Errorf("%w: controller_heartbeat_ms %d must be positive and below controller_election_timeout_ms %d, or voters campaign against a live leader", ErrInvalidQuorum, q.HeartbeatMs, q.ElectionTimeoutMs)
+	case q.Combined:
+		return fmt.Errorf("%w: combined: voters inside brokers are not built yet; run the controllers on their own (combined: false)", ErrInvalidQuorum)
 	case q.SnapshotEntries < 2:
 		return fmt.Errorf("%w: metadata_snapshot_entries %d: want at least 2", ErrInvalidQuorum, q.SnapshotEntries)
 	}
